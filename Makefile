@@ -1,0 +1,46 @@
+# Two commands matter: `make demo` (a real replay end to end) and `make test` (the whole suite).
+# Both set themselves up: system packages, the virtualenv, Kafka jars, PostgreSQL.
+
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+PYTEST_ARGS ?=
+
+.PHONY: setup system lint format test test-fast demo bench clean
+
+setup: system $(STAMP)
+
+system:
+	@scripts/bootstrap-system
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q -U pip setuptools wheel
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	@rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+# Real services: PostgreSQL is started here; the Kafka broker by the session fixture (scripts/local-kafka).
+test: setup lint
+	REPLAY_TEST_POSTGRES_URL="$$(scripts/local-postgres start | tail -n 1)" \
+		$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# Pure and store tests only: no Spark job, no broker.
+test-fast: setup
+	REPLAY_TEST_POSTGRES_URL="$$(scripts/local-postgres start | tail -n 1)" \
+		$(VENV)/bin/pytest -m "not kafka and not spark" $(PYTEST_ARGS)
+
+demo: setup
+	@scripts/demo
+
+clean:
+	-scripts/local-kafka stop
+	rm -rf .state

@@ -1,0 +1,1 @@
+"""The Replay Service: API, launchers, watcher, scheduler, notifier."""

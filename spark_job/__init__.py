@@ -1,0 +1,1 @@
+"""The distributed, throttled, delivery-confirmed Kafka publisher (runs under spark-submit)."""

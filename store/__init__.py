@@ -1,0 +1,1 @@
+"""The job store: schema, migrations and repositories (SQLite or PostgreSQL)."""

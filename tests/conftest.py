@@ -1,0 +1,26 @@
+"""Shared fixtures: real services (Kafka, PostgreSQL, Spark) come from the plugin modules below."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+pytest_plugins = [
+    "tests.fixtures.kafka",
+    "tests.fixtures.database",
+    "tests.fixtures.spark",
+]
+
+# Variables the test run itself is allowed to carry: where the session's services already run.
+_KEEP = ("REPLAY_TEST_",)
+
+
+@pytest.fixture(autouse=True)
+def _clean_replay_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Hide REPLAY_* settings from the environment so a hidden env read fails loudly."""
+    for key in list(os.environ):
+        if key.startswith("REPLAY_") and not key.startswith(_KEEP):
+            monkeypatch.delenv(key)
+    yield

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import io
+import json
+
+import structlog
+
+from daemon.logs import REDACTED, configure_logging
+
+
+def _json_lines(stream: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines() if line.strip()]
+
+
+def test_a_configured_secret_never_appears_in_output() -> None:
+    out = io.StringIO()
+    configure_logging(log_format="json", secrets=["s3cr3t-api-token"], stream=out)
+
+    structlog.get_logger().info("calling daemon with s3cr3t-api-token", header="Bearer s3cr3t-api-token")
+
+    assert "s3cr3t-api-token" not in out.getvalue()
+    assert _json_lines(out)[0]["event"] == f"calling daemon with {REDACTED}"
+
+
+def test_sensitive_keys_are_masked_at_any_depth() -> None:
+    out = io.StringIO()
+    configure_logging(log_format="json", stream=out)
+
+    structlog.get_logger().info(
+        "request", headers={"Authorization": "Bearer abc.def", "Accept": "json"}, signing_secret="xyz1"
+    )
+
+    line = _json_lines(out)[0]
+    assert line["headers"] == {"Authorization": REDACTED, "Accept": "json"}
+    assert line["signing_secret"] == REDACTED
+
+
+def test_slack_shaped_tokens_in_free_text_are_masked() -> None:
+    out = io.StringIO()
+    configure_logging(log_format="json", stream=out)
+
+    structlog.get_logger().warning("slack refused xoxb-123-456-abcdef for channel C1")
+
+    assert "xoxb-123" not in out.getvalue()
+    assert "for channel C1" in out.getvalue()
+
+
+def test_stdlib_loggers_go_through_the_redactor() -> None:
+    import logging
+
+    out = io.StringIO()
+    configure_logging(log_format="json", secrets=["hunter2-password"], stream=out)
+
+    logging.getLogger("uvicorn.error").warning("login with hunter2-password")
+
+    assert "hunter2-password" not in out.getvalue()
+    assert _json_lines(out)[0]["event"] == f"login with {REDACTED}"
+
+
+def test_bound_run_id_is_carried_as_a_key() -> None:
+    out = io.StringIO()
+    configure_logging(log_format="json", stream=out)
+
+    structlog.get_logger().bind(run_id="r-42").info("launched")
+
+    assert _json_lines(out)[0]["run_id"] == "r-42"

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from daemon.errors import ConfigError
+from daemon.settings import load_settings
+
+
+def test_defaults_put_the_database_under_the_state_directory() -> None:
+    settings = load_settings({"REPLAY_STATE_DIR": "/srv/replay"})
+
+    assert settings.db_url == "sqlite:////srv/replay/replay.db"
+    assert settings.launcher == "local"
+
+
+def test_admins_are_read_from_a_comma_separated_list() -> None:
+    settings = load_settings({"REPLAY_ADMINS": "U1AAA, U2BBB,"})
+
+    assert settings.admins == ["U1AAA", "U2BBB"]
+
+
+def test_invalid_value_names_the_variable() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"REPLAY_LAUNCHER": "yarn"})
+
+    assert str(caught.value).startswith("REPLAY_LAUNCHER: ")
+
+
+def test_missing_required_setting_names_the_variable() -> None:
+    settings = load_settings({})
+
+    with pytest.raises(ConfigError, match="REPLAY_SLACK_SIGNING_SECRET is required"):
+        settings.require("slack_signing_secret")
+
+
+def test_secrets_do_not_appear_in_the_settings_repr() -> None:
+    settings = load_settings({"REPLAY_API_TOKEN": "tok-very-secret", "REPLAY_SLACK_BOT_TOKEN": "xoxb-1-2"})
+
+    assert "tok-very-secret" not in repr(settings)
+    assert settings.secret_values() == ["xoxb-1-2", "tok-very-secret"]
+
+
+def test_process_environment_is_read_when_no_mapping_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REPLAY_STATE_DIR", "/tmp/replay-env")
+
+    assert load_settings().state_dir == Path("/tmp/replay-env")
+
+
+def test_kafka_config_carries_sasl_credentials() -> None:
+    settings = load_settings(
+        {
+            "REPLAY_KAFKA_BOOTSTRAP": "b:9093",
+            "REPLAY_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+            "REPLAY_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
+            "REPLAY_KAFKA_SASL_USERNAME": "svc",
+            "REPLAY_KAFKA_SASL_PASSWORD": "pw",
+        }
+    )
+
+    assert settings.kafka_config() == {
+        "bootstrap.servers": "b:9093",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "svc",
+        "sasl.password": "pw",
+    }
