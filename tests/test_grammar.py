@@ -1,0 +1,487 @@
+from __future__ import annotations
+
+import shlex
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from daemon.errors import BadRequest
+from daemon.grammar import (
+    GENERAL_USAGE,
+    MAX_HEADERS,
+    MAX_TPS,
+    RESERVED,
+    USAGE,
+    CancelCommand,
+    Command,
+    GrammarError,
+    HelpCommand,
+    ListCommand,
+    PauseCommand,
+    PipelineCommand,
+    PipelinesCommand,
+    PlanCommand,
+    ReplayCommand,
+    ResumeCommand,
+    ScheduleCommand,
+    StatusCommand,
+    UnscheduleCommand,
+    help_text,
+    parse,
+    render,
+)
+from daemon.quantities import MAX_DURATION_SECONDS
+from daemon.windows import MAX_DAYS, DayWindow, RelativeWindow, TimeWindow
+
+RUN = "r-0123456789ab"
+PIPE = "p-0123456789ab"
+WEEK = DayWindow(date(2024, 1, 1), date(2024, 1, 7))
+
+
+# --- happy paths ------------------------------------------------------------------------------------
+
+
+def test_replay_with_every_option() -> None:
+    command = parse(
+        "orders 2024-01-01..2024-01-07 tps=10k topic=live headers=team:Data,trace:a:b workers=8 ordering=none"
+    )
+
+    assert command == ReplayCommand(
+        source="orders",
+        window=WEEK,
+        tps=10_000,
+        topic="live",
+        headers=(("team", "Data"), ("trace", "a:b")),
+        workers=8,
+        ordering="none",
+    )
+
+
+def test_replay_defaults_are_left_to_the_service() -> None:
+    assert parse("orders 2024-01-01..2024-01-07") == ReplayCommand("orders", WEEK)
+    assert ReplayCommand("orders", WEEK).tps is None
+
+
+def test_option_keys_are_case_insensitive_and_header_values_keep_case() -> None:
+    command = parse("orders last=6h TPS=1.5k Topic=LIVE Headers=Team:DataEng")
+
+    assert command == ReplayCommand(
+        "orders", RelativeWindow(21_600), tps=1_500, topic="live", headers=(("Team", "DataEng"),)
+    )
+
+
+def test_plan_takes_the_same_options_but_is_a_different_command() -> None:
+    plan = parse("plan orders 2024-01-01..2024-01-07 tps=10000")
+
+    assert plan == PlanCommand("orders", WEEK, tps=10_000)
+    assert plan != ReplayCommand("orders", WEEK, tps=10_000)
+    assert not isinstance(plan, ReplayCommand)
+
+
+def test_time_window() -> None:
+    command = parse("orders 2024-01-01T10:00..2024-01-01T12:30Z")
+
+    assert isinstance(command, ReplayCommand)
+    assert command.window == TimeWindow(
+        datetime(2024, 1, 1, 10, tzinfo=UTC), datetime(2024, 1, 1, 12, 30, tzinfo=UTC)
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("status", StatusCommand()),
+        (f"status {RUN}", StatusCommand(RUN)),
+        ("status R-0123456789AB", StatusCommand(RUN)),
+        (f"status `{RUN}`", StatusCommand(RUN)),
+        ("list", ListCommand()),
+        ("list mine", ListCommand("mine")),
+        ("LIST running", ListCommand("running")),
+        (f"cancel {RUN}", CancelCommand(RUN)),
+        ("help", HelpCommand()),
+        ("help schedule", HelpCommand("schedule")),
+        ("pipelines", PipelinesCommand()),
+        ("pipelines idle", PipelinesCommand("idle")),
+        (f"pipeline {PIPE}", PipelineCommand(PIPE)),
+        (f"pause {PIPE}", PauseCommand(PIPE)),
+        (f"resume {PIPE}", ResumeCommand(PIPE)),
+        (f"unschedule {PIPE}", UnscheduleCommand(PIPE)),
+    ],
+)
+def test_short_commands(text: str, expected: Command) -> None:
+    assert parse(text) == expected
+
+
+def test_schedule_every() -> None:
+    command = parse(
+        "schedule orders every=15m watermark=updated_at tps=2k topic=live lookback=1h idle_after=14d"
+    )
+
+    assert command == ScheduleCommand(
+        source="orders",
+        every_seconds=900,
+        cron=None,
+        watermark="updated_at",
+        tps=2_000,
+        topic="live",
+        lookback_seconds=3_600,
+        idle_after_days=14,
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'schedule orders cron="*/15 * * * *" watermark=updated_at',
+        "schedule orders cron='*/15 * * * *' watermark=updated_at",
+        "schedule orders cron=\u201c*/15 * * * *\u201d watermark=updated_at",  # Slack smart quotes
+        'schedule orders "cron=*/15  *  * * *" watermark=updated_at',
+    ],
+)
+def test_schedule_cron_is_one_token(text: str) -> None:
+    command = parse(text)
+
+    assert command == ScheduleCommand("orders", None, "*/15 * * * *", "updated_at")
+
+
+def test_cli_argv_joined_with_shlex_parses_like_slack_text() -> None:
+    argv = ["schedule", "orders", "cron=0 6 * * mon-fri", "watermark=updated_at", "headers=team:data eng"]
+
+    command = parse(shlex.join(argv))
+
+    assert command == ScheduleCommand(
+        "orders", None, "0 6 * * mon-fri", "updated_at", headers=(("team", "data eng"),)
+    )
+
+
+# --- errors: each names exactly the token at fault ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "token", "reason"),
+    [
+        ("orders last=6h speed=5", "speed=5", "unknown option 'speed'"),
+        ("orders last=6h tps=0", "tps=0", "at least 1"),
+        ("orders last=6h tps=abc", "tps=abc", "not a number"),
+        ("orders last=6h tps=-1", "tps=-1", "negative"),
+        ("orders last=6h tps=1e99", "tps=1e99", "scientific notation"),
+        ("orders last=6h tps=", "tps=", "no value given"),
+        ("orders last=6h tps=20m", "tps=20m", f"at most {MAX_TPS}"),
+        ("orders last=6h tps=1.2345k", "tps=1.2345k", "not a whole number"),
+        ("orders last=6h workers=513", "workers=513", "at most 512"),
+        ("orders 2024-01-07..2024-01-01", "2024-01-07..2024-01-01", "window ends before it starts"),
+        ("orders 2024-02-30..2024-03-01", "2024-02-30..2024-03-01", "'2024-02-30'"),
+        ("orders 2024-01-01..2024-01-02T10:00", "2024-01-01..2024-01-02T10:00", "mixes a day and a time"),
+        ("🔥🔥", "🔥🔥", "not a source name"),
+        ("🔥🔥 last=6h", "🔥🔥", "not a source name"),
+        ("orders\u200b last=6h", "orders\u200b", "U+200B"),
+        ("orders last=6h\u200b", "last=6h\u200b", "U+200B"),
+        ("\u0637\u0644\u0628\u0627\u062a last=6h", "\u0637\u0644\u0628\u0627\u062a", "not a source name"),
+        ("orders \u202e2024-01-01", "\u202e2024-01-01", "U+202E"),
+        ('orders last=6h headers="team:data', 'headers="team:data', "unbalanced double quote"),
+        ("orders last=6h headers='team:data tps=5", "headers='team:data tps=5", "unbalanced single quote"),
+        ("orders last=6h tps=5 tps=6", "tps=6", "given twice"),
+        ("orders last=6h TPS=5 tps=6", "tps=6", "given twice"),
+        ("orders last=6h headers=replay-run:x", "headers=replay-run:x", "reserved"),
+        ("orders last=6h headers=Replay-Source:x", "headers=Replay-Source:x", "reserved"),
+        ("orders last=6h headers=a:b,a:c", "headers=a:b,a:c", "given twice"),
+        ("orders last=6h headers=a:", "headers=a:", "empty value"),
+        ("orders last=6h headers=a", "headers=a", "needs a value"),
+        ("orders last=6h headers=a:b,", "headers=a:b,", "stray comma"),
+        ("orders last=6h headers=a/b:c", "headers=a/b:c", "may only use"),
+        ("orders last=6h 10000", "10000", "not a positional argument"),
+        ("orders last=6h last=1h", "last=1h", "right after the source"),
+        ("orders tps=5", "tps=5", "expected a window"),
+        ("tps=5 orders last=6h", "tps=5", "expected a source name"),
+        ("2024-01-01 orders", "2024-01-01", "source name before the window"),
+        ("Orders last=6h", "Orders", "did you mean `orders`"),
+        ("stauts", "stauts", "did you mean `status`"),
+        ("orders last=6h topic=dlq", "topic=dlq", "auto, live"),
+        ("orders last=6h ordering=random", "ordering=random", "entity, none"),
+        ("cancel p-0123456789ab", "p-0123456789ab", "pipeline id"),
+        ("cancel r-123", "r-123", "not a run id"),
+        (f"status {RUN} extra", "extra", "unexpected"),
+        ("pause r-0123456789ab", "r-0123456789ab", "run id"),
+        ("list everything", "everything", "mine, running"),
+        ("help me", "me", "no such command"),
+        ("schedule orders every=30s watermark=ts", "every=30s", "at least 1m"),
+        ("schedule orders every=1h watermark=ts idle_after=36h", "idle_after=36h", "whole number of days"),
+        ("schedule orders every=1h watermark=ts idle_after=1h", "idle_after=1h", "at least 1d"),
+        ("schedule orders every=1h watermark=ts lookback=-1h", "lookback=-1h", "negative"),
+        ("schedule orders every=1h watermark=ts workers=4", "workers=4", "allowed for schedule"),
+        ("schedule orders every=1h watermark=1st", "watermark=1st", "not a column name"),
+        ('schedule orders cron="*/15 * * *" watermark=ts', "cron=*/15 * * *", "5 fields"),
+        ('schedule orders cron="? * * * *" watermark=ts', "cron=? * * * *", "may only use"),
+        ('schedule orders cron="0 0 * foo *" watermark=ts', "cron=0 0 * foo *", "unknown name 'foo'"),
+        ("schedule orders cron=*/15 * * * * watermark=ts", "*", "quote a cron expression"),
+        ("schedule orders every=1h cron='* * * * *' watermark=ts", "cron=* * * * *", "not both"),
+        ('orders last=6h ""', "", "empty argument"),
+        ("orders last=6h trailing\\", "trailing\\", "lone backslash"),
+    ],
+)
+def test_bad_input_names_the_exact_token(text: str, token: str, reason: str) -> None:
+    with pytest.raises(GrammarError) as caught:
+        parse(text)
+
+    assert caught.value.token == token
+    assert reason in caught.value.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("", "no command given"),
+        ("   \t ", "no command given"),
+        ("orders", "missing window"),
+        ("plan", "missing source"),
+        ("cancel", "missing run id"),
+        ("schedule", "missing source"),
+        ("schedule orders watermark=ts", "missing every="),
+        ("schedule orders every=1h", "missing watermark="),
+        ("pause", "missing pipeline id"),
+    ],
+)
+def test_missing_pieces_have_no_token(text: str, reason: str) -> None:
+    with pytest.raises(GrammarError) as caught:
+        parse(text)
+
+    assert caught.value.token is None
+    assert reason in caught.value.reason
+
+
+def test_empty_text_shows_the_general_usage() -> None:
+    with pytest.raises(GrammarError) as caught:
+        parse("")
+
+    assert caught.value.usage == GENERAL_USAGE
+    assert str(caught.value) == f"no command given\nUsage: {GENERAL_USAGE}"
+
+
+def test_error_text_is_token_reason_and_the_commands_usage() -> None:
+    with pytest.raises(GrammarError) as caught:
+        parse("orders last=6h speed=5")
+
+    error = caught.value
+    assert isinstance(error, BadRequest)
+    assert error.usage == USAGE["replay"]
+    assert str(error) == f"`speed=5`: {error.reason}\nUsage: {USAGE['replay']}"
+    assert "tps, topic, headers, workers, ordering" in error.reason
+
+
+def test_schedule_errors_show_the_schedule_usage() -> None:
+    with pytest.raises(GrammarError) as caught:
+        parse("schedule orders every=1h watermark=ts speed=5")
+
+    assert caught.value.usage == USAGE["schedule"]
+    assert "every, cron, watermark" in caught.value.reason
+
+
+def test_too_many_headers() -> None:
+    headers = ",".join(f"h{i}:v" for i in range(MAX_HEADERS + 1))
+
+    with pytest.raises(GrammarError, match="too many headers"):
+        parse(f"orders last=6h headers={headers}")
+
+
+def test_reserved_words_are_never_sources() -> None:
+    with pytest.raises(GrammarError, match="is a command"):
+        ReplayCommand("status", WEEK)
+
+
+def test_commands_validate_themselves() -> None:
+    with pytest.raises(GrammarError, match="tps must be between"):
+        ReplayCommand("orders", WEEK, tps=0)
+    with pytest.raises(GrammarError, match="exactly one of every= or cron="):
+        ScheduleCommand("orders", 900, "* * * * *", "ts")
+    with pytest.raises(GrammarError, match="not a run id"):
+        CancelCommand("r-nothex")
+
+
+def test_help_text_lists_every_usage_line_and_examples() -> None:
+    text = help_text()
+
+    for line in USAGE.values():
+        assert line in text
+    assert "Examples:" in text
+    assert help_text("cancel") == f"Usage: {USAGE['cancel']}"
+
+
+def test_render_is_canonical() -> None:
+    assert render(parse("orders 2024-01-01..2024-01-07 topic=auto TPS=10k ordering=entity")) == (
+        "orders 2024-01-01..2024-01-07 tps=10000"
+    )
+    assert render(parse('schedule orders watermark=ts cron="0  6 * * *" lookback=0')) == (
+        'schedule orders cron="0 6 * * *" watermark=ts'
+    )
+
+
+# --- properties -------------------------------------------------------------------------------------
+
+FRAGMENTS = [
+    "orders",
+    "plan",
+    "status",
+    "list",
+    "cancel",
+    "help",
+    "schedule",
+    "pipelines",
+    "pipeline",
+    "pause",
+    "resume",
+    "unschedule",
+    "mine",
+    "idle",
+    RUN,
+    PIPE,
+    "2024-01-01..2024-01-07",
+    "2024-01-01T10:00..2024-01-01T12:30+05:30",
+    "2024-02-30",
+    "9999-12-31T23:59-05:00..9999-12-31T23:59",
+    "0001-01-01T00:00+01:00..2024-01-01T00:00",
+    "last=6h",
+    "last=",
+    "tps=10k",
+    "tps=",
+    "tps=1e99",
+    "workers=512",
+    "topic=live",
+    "ordering=none",
+    "headers=a:b,c:d",
+    "headers=replay-x:1",
+    "every=15m",
+    'cron="*/15 * * * *"',
+    "cron=",
+    "watermark=ts",
+    "lookback=1h",
+    "idle_after=14d",
+    "=",
+    "..",
+    '"',
+    "'",
+    "\\",
+    "\u201c",
+    "\u2019",
+    "\u200b",
+    "\u202e",
+    "🔥",
+    "\x00",
+    "\u00a0",
+    "",
+]
+PREFIXES = [
+    "",
+    "orders 2024-01-01..2024-01-07",
+    "plan orders last=6h",
+    "schedule orders every=15m watermark=ts",
+    "schedule orders cron='0 * * * *' watermark=ts",
+]
+# Mostly meaningful fragments (so the option and window layers get exercised), some raw junk.
+pieces = (
+    st.sampled_from(FRAGMENTS) | st.sampled_from(FRAGMENTS) | st.sampled_from(FRAGMENTS) | st.text(max_size=4)
+)
+mixed_text = st.builds(
+    lambda prefix, parts, sep: sep.join([prefix, *parts]),
+    st.sampled_from(PREFIXES),
+    st.lists(pieces, max_size=6),
+    st.sampled_from([" ", " ", " ", "", "=", ","]),
+)
+
+
+@settings(max_examples=300)
+@given(st.text() | mixed_text)
+def test_parse_only_ever_raises_grammar_errors(text: str) -> None:
+    try:
+        command = parse(text)
+    except GrammarError as error:
+        assert str(error).endswith(f"Usage: {error.usage}")
+    else:
+        assert parse(render(command)) == command
+
+
+sources = st.from_regex(r"[a-z][a-z0-9_-]{0,20}", fullmatch=True).filter(lambda s: s not in RESERVED)
+windows = st.one_of(
+    st.builds(
+        lambda start, length: DayWindow(start, start + timedelta(days=length)),
+        st.dates(min_value=date(1970, 1, 1), max_value=date(2200, 1, 1)),
+        st.integers(min_value=0, max_value=MAX_DAYS - 1),
+    ),
+    st.builds(
+        lambda start, length: TimeWindow(start, start + length),
+        st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(2200, 1, 1), timezones=st.just(UTC)),
+        st.timedeltas(min_value=timedelta(microseconds=1), max_value=timedelta(days=MAX_DAYS)),
+    ),
+    st.builds(RelativeWindow, st.integers(min_value=1, max_value=MAX_DAYS * 86_400)),
+)
+header_keys = st.from_regex(r"[A-Za-z0-9._-]{1,16}", fullmatch=True).filter(
+    lambda key: not key.lower().startswith("replay-")
+)
+header_values = st.text(
+    alphabet=st.characters(
+        categories=("L", "M", "N", "P", "S"),
+        exclude_characters=",\u201c\u201d\u201e\u201f\u2018\u2019\u201a\u201b",
+    )
+    | st.just(" "),
+    min_size=1,
+    max_size=12,
+).filter(lambda value: value == value.strip(" "))
+headers = st.lists(
+    st.tuples(header_keys, header_values), max_size=MAX_HEADERS, unique_by=lambda kv: kv[0]
+).map(tuple)
+tps = st.none() | st.integers(min_value=1, max_value=MAX_TPS)
+topics = st.sampled_from(["auto", "live"])
+run_ids = st.from_regex(r"r-[0-9a-f]{12}", fullmatch=True)
+pipeline_ids = st.from_regex(r"p-[0-9a-f]{12}", fullmatch=True)
+cron_fields = st.sampled_from(["*", "*/15", "0", "1-5", "0,30", "mon-fri", "JAN", "*/5", "12"])
+periods = st.one_of(
+    st.tuples(st.integers(min_value=60, max_value=MAX_DURATION_SECONDS), st.none()),
+    st.tuples(st.none(), st.lists(cron_fields, min_size=5, max_size=5).map(" ".join)),
+)
+
+
+def _spec(cls: type[ReplayCommand] | type[PlanCommand]) -> st.SearchStrategy[Command]:
+    return st.builds(
+        cls,
+        source=sources,
+        window=windows,
+        tps=tps,
+        topic=topics,
+        headers=headers,
+        workers=st.none() | st.integers(min_value=1, max_value=512),
+        ordering=st.sampled_from(["entity", "none"]),
+    )
+
+
+schedules = st.builds(
+    lambda source, period, **rest: ScheduleCommand(source, period[0], period[1], **rest),
+    sources,
+    periods,
+    watermark=st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}(\.[a-z_]{1,8})?", fullmatch=True),
+    tps=tps,
+    topic=topics,
+    lookback_seconds=st.integers(min_value=0, max_value=MAX_DURATION_SECONDS),
+    headers=headers,
+    idle_after_days=st.none() | st.integers(min_value=1, max_value=MAX_DAYS),
+)
+commands: st.SearchStrategy[Command] = st.one_of(
+    _spec(ReplayCommand),
+    _spec(PlanCommand),
+    schedules,
+    st.builds(StatusCommand, st.none() | run_ids),
+    st.builds(ListCommand, st.sampled_from(["all", "mine", "running"])),
+    st.builds(CancelCommand, run_ids),
+    st.builds(HelpCommand, st.none() | st.sampled_from(sorted(USAGE))),
+    st.builds(PipelinesCommand, st.sampled_from(["all", "mine", "idle"])),
+    *(
+        st.builds(cls, pipeline_ids)
+        for cls in (PipelineCommand, PauseCommand, ResumeCommand, UnscheduleCommand)
+    ),
+)
+
+
+@settings(max_examples=300)
+@given(commands)
+def test_render_round_trips(command: Command) -> None:
+    assert parse(render(command)) == command
