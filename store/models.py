@@ -1,0 +1,205 @@
+"""ORM models for the job store (SQLAlchemy 2.x typed declarative).
+
+The initial migration (``migrations/versions/0001_initial.py``) is a frozen copy of this
+schema; a test compares the two so they cannot drift. No relationships are mapped on
+purpose: repositories hand out detached objects, and a lazy load after the session closed
+would fail far from its cause. Progress samples are read through ``RunRepository.progress``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Enum,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, validates
+
+from store.sqltypes import JsonType, UtcDateTime, require_aware
+from store.states import PipelineState, RunKind, RunState
+
+# Deterministic constraint names, so later migrations (and SQLite batch mode) can refer to them.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# SQLite only autoincrements an INTEGER PRIMARY KEY.
+BigIntId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def _str_enum(enum_cls: type[Any], name: str) -> Enum:
+    """Stored as VARCHAR + CHECK of the enum *values* (not a native PostgreSQL enum type)."""
+    return Enum(
+        enum_cls,
+        name=name,
+        native_enum=False,
+        create_constraint=True,
+        length=16,
+        values_callable=lambda members: [member.value for member in members],
+        validate_strings=True,
+    )
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {datetime: UtcDateTime()}
+
+
+class _AwareTimestamps:
+    """Mixin: every datetime column refuses naive values on assignment."""
+
+    @validates(
+        "window_start",
+        "window_end",
+        "lease_expires_at",
+        "created_at",
+        "submitted_at",
+        "started_at",
+        "ended_at",
+        "updated_at",
+        "last_published_at",
+        "at",
+        "sent_at",
+    )
+    def _check_aware(self, key: str, value: datetime | None) -> datetime | None:
+        return require_aware(key, value)
+
+
+class Pipeline(_AwareTimestamps, Base):
+    """A scheduled incremental publication of a lake table to a topic."""
+
+    __tablename__ = "pipelines"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    source: Mapped[str] = mapped_column(Text)
+    schedule: Mapped[str] = mapped_column(Text)
+    watermark_column: Mapped[str] = mapped_column(Text)
+    watermark_value: Mapped[str | None] = mapped_column(Text)
+    lookback_seconds: Mapped[int] = mapped_column(Integer, default=0)
+    tps: Mapped[int] = mapped_column(Integer)
+    topic: Mapped[str] = mapped_column(Text)
+    topic_created: Mapped[bool] = mapped_column(Boolean, default=False)
+    options: Mapped[dict[str, Any]] = mapped_column(JsonType, default=dict)
+    owners: Mapped[list[str]] = mapped_column(JsonType, default=list)
+    state: Mapped[PipelineState] = mapped_column(
+        _str_enum(PipelineState, "pipeline_state"), default=PipelineState.ACTIVE, index=True
+    )
+    idle_after_days: Mapped[int | None] = mapped_column(Integer)
+    last_published_at: Mapped[datetime | None]
+    created_by: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+    emr_application_id: Mapped[str | None] = mapped_column(String(128))
+    slack_channel: Mapped[str | None] = mapped_column(String(64))
+    slack_ts: Mapped[str | None] = mapped_column(String(32))
+    version: Mapped[int] = mapped_column(Integer, default=1)
+
+
+class Run(_AwareTimestamps, Base):
+    """One replay, or one scheduled execution of a pipeline."""
+
+    __tablename__ = "runs"
+    __table_args__ = (
+        UniqueConstraint("requester", "idempotency_key"),
+        Index("ix_runs_created_at_id", "created_at", "id"),
+        Index("ix_runs_requester_created_at", "requester", "created_at"),
+        Index("ix_runs_pipeline_id_created_at", "pipeline_id", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    kind: Mapped[RunKind] = mapped_column(_str_enum(RunKind, "run_kind"))
+    pipeline_id: Mapped[str | None] = mapped_column(ForeignKey("pipelines.id"))
+    source: Mapped[str] = mapped_column(Text)
+    window_start: Mapped[datetime | None]
+    window_end: Mapped[datetime | None]
+    window_label: Mapped[str | None] = mapped_column(Text)
+    watermark_column: Mapped[str | None] = mapped_column(Text)
+    watermark_low: Mapped[str | None] = mapped_column(Text)
+    watermark_high: Mapped[str | None] = mapped_column(Text)
+    target_topic: Mapped[str] = mapped_column(Text)
+    topic_created: Mapped[bool] = mapped_column(Boolean, default=False)
+    tps: Mapped[int] = mapped_column(Integer)
+    options: Mapped[dict[str, Any]] = mapped_column(JsonType, default=dict)
+    requester: Mapped[str] = mapped_column(String(64))
+    idempotency_key: Mapped[str | None] = mapped_column(String(128))
+    state: Mapped[RunState] = mapped_column(_str_enum(RunState, "run_state"), index=True)
+    rows_selected: Mapped[int | None] = mapped_column(BigInteger)
+    confirmed_count: Mapped[int] = mapped_column(BigInteger, default=0)
+    failed_tasks: Mapped[int] = mapped_column(Integer, default=0)
+    duplicates_reported: Mapped[int] = mapped_column(BigInteger, default=0)
+    achieved_tps: Mapped[float | None] = mapped_column(Float)
+    failure_reason: Mapped[str | None] = mapped_column(Text)
+    launcher_kind: Mapped[str | None] = mapped_column(String(32))
+    launcher_handle: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
+    lease_owner: Mapped[str | None] = mapped_column(String(128))
+    lease_expires_at: Mapped[datetime | None]
+    slack_channel: Mapped[str | None] = mapped_column(String(64))
+    slack_ts: Mapped[str | None] = mapped_column(String(32))
+    created_at: Mapped[datetime]
+    submitted_at: Mapped[datetime | None]
+    started_at: Mapped[datetime | None]
+    ended_at: Mapped[datetime | None]
+    updated_at: Mapped[datetime]
+    version: Mapped[int] = mapped_column(Integer, default=1)
+
+    @property
+    def terminal(self) -> bool:
+        return RunState(self.state).terminal
+
+
+class RunProgress(_AwareTimestamps, Base):
+    """A progress sample: confirmed deliveries so far and the rate at that moment."""
+
+    __tablename__ = "run_progress"
+    __table_args__ = (Index("ix_run_progress_run_id_at", "run_id", "at"),)
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    at: Mapped[datetime]
+    confirmed: Mapped[int] = mapped_column(BigInteger)
+    rate: Mapped[float] = mapped_column(Float)
+
+
+class Notification(_AwareTimestamps, Base):
+    """A Slack message we decided to send; ``dedup_key`` makes sending at-most-once."""
+
+    __tablename__ = "notifications"
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    dedup_key: Mapped[str] = mapped_column(String(255), unique=True)
+    run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"), index=True)
+    pipeline_id: Mapped[str | None] = mapped_column(ForeignKey("pipelines.id", ondelete="SET NULL"))
+    channel: Mapped[str | None] = mapped_column(String(64))  # None: the notifier's default channel
+    kind: Mapped[str] = mapped_column(String(64))
+    sent_at: Mapped[datetime]
+    payload: Mapped[dict[str, Any]] = mapped_column(JsonType, default=dict)
+    slack_ts: Mapped[str | None] = mapped_column(String(32))
+
+
+class AuditEntry(_AwareTimestamps, Base):
+    """Who asked for what, and whether we did it."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(index=True)
+    actor: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str | None] = mapped_column(String(128))
+    outcome: Mapped[str] = mapped_column(String(32))
+    detail: Mapped[dict[str, Any]] = mapped_column(JsonType, default=dict)

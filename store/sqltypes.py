@@ -1,0 +1,58 @@
+"""Column types that behave the same on SQLite and PostgreSQL.
+
+SQLite has no timezone-aware timestamp, so ``UtcDateTime`` stores naive UTC there and
+re-attaches UTC on the way out; PostgreSQL gets ``timestamptz``. Either way callers only
+ever see aware UTC datetimes, and naive ones are refused instead of being guessed at.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+# JSONB on PostgreSQL (indexable, compact); JSON text elsewhere.
+JsonType: TypeEngine[Any] = JSON().with_variant(JSONB(), "postgresql")
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC timestamp on every dialect; naive datetimes are an error."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if not isinstance(value, datetime):
+            raise TypeError(f"expected a datetime, got {type(value).__name__}")
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"naive datetime {value.isoformat()} refused: attach a timezone (UTC)")
+        value = value.astimezone(UTC)
+        if dialect.name == "sqlite":
+            # Fixed-width naive UTC text sorts chronologically, which keyset pagination relies on.
+            return value.replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+def utcnow() -> datetime:
+    """The default clock: aware UTC now."""
+    return datetime.now(UTC)
+
+
+def require_aware(name: str, value: datetime | None) -> datetime | None:
+    """Refuse naive datetimes where they are assigned, long before a flush would."""
+    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+        raise ValueError(f"{name} must be timezone-aware, got naive {value.isoformat()}")
+    return value
