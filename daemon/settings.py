@@ -45,20 +45,31 @@ class Settings(BaseSettings):
 
     catalog_path: Path = Path("examples/sources.yaml")
     launcher: Literal["local", "emr"] = "local"
-    spark_submit: str = "spark-submit"
+    spark_submit: str | None = Field(default=None, description="default: the one installed with pyspark")
     local_workers: int = Field(default=2, ge=1, le=64)
+    watcher_poll_s: float = Field(default=1.0, gt=0)
+    lease_ttl_s: float = Field(default=15.0, gt=0)
+    progress_notify_every_s: float = Field(
+        default=15.0, ge=0, description="at most one progress reply this often"
+    )
     max_tps: int = Field(default=200_000, gt=0)
+    default_tps: int = Field(default=1_000, gt=0)
+    max_workers: int = Field(default=64, ge=1)
 
     slack_bot_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None
     slack_app_token: SecretStr | None = None
     slack_api_url: str = "https://slack.com/api/"
     slack_platform_channel: str | None = None
+    bot_host: str = "127.0.0.1"
+    bot_port: int = Field(default=3000, ge=0, le=65535)
 
+    instance_id: str | None = Field(default=None, description="lease owner name; default host:port")
     daemon_url: str = "http://127.0.0.1:8700"
     daemon_host: str = "127.0.0.1"
     daemon_port: int = Field(default=8700, ge=0, le=65535)
     api_token: SecretStr | None = None
+    user: str | None = Field(default=None, description="the CLI user's Slack id (who is asking)")
     admins: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     log_format: Literal["console", "json"] = "console"

@@ -11,6 +11,7 @@ pytest_plugins = [
     "tests.fixtures.kafka",
     "tests.fixtures.database",
     "tests.fixtures.spark",
+    "tests.fixtures.daemon",
 ]
 
 # Variables the test run itself is allowed to carry: where the session's services already run.

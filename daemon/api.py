@@ -1,0 +1,250 @@
+"""The Replay Service's HTTP API (FastAPI). Thin: parse, call the service, translate errors.
+
+Every /v1 call carries a bearer token (compared in constant time) and the acting user's id in
+`X-Replay-Actor`. Domain errors become 4xx/503 with `{"error": "<message a person can act on>"}`.
+"""
+
+from __future__ import annotations
+
+import hmac
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from daemon.errors import BadRequest, ReplayError
+from daemon.grammar import PlanCommand, ReplayCommand
+from daemon.metrics import render_metrics
+from daemon.service import Plan, ReplayService
+from daemon.windows import parse_window
+from store.models import Run
+from store.states import RunState
+
+
+class _Unauthorized(Exception):
+    """Raised by the auth dependency; answered with 401 (not a domain error: no details leak)."""
+
+
+class ReplayBody(BaseModel):
+    """A replay or plan request: the same fields as the `/replay` command."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(min_length=1, max_length=63)
+    window: str = Field(min_length=1, max_length=80, examples=["2024-01-01..2024-01-07", "last=6h"])
+    tps: int | None = Field(default=None, description="events per second across the whole job")
+    topic: Literal["auto", "live"] = "auto"
+    headers: dict[str, str] = Field(default_factory=dict)
+    workers: int | None = Field(default=None, ge=1, le=512)
+    ordering: Literal["entity", "none"] = "entity"
+    confirm_live: bool = False
+    slack_channel: str | None = Field(default=None, max_length=64)
+
+    def command(self, kind: type[ReplayCommand] | type[PlanCommand]) -> ReplayCommand | PlanCommand:
+        return kind(
+            source=self.source,
+            window=parse_window(self.window),
+            tps=self.tps,
+            topic=self.topic,
+            headers=tuple(sorted(self.headers.items())),
+            workers=self.workers,
+            ordering=self.ordering,
+        )
+
+
+class PlanOut(BaseModel):
+    source: str
+    window: str
+    window_start: datetime
+    window_end: datetime
+    rows: int
+    tps: int
+    eta_s: float
+    topic: str
+    topic_mode: str
+    partitions: int
+    workers: int
+
+
+class RunOut(BaseModel):
+    id: str
+    kind: str
+    state: str
+    source: str
+    window: str | None
+    topic: str
+    tps: int
+    requester: str
+    rows: int | None
+    confirmed: int
+    achieved_tps: float | None
+    failed_tasks: int
+    duplicates: int
+    failure_reason: str | None
+    created_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None
+    slack_channel: str | None
+    slack_ts: str | None
+
+    @classmethod
+    def of(cls, run: Run) -> RunOut:
+        return cls(
+            id=run.id,
+            kind=str(run.kind),
+            state=str(run.state),
+            source=run.source,
+            window=run.window_label,
+            topic=run.target_topic,
+            tps=run.tps,
+            requester=run.requester,
+            rows=run.rows_selected if run.rows_selected is not None else (run.options or {}).get("rows"),
+            confirmed=run.confirmed_count,
+            achieved_tps=run.achieved_tps,
+            failed_tasks=run.failed_tasks,
+            duplicates=run.duplicates_reported,
+            failure_reason=run.failure_reason,
+            created_at=run.created_at,
+            started_at=run.started_at,
+            ended_at=run.ended_at,
+            slack_channel=run.slack_channel,
+            slack_ts=run.slack_ts,
+        )
+
+
+class RunCreated(RunOut):
+    created: bool
+
+
+class RunPageOut(BaseModel):
+    runs: list[RunOut]
+    next_cursor: str | None
+
+
+class SourceOut(BaseModel):
+    name: str
+    description: str
+    live_topic: str | None
+    owners: list[str]
+    partition_column: str
+    watermark_column: str | None
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"error": message})
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error.get("loc", ()) if part not in ("body", "query", "path"))
+        if error.get("type") == "extra_forbidden":
+            problems.append(f"unknown option '{where}'")
+        else:
+            problems.append(f"{where or 'request'}: {error.get('msg')}")
+    return "; ".join(problems) or "invalid request"
+
+
+def _actor(
+    request: Request,
+    authorization: Annotated[str | None, Header()] = None,
+    x_replay_actor: Annotated[str | None, Header(max_length=64)] = None,
+) -> str:
+    """Authenticate the caller (constant-time compare) and name the person it acts for."""
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), request.app.state.api_token):
+        raise _Unauthorized()
+    if not x_replay_actor:
+        raise BadRequest("missing X-Replay-Actor header (the acting user's id)")
+    return x_replay_actor
+
+
+Actor = Annotated[str, Depends(_actor)]
+
+
+def create_api(service: ReplayService, *, api_token: str, metrics: Any = render_metrics) -> FastAPI:
+    app = FastAPI(title="Replay Service", version="1", summary="Replay lake tables into Kafka at a set rate")
+    app.state.api_token = api_token.encode()
+
+    @app.exception_handler(ReplayError)
+    async def _domain_error(_request: Request, exc: ReplayError) -> JSONResponse:
+        return _error(exc.http_status, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(422, _validation_message(exc))
+
+    @app.exception_handler(_Unauthorized)
+    async def _unauthorized(_request: Request, _exc: _Unauthorized) -> JSONResponse:
+        response = _error(401, "missing or invalid bearer token")
+        response.headers["WWW-Authenticate"] = "Bearer"
+        return response
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    def metrics_endpoint() -> PlainTextResponse:
+        body, content_type = metrics(service)
+        return PlainTextResponse(body, media_type=content_type)
+
+    @app.post("/v1/plans", response_model=PlanOut)
+    def plan(body: ReplayBody, who: Actor) -> Plan:
+        return service.plan(who, body.command(PlanCommand))  # type: ignore[arg-type]
+
+    @app.post("/v1/replays", response_model=RunCreated, status_code=201)
+    def create(
+        body: ReplayBody,
+        who: Actor,
+        idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
+    ) -> RunCreated:
+        command = body.command(ReplayCommand)
+        run, created = service.create_replay(
+            who,
+            command,  # type: ignore[arg-type]
+            confirm_live=body.confirm_live,
+            idempotency_key=idempotency_key,
+            slack_channel=body.slack_channel,
+        )
+        return RunCreated(**RunOut.of(run).model_dump(), created=created)
+
+    @app.get("/v1/replays/{run_id}", response_model=RunOut)
+    def get(run_id: str, who: Actor) -> RunOut:
+        return RunOut.of(service.get(run_id))
+
+    @app.get("/v1/replays", response_model=RunPageOut)
+    def list_runs(
+        who: Actor,
+        state: Annotated[RunState | None, Query()] = None,
+        requester: Annotated[str | None, Query(max_length=64)] = None,
+        limit: Annotated[int, Query(ge=1, le=200)] = 20,
+        cursor: Annotated[str | None, Query(max_length=200)] = None,
+    ) -> RunPageOut:
+        runs, next_cursor = service.list(state=state, requester=requester, limit=limit, cursor=cursor)
+        return RunPageOut(runs=[RunOut.of(run) for run in runs], next_cursor=next_cursor)
+
+    @app.post("/v1/replays/{run_id}/cancel", response_model=RunOut)
+    def cancel(run_id: str, who: Actor) -> RunOut:
+        return RunOut.of(service.cancel(who, run_id))
+
+    @app.get("/v1/sources")
+    def sources(who: Actor) -> dict[str, list[SourceOut]]:
+        return {
+            "sources": [
+                SourceOut(
+                    name=s.name,
+                    description=s.description,
+                    live_topic=s.live_topic,
+                    owners=list(s.owners),
+                    partition_column=s.partition_column,
+                    watermark_column=s.watermark_column,
+                )
+                for s in service.sources()
+            ]
+        }
+
+    return app

@@ -1,0 +1,192 @@
+"""`replay`: the Slack grammar on the command line, for when Slack itself is down.
+
+    replay orders 2024-01-01..2024-01-07 tps=10000 --follow
+    replay plan orders last=6h
+    replay status r-0123456789ab | replay list [mine|running] | replay cancel r-0123456789ab
+
+Exit codes: 0 success, 1 the run failed (or the service could not be reached), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+
+from daemon.client import DaemonClient
+from daemon.errors import BadRequest, ConfigError, ReplayError
+from daemon.grammar import (
+    CancelCommand,
+    Command,
+    HelpCommand,
+    ListCommand,
+    PlanCommand,
+    ReplayCommand,
+    StatusCommand,
+    help_text,
+    parse,
+)
+from daemon.settings import load_settings
+from daemon.windows import label
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+TERMINAL = ("succeeded", "failed", "cancelled", "skipped")
+
+
+def request_body(command: ReplayCommand | PlanCommand) -> dict[str, Any]:
+    """The API request for a parsed replay or plan command."""
+    body: dict[str, Any] = {
+        "source": command.source,
+        "window": label(command.window),
+        "topic": command.topic,
+        "ordering": command.ordering,
+        "headers": dict(command.headers),
+    }
+    if command.tps is not None:
+        body["tps"] = command.tps
+    if command.workers is not None:
+        body["workers"] = command.workers
+    return body
+
+
+def describe_run(run: dict[str, Any]) -> str:
+    text = f"{run['id']} {run['state']}: {run['source']} {run['window']} -> {run['topic']} at {run['tps']}/s"
+    if run.get("rows") is not None:
+        text += f", {run['confirmed']:,}/{run['rows']:,} confirmed"
+    if run["state"] == "succeeded" and run.get("achieved_tps"):
+        text += f" (achieved {run['achieved_tps']:,.1f}/s)"
+    if run.get("duplicates"):
+        text += f", {run['duplicates']:,} possibly duplicated by retried tasks"
+    if run.get("failure_reason"):
+        text += f" — {run['failure_reason']}"
+    return text
+
+
+class Cli:
+    def __init__(self, client: DaemonClient, actor: str, *, as_json: bool, out: TextIO) -> None:
+        self._client = client
+        self._actor = actor
+        self._json = as_json
+        self._out = out
+        self._console = Console(file=out, highlight=False)
+
+    def _emit(self, data: Any, text: str) -> None:
+        print(json.dumps(data, indent=2, sort_keys=True) if self._json else text, file=self._out)
+
+    def run(self, command: Command, *, follow: bool, confirm_live: bool) -> int:
+        if isinstance(command, HelpCommand):
+            print(help_text(), file=self._out)
+            return EXIT_OK
+        if isinstance(command, PlanCommand):
+            plan = self._client.plan(self._actor, request_body(command))
+            self._emit(
+                plan,
+                f"{plan['rows']:,} rows of {plan['source']} {plan['window']} -> {plan['topic']} "
+                f"({plan['partitions']} partitions) at {plan['tps']:,}/s: about {plan['eta_s']:,.0f}s",
+            )
+            return EXIT_OK
+        if isinstance(command, ReplayCommand):
+            body = {**request_body(command), "confirm_live": confirm_live}
+            run = self._client.create_replay(self._actor, body)
+            self._emit(run, f"created {describe_run(run)}")
+            return self._follow(run) if follow else EXIT_OK
+        if isinstance(command, StatusCommand):
+            run_id = command.run_id or self._latest_run_id()
+            run = self._client.get_replay(self._actor, run_id)
+            self._emit(run, describe_run(run))
+            return self._follow(run) if follow else EXIT_OK
+        if isinstance(command, ListCommand):
+            page = self._client.list_replays(
+                self._actor,
+                requester=self._actor if command.filter == "mine" else None,
+                state="running" if command.filter == "running" else None,
+            )
+            self._emit(page, "\n".join(describe_run(r) for r in page["runs"]) or "no runs")
+            return EXIT_OK
+        if isinstance(command, CancelCommand):
+            run = self._client.cancel_replay(self._actor, command.run_id)
+            self._emit(run, f"cancelling {describe_run(run)}")
+            return EXIT_OK
+        raise BadRequest(f"'{type(command).__name__}' is not available from this command line yet")
+
+    def _latest_run_id(self) -> str:
+        runs = self._client.list_replays(self._actor, requester=self._actor, limit=1)["runs"]
+        if not runs:
+            raise BadRequest("you have no runs yet")
+        return runs[0]["id"]
+
+    def _follow(self, run: dict[str, Any], poll_s: float = 1.0) -> int:
+        total = run.get("rows") or None
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            TextColumn("{task.completed:,.0f} confirmed"),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=self._console, disable=self._json) as bar:
+            task = bar.add_task(run["id"], total=total, completed=run["confirmed"])
+            while run["state"] not in TERMINAL:
+                time.sleep(poll_s)
+                run = self._client.get_replay(self._actor, run["id"])
+                bar.update(task, completed=run["confirmed"], description=f"{run['id']} {run['state']}")
+        self._emit(run, describe_run(run))
+        return EXIT_OK if run["state"] == "succeeded" else EXIT_FAILED
+
+
+def _arguments(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="replay",
+        description="Replay lake tables into Kafka.",
+        epilog=help_text(),
+        add_help=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--follow", action="store_true", help="show progress until the run ends")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--confirm-live", action="store_true", help="allow publishing into a live topic")
+    parser.add_argument("--as", dest="actor", help="Slack user id to act as (default: REPLAY_USER)")
+    parser.add_argument("-h", "--help", action="store_true")
+    parser.add_argument("words", nargs=argparse.REMAINDER)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    args = _arguments(sys.argv[1:] if argv is None else argv)
+    if args.help:
+        print(help_text(), file=out)
+        return EXIT_OK
+    try:
+        command = parse(shlex.join(args.words))
+        settings = load_settings()
+        actor = args.actor or settings.user
+        if not actor:
+            raise ConfigError("REPLAY_USER is required (or --as <Slack user id>): who is asking")
+        settings.require("api_token")
+        assert settings.api_token is not None
+        with DaemonClient(
+            base_url=settings.daemon_url, token=settings.api_token.get_secret_value()
+        ) as client:
+            code = Cli(client, actor, as_json=args.json, out=out).run(
+                command, follow=args.follow, confirm_live=args.confirm_live
+            )
+    except (BadRequest, ConfigError) as exc:
+        print(f"replay: {exc}", file=err)
+        return EXIT_BAD_INPUT
+    except ReplayError as exc:
+        print(f"replay: {exc}", file=err)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_FAILED
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Launchers: where publisher jobs run (local spark-submit, EMR Serverless)."""

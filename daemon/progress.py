@@ -1,0 +1,51 @@
+"""`ProgressProbe`: the confirmed count of a running job, read from its progress beacons.
+
+One `ProgressReader` per followed run, kept between watcher ticks so each probe reads only what is
+new on the progress topic. A broker hiccup yields `None` (no sample this tick), never an error.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+
+import structlog
+from confluent_kafka import KafkaException
+
+from spark_job.progress import ProgressReader
+from store.models import Run
+
+log = structlog.get_logger(__name__)
+
+
+class ProgressProbe:
+    def __init__(self, *, kafka_config: Mapping[str, str], topic: str, timeout_s: float = 5.0) -> None:
+        self._kafka = dict(kafka_config)
+        self._topic = topic
+        self._timeout_s = timeout_s
+        self._readers: dict[str, ProgressReader] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, run: Run) -> int | None:
+        with self._lock:
+            reader = self._readers.get(run.id)
+            if reader is None:
+                reader = ProgressReader(kafka=self._kafka, topic=self._topic, run_id=run.id)
+                self._readers[run.id] = reader
+            try:
+                return reader.read(timeout_s=self._timeout_s).confirmed
+            except (KafkaException, TimeoutError) as exc:
+                log.warning("progress not readable this time", run_id=run.id, error=str(exc))
+                return None
+
+    def forget(self, run_id: str) -> None:
+        with self._lock:
+            reader = self._readers.pop(run_id, None)
+        if reader is not None:
+            reader.close()
+
+    def close(self) -> None:
+        with self._lock:
+            readers, self._readers = list(self._readers.values()), {}
+        for reader in readers:
+            reader.close()

@@ -1,0 +1,181 @@
+"""The Replay Service over real HTTP: validation, authorization, audit, idempotency, end to end."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow.dataset as ds
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from daemon.client import DaemonClient
+from daemon.errors import BadRequest, Forbidden
+from store import Store
+from tests.fixtures.daemon import ADMIN, OWNER, STRANGER, DaemonProcess
+from tests.fixtures.kafka import consume_all
+
+pytestmark = [pytest.mark.kafka]
+
+TERMINAL = {"succeeded", "failed", "cancelled"}
+
+
+def _body(**overrides: Any) -> dict[str, Any]:
+    return {"source": "orders", "window": "2024-01-02..2024-01-03", "tps": 5000, **overrides}
+
+
+def _replay_topics(bootstrap: str) -> set[str]:
+    topics = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+    return {name for name in topics if name.startswith("replay.orders.")}
+
+
+def _store(daemon: DaemonProcess) -> Store:
+    return Store(f"sqlite:///{daemon.state_dir / 'replay.db'}")
+
+
+def window_event_ids(table: Path, first: str, last: str) -> set[str]:
+    dataset = ds.dataset(table, format="parquet", partitioning="hive")
+    rows = dataset.to_table(columns=["event_id"], filter=(ds.field("dt") >= first) & (ds.field("dt") <= last))
+    return set(rows.column("event_id").to_pylist())
+
+
+def wait_for(client: DaemonClient, run_id: str, states: set[str], timeout_s: float = 240.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        run = client.get_replay(OWNER, run_id)
+        if run["state"] in states:
+            return run
+        time.sleep(0.5)
+    raise AssertionError(f"run {run_id} did not reach {states}: {run}")
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        (_body(source="ordres"), 400, "unknown source 'ordres' (known sources: orders)"),
+        (_body(window="2024-01-07..2024-01-01"), 400, "window ends before it starts"),
+        (_body(window="2024-13-01..2024-13-02"), 400, "`2024-13-01..2024-13-02`"),
+        (_body(window="2023-01-01..2023-01-02"), 422, "no rows of 'orders' in 2023-01-01..2023-01-02"),
+        (_body(tps=0), 400, "tps"),
+        (_body(tps=-3), 400, "tps"),
+        (_body(tps=50_000_000), 400, "tps"),
+        (_body(speed=5), 422, "unknown option 'speed'"),
+        (_body(topic="orders-copy"), 422, "topic"),
+        (_body(topic="live"), 409, "needs an explicit confirmation"),
+    ],
+)
+def test_bad_request_is_refused_with_a_clear_message_and_creates_nothing(
+    replay_daemon: DaemonProcess, kafka_bootstrap: str, body: dict[str, Any], status: int, message: str
+) -> None:
+    topics_before = _replay_topics(kafka_bootstrap)
+    runs_before = httpx.get(
+        f"{replay_daemon.url}/v1/replays",
+        headers={"Authorization": f"Bearer {replay_daemon.token}", "X-Replay-Actor": OWNER},
+    ).json()["runs"]
+
+    response = httpx.post(
+        f"{replay_daemon.url}/v1/replays",
+        json=body,
+        headers={"Authorization": f"Bearer {replay_daemon.token}", "X-Replay-Actor": OWNER},
+    )
+
+    assert response.status_code == status, response.text
+    assert message in response.json()["error"]
+    runs_after = replay_daemon.client().list_replays(OWNER)["runs"]
+    assert [r["id"] for r in runs_after] == [r["id"] for r in runs_before]
+    assert _replay_topics(kafka_bootstrap) == topics_before
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong-token", "Basic dGVzdA=="])
+def test_missing_or_wrong_token_is_401(replay_daemon: DaemonProcess, authorization: str | None) -> None:
+    headers = {"X-Replay-Actor": OWNER} | ({"Authorization": authorization} if authorization else {})
+
+    response = httpx.get(f"{replay_daemon.url}/v1/sources", headers=headers)
+
+    assert response.status_code == 401
+    assert response.json() == {"error": "missing or invalid bearer token"}
+
+
+def test_unauthorized_user_is_refused_and_audited(replay_daemon: DaemonProcess) -> None:
+    with pytest.raises(Forbidden, match="only the owners of 'orders'"):
+        replay_daemon.client().create_replay(STRANGER, _body())
+
+    with _store(replay_daemon) as store:
+        entries = store.audit.list(actor=STRANGER)
+    assert [(e.action, e.outcome) for e in entries][:1] == [("replay", "refused")]
+    assert "only the owners" in entries[0].detail["reason"]
+
+
+def test_plan_counts_rows_from_metadata_without_creating_anything(
+    replay_daemon: DaemonProcess, sample_table: Path
+) -> None:
+    plan = replay_daemon.client().plan(OWNER, _body(tps=100))
+
+    expected = len(window_event_ids(sample_table, "2024-01-02", "2024-01-03"))
+    assert plan["rows"] == expected
+    assert plan["eta_s"] == pytest.approx(expected / 100)
+    assert plan["topic_mode"] == "auto"
+    assert replay_daemon.client().list_replays(OWNER, state="queued")["runs"] == []
+
+
+def test_plan_refuses_a_bad_window_like_a_replay(replay_daemon: DaemonProcess) -> None:
+    with pytest.raises(BadRequest, match="window ends before it starts"):
+        replay_daemon.client().plan(OWNER, _body(window="2024-01-03..2024-01-02"))
+
+
+def test_sources_lists_the_catalog(replay_daemon: DaemonProcess) -> None:
+    sources = replay_daemon.client().sources(OWNER)
+
+    assert [s["name"] for s in sources] == ["orders"]
+    assert sources[0]["owners"] == [OWNER]
+
+
+def test_idempotency_key_retry_returns_the_same_run(replay_daemon: DaemonProcess) -> None:
+    client = replay_daemon.client()
+
+    first = client.create_replay(ADMIN, _body(tps=200), idempotency_key="slack-trigger-1")
+    second = client.create_replay(ADMIN, _body(tps=200), idempotency_key="slack-trigger-1")
+
+    assert second["id"] == first["id"]
+    assert (first["created"], second["created"]) == (True, False)
+    assert [r["id"] for r in client.list_replays(ADMIN, requester=ADMIN)["runs"]].count(first["id"]) == 1
+    client.cancel_replay(ADMIN, first["id"])
+    assert wait_for(client, first["id"], TERMINAL)["state"] in TERMINAL
+
+
+def test_cancel_by_a_stranger_is_refused(replay_daemon: DaemonProcess) -> None:
+    client = replay_daemon.client()
+    run = client.create_replay(OWNER, _body(tps=100))
+
+    with pytest.raises(Forbidden, match="only the requester"):
+        client.cancel_replay(STRANGER, run["id"])
+
+    client.cancel_replay(OWNER, run["id"])
+    assert wait_for(client, run["id"], TERMINAL)["state"] == "cancelled"
+
+
+def test_metrics_report_runs_by_state(replay_daemon: DaemonProcess) -> None:
+    text = httpx.get(f"{replay_daemon.url}/metrics").text
+
+    assert 'replay_runs{state="succeeded"}' in text
+    assert "replay_events_confirmed_total" in text
+    assert "replay_launch_failures_total" in text
+
+
+def test_replay_end_to_end_lands_exactly_the_window(
+    replay_daemon: DaemonProcess, kafka_bootstrap: str, sample_table: Path
+) -> None:
+    client = replay_daemon.client()
+    created = client.create_replay(OWNER, _body(window="2024-01-05..2024-01-06", tps=2000))
+
+    run = wait_for(client, created["id"], TERMINAL)
+
+    expected = window_event_ids(sample_table, "2024-01-05", "2024-01-06")
+    assert run["state"] == "succeeded", run
+    assert run["confirmed"] == len(expected)
+    landed = consume_all(kafka_bootstrap, run["topic"], expected=len(expected))
+    assert {json.loads(m.value())["event_id"] for m in landed} == expected
+    assert {dict(m.headers())["replay-run-id"] for m in landed} == {run["id"].encode()}
