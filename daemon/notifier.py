@@ -54,15 +54,23 @@ class Notifier(ABC):
 
 class LogNotifier(Notifier):
     def run_started(self, run: RunView) -> str | None:
-        log.info("run started", run_id=run.run_id, source=run.source, window=run.window, topic=run.topic)
+        log.info(
+            "notify run started", run_id=run.run_id, source=run.source, window=run.window, topic=run.topic
+        )
         return None
 
     def run_progress(self, run: RunView) -> None:
-        log.info("run progress", run_id=run.run_id, confirmed=run.confirmed, rows=run.rows, rate=run.rate)
+        log.info(
+            "notify run progress", run_id=run.run_id, confirmed=run.confirmed, rows=run.rows, rate=run.rate
+        )
 
     def run_finished(self, run: RunView) -> None:
         log.info(
-            "run finished", run_id=run.run_id, state=run.state, confirmed=run.confirmed, reason=run.reason
+            "notify run finished",
+            run_id=run.run_id,
+            state=run.state,
+            confirmed=run.confirmed,
+            reason=run.reason,
         )
 
 

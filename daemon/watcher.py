@@ -227,7 +227,7 @@ class Watcher:
         self._last_sample.pop(run.id, None)
         self._last_note.pop(run.id, None)
         self._probe_progress.forget(run.id)
-        log.info("run finished", run_id=run.id, state=str(run.state), confirmed=run.confirmed_count)
+        log.info("run concluded", run_id=run.id, state=str(run.state), confirmed=run.confirmed_count)
         if self._store.notifications.record_once(f"run:{run.id}:final", run_id=run.id, kind="final"):
             self._notifier.run_finished(run_view(run))
         self._store.runs.release_lease(run.id, self._owner)
