@@ -12,6 +12,7 @@ pytest_plugins = [
     "tests.fixtures.database",
     "tests.fixtures.spark",
     "tests.fixtures.daemon",
+    "tests.fixtures.aws",
 ]
 
 # Variables the test run itself is allowed to carry: where the session's services already run.
