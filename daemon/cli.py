@@ -3,6 +3,7 @@
     replay orders 2024-01-01..2024-01-07 tps=10000 --follow
     replay plan orders last=6h
     replay status r-0123456789ab | replay list [mine|running] | replay cancel r-0123456789ab
+    replay package [--with-venv]      (EMR: build and upload the job artifact)
 
 Exit codes: 0 success, 1 the run failed (or the service could not be reached), 2 bad input.
 """
@@ -17,6 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+import boto3
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
@@ -33,7 +35,8 @@ from daemon.grammar import (
     help_text,
     parse,
 )
-from daemon.settings import load_settings
+from daemon.packaging import package_and_upload
+from daemon.settings import Settings, load_settings
 from daemon.windows import label
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -78,7 +81,7 @@ class Cli:
         self._console = Console(file=out, highlight=False)
 
     def _emit(self, data: Any, text: str) -> None:
-        print(json.dumps(data, indent=2, sort_keys=True) if self._json else text, file=self._out)
+        print(json.dumps(data, sort_keys=True) if self._json else text, file=self._out)
 
     def run(self, command: Command, *, follow: bool, confirm_live: bool) -> int:
         if isinstance(command, HelpCommand):
@@ -141,6 +144,15 @@ class Cli:
         return EXIT_OK if run["state"] == "succeeded" else EXIT_FAILED
 
 
+def package(settings: Settings, *, with_venv: bool, out: TextIO) -> int:
+    """`replay package`: build the job artifact and upload it under its content hash (EMR)."""
+    settings.emr.require_launch()
+    s3 = boto3.client("s3", **settings.emr.client_kwargs())
+    uris = package_and_upload(settings.emr, s3, with_venv=with_venv)
+    print(json.dumps(uris, indent=2, sort_keys=True), file=out)
+    return EXIT_OK
+
+
 def _arguments(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="replay",
@@ -153,9 +165,10 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--confirm-live", action="store_true", help="allow publishing into a live topic")
     parser.add_argument("--as", dest="actor", help="Slack user id to act as (default: REPLAY_USER)")
+    parser.add_argument("--with-venv", action="store_true", help="package: also build the job's virtualenv")
     parser.add_argument("-h", "--help", action="store_true")
-    parser.add_argument("words", nargs=argparse.REMAINDER)
-    return parser.parse_args(argv)
+    parser.add_argument("words", nargs="*")
+    return parser.parse_intermixed_args(argv)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
@@ -164,6 +177,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextI
         print(help_text(), file=out)
         return EXIT_OK
     try:
+        if args.words[:1] == ["package"]:
+            return package(load_settings(), with_venv=args.with_venv, out=out)
         command = parse(shlex.join(args.words))
         settings = load_settings()
         actor = args.actor or settings.user

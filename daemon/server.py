@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import boto3
 import structlog
 import uvicorn
 from fastapi import FastAPI
@@ -23,9 +24,11 @@ from daemon.errors import ConfigError
 from daemon.job_specs import build_spec
 from daemon.kafka_admin import KafkaAdmin
 from daemon.launchers.base import Launcher
+from daemon.launchers.emr import EmrServerlessLauncher
 from daemon.launchers.local import LocalSparkLauncher
 from daemon.logs import configure_logging
 from daemon.notifier import LogNotifier, Notifier
+from daemon.packaging import package_and_upload
 from daemon.progress import ProgressProbe
 from daemon.service import ReplayService
 from daemon.settings import Settings, load_settings
@@ -72,7 +75,13 @@ def build_launcher(settings: Settings) -> Launcher:
         return LocalSparkLauncher(
             runs_dir=settings.state_dir / "runs", spark_submit=settings.spark_submit or None
         )
-    raise ConfigError("REPLAY_LAUNCHER=emr needs the EMR Serverless launcher settings (not configured)")
+    emr = settings.emr
+    kwargs = emr.client_kwargs()
+    s3 = boto3.client("s3", **kwargs)
+    artifacts = package_and_upload(emr, s3, with_venv=False)
+    return EmrServerlessLauncher(
+        emr_client=boto3.client("emr-serverless", **kwargs), s3_client=s3, settings=emr, artifacts=artifacts
+    )
 
 
 def build_daemon(

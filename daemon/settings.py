@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from daemon.emr_settings import EmrSettings
 from daemon.errors import ConfigError
 
 ENV_PREFIX = "REPLAY_"
@@ -27,7 +28,9 @@ def _split_list(value: object) -> object:
 class Settings(BaseSettings):
     """Everything the platform's processes need; secrets are `SecretStr` so they never print."""
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore", frozen=True
+    )
 
     state_dir: Path = Path(".state")
     database_url: str | None = Field(
@@ -45,6 +48,9 @@ class Settings(BaseSettings):
 
     catalog_path: Path = Path("examples/sources.yaml")
     launcher: Literal["local", "emr"] = "local"
+    emr: EmrSettings = Field(
+        default_factory=EmrSettings, description="REPLAY_EMR__<FIELD>, e.g. REPLAY_EMR__BUCKET"
+    )
     spark_submit: str | None = Field(default=None, description="default: the one installed with pyspark")
     local_workers: int = Field(default=2, ge=1, le=64)
     watcher_poll_s: float = Field(default=1.0, gt=0)
@@ -128,11 +134,17 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
     try:
         if environ is None:
             return Settings(**overrides)  # type: ignore[arg-type]
-        values = {
-            key[len(ENV_PREFIX) :].lower(): value
-            for key, value in environ.items()
-            if key.startswith(ENV_PREFIX)
-        }
+        values: dict[str, object] = {}
+        for key, value in environ.items():
+            if not key.startswith(ENV_PREFIX):
+                continue
+            name, _, nested = key[len(ENV_PREFIX) :].lower().partition("__")
+            if nested:
+                section = values.setdefault(name, {})
+                if isinstance(section, dict):
+                    section[nested] = value
+            else:
+                values[name] = value
         values.update(overrides)
         return Settings.model_validate(values)
     except ValidationError as exc:

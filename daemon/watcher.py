@@ -91,6 +91,7 @@ class Watcher:
         self._last_sample: dict[str, tuple[float, int]] = {}  # (monotonic time, confirmed)
         self._last_note: dict[str, float] = {}
         self._wake = threading.Event()
+        self._unreleased: dict[str, Run] = {}  # finished runs whose launcher resources are not freed yet
 
     def wake(self) -> None:
         """Look at the runs now rather than at the next poll (a run was just created or cancelled)."""
@@ -108,6 +109,8 @@ class Watcher:
         log.info("watcher stopped", owner=self._owner)
 
     def tick(self) -> None:
+        for run in list(self._unreleased.values()):
+            self._release(run)
         for run in self._store.runs.lease_unfinished(self._owner, self._timing.lease_ttl_s, limit=50):
             bound = log.bind(run_id=run.id)
             try:
@@ -230,4 +233,18 @@ class Watcher:
         log.info("run concluded", run_id=run.id, state=str(run.state), confirmed=run.confirmed_count)
         if self._store.notifications.record_once(f"run:{run.id}:final", run_id=run.id, kind="final"):
             self._notifier.run_finished(run_view(run))
+        if run.launcher_handle:
+            self._release(run)
         self._store.runs.release_lease(run.id, self._owner)
+
+    def _release(self, run: Run) -> None:
+        """Give back what the job held; a launcher that needs more time gets more ticks."""
+        try:
+            done = self._launcher.release(run.launcher_handle or {})
+        except Exception as exc:  # freeing capacity must not undo a run's conclusion
+            log.warning("could not release the job's resources yet", run_id=run.id, error=str(exc))
+            done = False
+        if done:
+            self._unreleased.pop(run.id, None)
+        else:
+            self._unreleased[run.id] = run

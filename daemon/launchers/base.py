@@ -77,3 +77,7 @@ class Launcher(ABC):
     @abstractmethod
     def cancel(self, handle: Handle) -> None:
         """Stop the job; a job already gone is not an error."""
+
+    def release(self, handle: Handle) -> bool:
+        """Free what the finished job held (e.g. its own EMR application); True once nothing is left."""
+        return True

@@ -1,0 +1,124 @@
+"""The `replay` command line against a real daemon: exit codes, output, a followed replay."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from daemon.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, main
+from tests.fixtures.aws import AwsClients
+from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess
+from tests.fixtures.kafka import consume_all
+from tests.test_daemon_api import window_event_ids
+
+pytestmark = [pytest.mark.kafka]
+
+
+def _run(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(argv, out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def cli_env(monkeypatch: pytest.MonkeyPatch, replay_daemon: DaemonProcess) -> DaemonProcess:
+    monkeypatch.setenv("REPLAY_DAEMON_URL", replay_daemon.url)
+    monkeypatch.setenv("REPLAY_API_TOKEN", replay_daemon.token)
+    monkeypatch.setenv("REPLAY_USER", OWNER)
+    return replay_daemon
+
+
+@pytest.mark.spark
+def test_followed_replay_exits_zero_and_the_topic_holds_the_window(
+    cli_env: DaemonProcess, kafka_bootstrap: str, sample_table: Path
+) -> None:
+    code, out, err = _run(["orders", "2024-01-07", "tps=3k", "--follow", "--json"])
+
+    assert code == EXIT_OK, err
+    final = json.loads(out.strip().splitlines()[-1])
+    expected = window_event_ids(sample_table, "2024-01-07", "2024-01-07")
+    assert final["state"] == "succeeded"
+    assert final["confirmed"] == len(expected)
+    landed = consume_all(kafka_bootstrap, final["topic"], expected=len(expected))
+    assert {json.loads(m.value())["event_id"] for m in landed} == expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "token"),
+    [
+        (["orders", "2024-01-07..2024-01-01"], "`2024-01-07..2024-01-01`"),
+        (["orders", "2024-01-01", "tps=abc"], "`tps=abc`"),
+        (["orders", "2024-01-01", "speed=9"], "`speed=9`"),
+        ([], "no command given"),
+    ],
+)
+def test_bad_input_exits_two_naming_the_token(cli_env: DaemonProcess, argv: list[str], token: str) -> None:
+    before = cli_env.client().list_replays(OWNER)["runs"]
+
+    code, _, err = _run(argv)
+
+    assert code == EXIT_BAD_INPUT
+    assert token in err
+    assert "Usage: /replay" in err
+    assert cli_env.client().list_replays(OWNER)["runs"] == before
+
+
+def test_unknown_source_from_the_daemon_exits_two(cli_env: DaemonProcess) -> None:
+    code, _, err = _run(["ordres", "2024-01-01"])
+
+    assert code == EXIT_BAD_INPUT
+    assert "unknown source 'ordres'" in err
+
+
+def test_refused_user_exits_one(cli_env: DaemonProcess) -> None:
+    code, _, err = _run(["--as", STRANGER, "orders", "2024-01-01"])
+
+    assert code == EXIT_FAILED
+    assert "only the owners of 'orders'" in err
+
+
+def test_plan_prints_rows_and_eta(cli_env: DaemonProcess, sample_table: Path) -> None:
+    code, out, _ = _run(["plan", "orders", "2024-01-02", "tps=100", "--json"])
+
+    plan = json.loads(out)
+    assert code == EXIT_OK
+    assert plan["rows"] == len(window_event_ids(sample_table, "2024-01-02", "2024-01-02"))
+    assert plan["eta_s"] == pytest.approx(plan["rows"] / 100)
+
+
+def test_daemon_down_exits_one_with_a_clear_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REPLAY_DAEMON_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("REPLAY_API_TOKEN", "x")
+    monkeypatch.setenv("REPLAY_USER", OWNER)
+
+    code, _, err = _run(["status", "r-0123456789ab"])
+
+    assert code == EXIT_FAILED
+    assert "is not reachable" in err
+
+
+def test_package_uploads_the_job_under_its_content_hash(
+    monkeypatch: pytest.MonkeyPatch, aws: AwsClients
+) -> None:
+    aws.s3.create_bucket(Bucket="replay-artifacts")
+    for key, value in {
+        "REPLAY_EMR__BUCKET": "replay-artifacts",
+        "REPLAY_EMR__ENDPOINT_URL": aws.endpoint_url,
+        "REPLAY_EMR__EXECUTION_ROLE_ARN": "arn:aws:iam::123456789012:role/replay",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }.items():
+        monkeypatch.setenv(key, value)
+
+    code, out, err = _run(["package"])
+    again, out_again, _ = _run(["package"])
+
+    uris = json.loads(out)
+    assert (code, again) == (EXIT_OK, EXIT_OK), err
+    assert uris == json.loads(out_again)
+    assert uris["entry_point"].startswith("s3://replay-artifacts/replay/artifacts/")
+    keys = [o["Key"] for o in aws.s3.list_objects_v2(Bucket="replay-artifacts")["Contents"]]
+    assert sorted(keys) == sorted(u.removeprefix("s3://replay-artifacts/") for u in uris.values())
