@@ -92,7 +92,8 @@ class Cli:
             self._emit(
                 plan,
                 f"{plan['rows']:,} rows of {plan['source']} {plan['window']} -> {plan['topic']} "
-                f"({plan['partitions']} partitions) at {plan['tps']:,}/s: about {plan['eta_s']:,.0f}s",
+                f"({plan['partitions']} partition{'s' if plan['partitions'] != 1 else ''}) "
+                f"at {plan['tps']:,}/s: about {plan['eta_s']:,.0f}s",
             )
             return EXIT_OK
         if isinstance(command, ReplayCommand):

@@ -1,0 +1,62 @@
+"""The demo's last word: does the topic hold exactly the events the broker confirmed, no more, no less?
+
+Reads the demo user's latest run from the daemon, then every record of its topic, and compares the
+count and the event ids with the run's confirmed count. Exit 1 when they disagree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import uuid
+
+from confluent_kafka import Consumer, TopicPartition
+
+from daemon.client import DaemonClient
+from daemon.settings import load_settings
+
+
+def topic_event_ids(bootstrap: str, topic: str) -> list[str]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"demo-check-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions}
+        consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in ends.items()])
+        remaining = sum(high - low for low, high in ends.values())
+        ids: list[str] = []
+        while remaining > 0:
+            for message in consumer.consume(num_messages=5000, timeout=5):
+                if message.error():
+                    raise RuntimeError(message.error().str())
+                ids.append(json.loads(message.value())["event_id"])
+                remaining -= 1
+        return ids
+    finally:
+        consumer.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--bootstrap", required=True)
+    args = parser.parse_args()
+    settings = load_settings()
+    assert settings.api_token is not None and settings.user is not None
+    with DaemonClient(base_url=settings.daemon_url, token=settings.api_token.get_secret_value()) as client:
+        run = client.list_replays(settings.user, requester=settings.user, limit=1)["runs"][0]
+    ids = topic_event_ids(args.bootstrap, run["topic"])
+    print(f"run {run['id']}: {run['state']}, broker-confirmed {run['confirmed']:,} of {run['rows']:,} rows")
+    print(f"topic {run['topic']}: {len(ids):,} records, {len(set(ids)):,} distinct event ids")
+    ok = run["state"] == "succeeded" and len(ids) == len(set(ids)) == run["confirmed"] == run["rows"]
+    print("OK: the topic holds exactly the confirmed events" if ok else "MISMATCH")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
