@@ -75,6 +75,8 @@ class _AwareTimestamps:
         "last_published_at",
         "at",
         "sent_at",
+        "next_run_at",
+        "scheduled_for",
     )
     def _check_aware(self, key: str, value: datetime | None) -> datetime | None:
         return require_aware(key, value)
@@ -108,6 +110,7 @@ class Pipeline(_AwareTimestamps, Base):
     slack_channel: Mapped[str | None] = mapped_column(String(64))
     slack_ts: Mapped[str | None] = mapped_column(String(32))
     version: Mapped[int] = mapped_column(Integer, default=1)
+    next_run_at: Mapped[datetime | None]
 
 
 class Run(_AwareTimestamps, Base):
@@ -116,6 +119,7 @@ class Run(_AwareTimestamps, Base):
     __tablename__ = "runs"
     __table_args__ = (
         UniqueConstraint("requester", "idempotency_key"),
+        UniqueConstraint("pipeline_id", "scheduled_for"),
         Index("ix_runs_created_at_id", "created_at", "id"),
         Index("ix_runs_requester_created_at", "requester", "created_at"),
         Index("ix_runs_pipeline_id_created_at", "pipeline_id", "created_at"),
@@ -156,6 +160,7 @@ class Run(_AwareTimestamps, Base):
     ended_at: Mapped[datetime | None]
     updated_at: Mapped[datetime]
     version: Mapped[int] = mapped_column(Integer, default=1)
+    scheduled_for: Mapped[datetime | None]
 
     @property
     def terminal(self) -> bool:

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from store.errors import InvalidTransition, PipelineNotFound
-from store.ids import new_pipeline_id
+from store.ids import new_pipeline_id, new_run_id
 from store.models import Pipeline, Run
-from store.states import PIPELINE_TRANSITIONS, PipelineState, RunState
+from store.states import PIPELINE_TRANSITIONS, TERMINAL_RUN_STATES, PipelineState, RunKind, RunState
 from store.transitions import apply_transition, check_version, lock_run, touch
 
 if TYPE_CHECKING:
@@ -38,8 +39,45 @@ UPDATABLE_PIPELINE_FIELDS = frozenset(
         "emr_application_id",
         "slack_channel",
         "slack_ts",
+        "next_run_at",
     }
 )
+
+
+SLOT_RUN_FIELDS = frozenset(
+    {
+        "source",
+        "target_topic",
+        "tps",
+        "requester",
+        "watermark_column",
+        "watermark_low",
+        "watermark_high",
+        "options",
+        "topic_created",
+        "slack_channel",
+        "slack_ts",
+        "window_label",
+    }
+)
+
+
+def new_run_fields(fields: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """The columns of a freshly fired pipeline run, from what the scheduler knows about it."""
+    unknown = set(fields) - SLOT_RUN_FIELDS
+    if unknown:
+        raise TypeError(f"not run fields for a pipeline slot: {', '.join(sorted(unknown))}")
+    return {
+        "options": {},
+        "topic_created": False,
+        **fields,
+        "confirmed_count": 0,
+        "failed_tasks": 0,
+        "duplicates_reported": 0,
+        "created_at": now,
+        "updated_at": now,
+        "version": 1,
+    }
 
 
 def lock_pipeline(session: Session, pipeline_id: str) -> Pipeline:
@@ -181,3 +219,45 @@ class PipelineRepository:
                 pipeline.last_published_at = now
             touch(pipeline, now)
         return pipeline, run
+
+    def claim_slot(
+        self,
+        pipeline_id: str,
+        *,
+        now: datetime,
+        next_run_at: datetime,
+        run_fields: Mapping[str, Any],
+        skipped_reason: str | None = None,
+    ) -> Run | None:
+        """Fire the pipeline's due slot once: create its run and move ``next_run_at`` on, atomically.
+
+        Returns None, creating nothing, when the slot is not due (another daemon fired it first), the
+        pipeline is not active, or one of its runs is still going (the slot is then skipped, never run
+        twice at once). With ``skipped_reason`` the run is recorded as ``skipped`` (no new data).
+        """
+        with self._store.session() as session:
+            pipeline = lock_pipeline(session, pipeline_id)
+            if pipeline.state != PipelineState.ACTIVE:
+                return None
+            slot = pipeline.next_run_at
+            if slot is not None and slot > now:
+                return None
+            pipeline.next_run_at = next_run_at
+            touch(pipeline, now)
+            busy = session.scalars(
+                select(Run.id).where(Run.pipeline_id == pipeline_id, Run.state.not_in(TERMINAL_RUN_STATES))
+            ).first()
+            if busy is not None:
+                return None
+            run = Run(
+                **new_run_fields(run_fields, now),
+                id=new_run_id(),
+                kind=RunKind.PIPELINE,
+                pipeline_id=pipeline_id,
+                scheduled_for=slot or now,
+                state=RunState.SKIPPED if skipped_reason else RunState.QUEUED,
+                failure_reason=skipped_reason,
+                ended_at=now if skipped_reason else None,
+            )
+            session.add(run)
+        return run
