@@ -7,6 +7,7 @@ Every /v1 call carries a bearer token (compared in constant time) and the acting
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -16,12 +17,14 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from daemon.errors import BadRequest, ReplayError
-from daemon.grammar import PlanCommand, ReplayCommand
+from daemon.grammar import PlanCommand, ReplayCommand, ScheduleCommand, parse_cron
 from daemon.metrics import render_metrics
+from daemon.pipelines import PipelineService
+from daemon.quantities import parse_duration
 from daemon.service import Plan, ReplayService
 from daemon.windows import parse_window
-from store.models import Run
-from store.states import RunState
+from store.models import Pipeline, Run
+from store.states import PipelineState, RunState
 
 
 class _Unauthorized(Exception):
@@ -124,6 +127,96 @@ class RunPageOut(BaseModel):
     next_cursor: str | None
 
 
+class ScheduleBody(BaseModel):
+    """A scheduled pipeline: the same fields as `/replay schedule`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(min_length=1, max_length=63)
+    every: str | None = Field(default=None, max_length=20, examples=["15m", "1h", "1d"])
+    cron: str | None = Field(default=None, max_length=120, examples=["*/15 * * * *"])
+    watermark: str = Field(min_length=1, max_length=128)
+    tps: int | None = None
+    topic: Literal["auto", "live"] = "auto"
+    lookback: str | None = Field(default=None, max_length=20, examples=["1h"])
+    headers: dict[str, str] = Field(default_factory=dict)
+    idle_after_days: int | None = Field(default=None, ge=1, le=3660)
+    confirm_live: bool = False
+    slack_channel: str | None = Field(default=None, max_length=64)
+
+    def command(self) -> ScheduleCommand:
+        return ScheduleCommand(
+            source=self.source,
+            every_seconds=_option("every", self.every, lambda v: parse_duration(v, minimum=60)),
+            cron=_option("cron", self.cron, parse_cron),
+            watermark=self.watermark,
+            tps=self.tps,
+            topic=self.topic,
+            lookback_seconds=_option("lookback", self.lookback, parse_duration) or 0,
+            headers=tuple(sorted(self.headers.items())),
+            idle_after_days=self.idle_after_days,
+        )
+
+
+def _option(name: str, value: str | None, parse: Callable[[str], Any]) -> Any:
+    """Parse one option's text; an error names the option as the user wrote it (`every=0m`)."""
+    if value is None:
+        return None
+    try:
+        return parse(value)
+    except BadRequest as exc:
+        reason = getattr(exc, "reason", str(exc))
+        raise BadRequest(f"`{name}={value}`: {reason}") from None
+
+
+class PipelineOut(BaseModel):
+    id: str
+    source: str
+    schedule: str
+    state: str
+    watermark_column: str
+    watermark: str | None
+    lookback_seconds: int
+    tps: int
+    topic: str
+    owners: list[str]
+    next_run_at: datetime | None
+    last_published_at: datetime | None
+    created_at: datetime
+    slack_channel: str | None
+    slack_ts: str | None
+
+    @classmethod
+    def of(cls, pipeline: Pipeline) -> PipelineOut:
+        return cls(
+            id=pipeline.id,
+            source=pipeline.source,
+            schedule=pipeline.schedule,
+            state=str(pipeline.state),
+            watermark_column=pipeline.watermark_column,
+            watermark=pipeline.watermark_value,
+            lookback_seconds=pipeline.lookback_seconds,
+            tps=pipeline.tps,
+            topic=pipeline.topic,
+            owners=list(pipeline.owners),
+            next_run_at=pipeline.next_run_at,
+            last_published_at=pipeline.last_published_at,
+            created_at=pipeline.created_at,
+            slack_channel=pipeline.slack_channel,
+            slack_ts=pipeline.slack_ts,
+        )
+
+
+class PipelineDetailOut(PipelineOut):
+    runs: list[RunOut]
+
+
+class UnscheduleBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    confirm: bool = False
+
+
 class SourceOut(BaseModel):
     name: str
     description: str
@@ -165,7 +258,13 @@ def _actor(
 Actor = Annotated[str, Depends(_actor)]
 
 
-def create_api(service: ReplayService, *, api_token: str, metrics: Any = render_metrics) -> FastAPI:
+def create_api(
+    service: ReplayService,
+    *,
+    api_token: str,
+    pipelines: PipelineService | None = None,
+    metrics: Any = render_metrics,
+) -> FastAPI:
     app = FastAPI(title="Replay Service", version="1", summary="Replay lake tables into Kafka at a set rate")
     app.state.api_token = api_token.encode()
 
@@ -247,4 +346,46 @@ def create_api(service: ReplayService, *, api_token: str, metrics: Any = render_
             ]
         }
 
+    if pipelines is not None:
+        _pipeline_routes(app, pipelines)
     return app
+
+
+def _pipeline_routes(app: FastAPI, pipelines: PipelineService) -> None:
+    @app.post("/v1/pipelines", response_model=PipelineOut, status_code=201)
+    def schedule(body: ScheduleBody, who: Actor) -> PipelineOut:
+        pipeline = pipelines.schedule(
+            who, body.command(), confirm_live=body.confirm_live, slack_channel=body.slack_channel
+        )
+        return PipelineOut.of(pipeline)
+
+    @app.get("/v1/pipelines", response_model=list[PipelineOut])
+    def list_pipelines(
+        who: Actor,
+        owner: Annotated[str | None, Query(max_length=64)] = None,
+        state: Annotated[PipelineState | None, Query()] = None,
+    ) -> list[PipelineOut]:
+        return [PipelineOut.of(p) for p in pipelines.list(owner=owner, state=state)]
+
+    @app.get("/v1/pipelines/{pipeline_id}", response_model=PipelineDetailOut)
+    def get_pipeline(pipeline_id: str, who: Actor) -> PipelineDetailOut:
+        detail = pipelines.detail(pipeline_id)
+        return PipelineDetailOut(
+            **PipelineOut.of(detail.pipeline).model_dump(), runs=[RunOut.of(r) for r in detail.runs]
+        )
+
+    @app.post("/v1/pipelines/{pipeline_id}/pause", response_model=PipelineOut)
+    def pause(pipeline_id: str, who: Actor) -> PipelineOut:
+        return PipelineOut.of(pipelines.pause(who, pipeline_id))
+
+    @app.post("/v1/pipelines/{pipeline_id}/resume", response_model=PipelineOut)
+    def resume(pipeline_id: str, who: Actor) -> PipelineOut:
+        return PipelineOut.of(pipelines.resume(who, pipeline_id))
+
+    @app.post("/v1/pipelines/{pipeline_id}/run", response_model=PipelineOut)
+    def run_now(pipeline_id: str, who: Actor) -> PipelineOut:
+        return PipelineOut.of(pipelines.run_now(who, pipeline_id))
+
+    @app.post("/v1/pipelines/{pipeline_id}/unschedule", response_model=PipelineOut)
+    def unschedule(pipeline_id: str, body: UnscheduleBody, who: Actor) -> PipelineOut:
+        return PipelineOut.of(pipelines.unschedule(who, pipeline_id, confirm=body.confirm))

@@ -3,6 +3,8 @@
     replay orders 2024-01-01..2024-01-07 tps=10000 --follow
     replay plan orders last=6h
     replay status r-0123456789ab | replay list [mine|running] | replay cancel r-0123456789ab
+    replay schedule orders every=1h watermark=updated_at | replay pipelines [mine] | replay pipeline p-…
+    replay pause|resume p-… | replay unschedule p-… --yes
     replay package [--with-venv]      (EMR: build and upload the job artifact)
 
 Exit codes: 0 success, 1 the run failed (or the service could not be reached), 2 bad input.
@@ -29,13 +31,20 @@ from daemon.grammar import (
     Command,
     HelpCommand,
     ListCommand,
+    PauseCommand,
+    PipelineCommand,
+    PipelinesCommand,
     PlanCommand,
     ReplayCommand,
+    ResumeCommand,
+    ScheduleCommand,
     StatusCommand,
+    UnscheduleCommand,
     help_text,
     parse,
 )
 from daemon.packaging import package_and_upload
+from daemon.quantities import render_duration
 from daemon.settings import Settings, load_settings
 from daemon.windows import label
 
@@ -57,6 +66,38 @@ def request_body(command: ReplayCommand | PlanCommand) -> dict[str, Any]:
     if command.workers is not None:
         body["workers"] = command.workers
     return body
+
+
+def schedule_body(command: ScheduleCommand) -> dict[str, Any]:
+    """The API request for a parsed `schedule` command."""
+    body: dict[str, Any] = {
+        "source": command.source,
+        "watermark": command.watermark,
+        "topic": command.topic,
+        "headers": dict(command.headers),
+    }
+    if command.every_seconds is not None:
+        body["every"] = render_duration(command.every_seconds)
+    if command.cron is not None:
+        body["cron"] = command.cron
+    if command.tps is not None:
+        body["tps"] = command.tps
+    if command.lookback_seconds:
+        body["lookback"] = render_duration(command.lookback_seconds)
+    if command.idle_after_days is not None:
+        body["idle_after_days"] = command.idle_after_days
+    return body
+
+
+def describe_pipeline(pipeline: dict[str, Any]) -> str:
+    text = (
+        f"{pipeline['id']} {pipeline['state']}: {pipeline['source']} {pipeline['schedule']} "
+        f"watermark={pipeline['watermark_column']} -> {pipeline['topic']} at {pipeline['tps']}/s"
+    )
+    text += f", committed {pipeline['watermark'] or 'nothing yet'}"
+    if pipeline["state"] == "active" and pipeline.get("next_run_at"):
+        text += f", next run {pipeline['next_run_at']}"
+    return text
 
 
 def describe_run(run: dict[str, Any]) -> str:
@@ -118,7 +159,37 @@ class Cli:
             run = self._client.cancel_replay(self._actor, command.run_id)
             self._emit(run, f"cancelling {describe_run(run)}")
             return EXIT_OK
-        raise BadRequest(f"'{type(command).__name__}' is not available from this command line yet")
+        return self._pipelines(command, confirm=confirm_live)
+
+    def _pipelines(self, command: Command, *, confirm: bool) -> int:
+        if isinstance(command, ScheduleCommand):
+            pipeline = self._client.schedule(self._actor, {**schedule_body(command), "confirm_live": confirm})
+            self._emit(pipeline, f"scheduled {describe_pipeline(pipeline)}")
+        elif isinstance(command, PipelinesCommand):
+            if command.filter == "idle":
+                raise BadRequest("`pipelines idle` is not available yet")
+            owner = self._actor if command.filter == "mine" else None
+            found = self._client.list_pipelines(self._actor, owner=owner)
+            self._emit(found, "\n".join(describe_pipeline(p) for p in found) or "no pipelines")
+        elif isinstance(command, PipelineCommand):
+            detail = self._client.get_pipeline(self._actor, command.pipeline_id)
+            runs = "\n".join(f"  {describe_run(r)}" for r in detail["runs"]) or "  no runs yet"
+            self._emit(detail, f"{describe_pipeline(detail)}\nlast runs:\n{runs}")
+        elif isinstance(command, PauseCommand | ResumeCommand):
+            action = "pause" if isinstance(command, PauseCommand) else "resume"
+            pipeline = self._client.pipeline_action(self._actor, command.pipeline_id, action)
+            self._emit(pipeline, describe_pipeline(pipeline))
+        elif isinstance(command, UnscheduleCommand):
+            if not confirm:
+                raise BadRequest(
+                    f"unscheduling {command.pipeline_id} stops it for good: add --yes to confirm"
+                )
+            body = {"confirm": True}
+            pipeline = self._client.pipeline_action(self._actor, command.pipeline_id, "unschedule", body)
+            self._emit(pipeline, describe_pipeline(pipeline))
+        else:
+            raise BadRequest(f"'{type(command).__name__}' is not available from this command line")
+        return EXIT_OK
 
     def _latest_run_id(self) -> str:
         runs = self._client.list_replays(self._actor, requester=self._actor, limit=1)["runs"]
@@ -164,7 +235,13 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
     )
     parser.add_argument("--follow", action="store_true", help="show progress until the run ends")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.add_argument("--confirm-live", action="store_true", help="allow publishing into a live topic")
+    parser.add_argument(
+        "--confirm-live",
+        "--yes",
+        dest="confirm",
+        action="store_true",
+        help="allow publishing into a live topic; confirm an unschedule",
+    )
     parser.add_argument("--as", dest="actor", help="Slack user id to act as (default: REPLAY_USER)")
     parser.add_argument("--with-venv", action="store_true", help="package: also build the job's virtualenv")
     parser.add_argument("-h", "--help", action="store_true")
@@ -191,7 +268,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextI
             base_url=settings.daemon_url, token=settings.api_token.get_secret_value()
         ) as client:
             code = Cli(client, actor, as_json=args.json, out=out).run(
-                command, follow=args.follow, confirm_live=args.confirm_live
+                command, follow=args.follow, confirm_live=args.confirm
             )
     except (BadRequest, ConfigError) as exc:
         print(f"replay: {exc}", file=err)

@@ -114,3 +114,18 @@ class DaemonClient:
 
     def health(self) -> dict[str, Any]:
         return self._call("GET", "/healthz", actor="-")
+
+    def schedule(self, actor: str, request: dict[str, Any]) -> dict[str, Any]:
+        return self._call("POST", "/v1/pipelines", actor=actor, json=request)
+
+    def list_pipelines(self, actor: str, *, owner: str | None = None, state: str | None = None) -> list[Any]:
+        return self._call("GET", "/v1/pipelines", actor=actor, params={"owner": owner, "state": state})
+
+    def get_pipeline(self, actor: str, pipeline_id: str) -> dict[str, Any]:
+        return self._call("GET", f"/v1/pipelines/{pipeline_id}", actor=actor)
+
+    def pipeline_action(
+        self, actor: str, pipeline_id: str, action: str, body: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """`pause`, `resume`, `run` (now) or `unschedule` (body `{"confirm": true}`)."""
+        return self._call("POST", f"/v1/pipelines/{pipeline_id}/{action}", actor=actor, json=body)

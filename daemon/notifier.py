@@ -14,6 +14,8 @@ from typing import Any
 
 import structlog
 
+from store.models import Pipeline
+
 log = structlog.get_logger(__name__)
 
 
@@ -37,6 +39,7 @@ class RunView:
     reason: str | None = None
     channel: str | None = None
     thread_ts: str | None = None
+    pipeline_id: str | None = None  # set for a scheduled run: it replies in its pipeline's thread
 
 
 class Notifier(ABC):
@@ -50,6 +53,11 @@ class Notifier(ABC):
     @abstractmethod
     def run_finished(self, run: RunView) -> None:
         """The final word: confirmed count and rate, or the failure reason and a next step."""
+
+    def pipeline_scheduled(self, pipeline: Pipeline) -> str | None:
+        """Announce a new pipeline; returns the thread its runs will reply in, if any."""
+        log.info("notify pipeline scheduled", pipeline_id=pipeline.id, schedule=pipeline.schedule)
+        return None
 
 
 class LogNotifier(Notifier):

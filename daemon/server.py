@@ -29,7 +29,9 @@ from daemon.launchers.local import LocalSparkLauncher
 from daemon.logs import configure_logging
 from daemon.notifier import LogNotifier, Notifier
 from daemon.packaging import package_and_upload
+from daemon.pipelines import PipelineService
 from daemon.progress import ProgressProbe
+from daemon.scheduler import PipelineScheduler
 from daemon.service import ReplayService
 from daemon.settings import Settings, load_settings
 from daemon.watcher import Watcher, WatcherTiming
@@ -54,14 +56,19 @@ class Daemon:
     watcher: Watcher
     app: FastAPI
     progress: ProgressProbe
+    pipelines: PipelineService
+    scheduler: PipelineScheduler
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
-    def start_watcher(self) -> None:
+    def start_background(self) -> None:
+        """The watcher thread and the pipeline scheduler: everything that runs without a request."""
         self._thread = threading.Thread(target=self.watcher.run_forever, args=(self._stop,), daemon=True)
         self._thread.start()
+        self.scheduler.start()
 
     def stop(self) -> None:
+        self.scheduler.stop()
         self._stop.set()
         self.watcher.wake()
         if self._thread is not None:
@@ -99,6 +106,7 @@ def build_daemon(
     store = Store(settings.db_url)
     kafka = KafkaAdmin(config=settings.kafka_config())
     launcher = launcher or build_launcher(settings)
+    notifier = notifier or LogNotifier()
     progress = ProgressProbe(kafka_config=settings.kafka_config(), topic=settings.progress_topic)
     owner = settings.instance_id or f"{socket.gethostname()}:{settings.daemon_port}"
     result_dir = settings.state_dir / "runs"
@@ -110,7 +118,7 @@ def build_daemon(
     watcher = Watcher(
         store=store,
         launcher=launcher,
-        notifier=notifier or LogNotifier(),
+        notifier=notifier,
         build_spec=spec_for,
         probe_progress=progress,
         owner=owner,
@@ -124,10 +132,30 @@ def build_daemon(
     service = ReplayService(
         settings=settings, catalog=catalog, store=store, kafka=kafka, clock=clock, wake_watcher=watcher.wake
     )
+    scheduler_box: list[PipelineScheduler] = []
+    pipelines = PipelineService(
+        settings=settings,
+        catalog=catalog,
+        store=store,
+        kafka=kafka,
+        notifier=notifier,
+        clock=clock,
+        wake_watcher=watcher.wake,
+        wake_scheduler=lambda: scheduler_box[0].wake() if scheduler_box else None,
+    )
+    scheduler = PipelineScheduler(store=store, fire=pipelines.fire, clock=clock)
+    scheduler_box.append(scheduler)
     assert settings.api_token is not None
-    app = create_api(service, api_token=settings.api_token.get_secret_value())
+    app = create_api(service, api_token=settings.api_token.get_secret_value(), pipelines=pipelines)
     return Daemon(
-        settings=settings, store=store, service=service, watcher=watcher, app=app, progress=progress
+        settings=settings,
+        store=store,
+        service=service,
+        watcher=watcher,
+        app=app,
+        progress=progress,
+        pipelines=pipelines,
+        scheduler=scheduler,
     )
 
 
@@ -142,7 +170,7 @@ def main() -> None:
     except ConfigError as exc:
         print(f"replayd: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    daemon.start_watcher()
+    daemon.start_background()
     log.info("replayd listening", host=settings.daemon_host, port=settings.daemon_port)
     try:
         uvicorn.run(daemon.app, host=settings.daemon_host, port=settings.daemon_port, log_config=None)

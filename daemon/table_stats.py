@@ -27,6 +27,11 @@ def _day_filter(partition_column: str, days: list[date]) -> ds.Expression:
     return ds.field(partition_column).isin([d.isoformat() for d in days])
 
 
+def column_names(path: str) -> list[str]:
+    """The table's columns (partition columns included)."""
+    return list(_dataset(path).schema.names)
+
+
 def count_window_rows(
     path: str,
     *,

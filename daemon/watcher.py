@@ -22,7 +22,7 @@ from daemon.service import LAUNCH_FAILURE
 from store import Store
 from store.errors import InvalidTransition
 from store.models import Run
-from store.states import RunState
+from store.states import RunKind, RunState
 
 log = structlog.get_logger(__name__)
 
@@ -61,6 +61,7 @@ def run_view(run: Run, **overrides: Any) -> RunView:
         "reason": run.failure_reason,
         "channel": run.slack_channel,
         "thread_ts": run.slack_ts,
+        "pipeline_id": run.pipeline_id,
         "eta_s": (rows / run.tps) if rows and run.tps else None,
     }
     values.update(overrides)
@@ -144,6 +145,8 @@ class Watcher:
             submitted_at=self._store.now(),
         )
         log.info("run submitted", run_id=run.id, launcher=self._launcher.kind)
+        if run.kind == RunKind.PIPELINE:
+            return  # a pipeline run speaks once, when it ends, in its pipeline's thread
         if self._store.notifications.record_once(f"run:{run.id}:started", run_id=run.id, kind="started"):
             thread = self._notifier.run_started(run_view(run))
             if thread is not None:
@@ -182,6 +185,8 @@ class Watcher:
         if noted is not None and now - noted < self._timing.progress_every_s:
             return
         self._last_note[run.id] = now
+        if run.kind == RunKind.PIPELINE:
+            return
         if self._store.notifications.record_once(
             f"run:{run.id}:progress:{confirmed}", run_id=run.id, kind="progress"
         ):
@@ -224,14 +229,23 @@ class Watcher:
         if run.started_at is None:
             fields.setdefault("started_at", run.submitted_at or now)
         try:
-            run = self._store.runs.transition(run.id, state, **fields)
+            if run.kind == RunKind.PIPELINE and run.pipeline_id and state == RunState.SUCCEEDED:
+                # publish, then commit: the watermark moves with the run's success, in one transaction
+                _, run = self._store.pipelines.commit_watermark(
+                    run.pipeline_id, run.id, run.watermark_high, {**fields, "state": state}
+                )
+            else:
+                run = self._store.runs.transition(run.id, state, **fields)
         except InvalidTransition:
             run = self._store.runs.get(run.id)  # someone else concluded it first
         self._last_sample.pop(run.id, None)
         self._last_note.pop(run.id, None)
         self._probe_progress.forget(run.id)
         log.info("run concluded", run_id=run.id, state=str(run.state), confirmed=run.confirmed_count)
-        if self._store.notifications.record_once(f"run:{run.id}:final", run_id=run.id, kind="final"):
+        quiet = run.kind == RunKind.PIPELINE and state == RunState.SUCCEEDED and run.confirmed_count == 0
+        if not quiet and self._store.notifications.record_once(
+            f"run:{run.id}:final", run_id=run.id, kind="final"
+        ):
             self._notifier.run_finished(run_view(run))
         if run.launcher_handle:
             self._release(run)

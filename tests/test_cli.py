@@ -122,3 +122,21 @@ def test_package_uploads_the_job_under_its_content_hash(
     assert uris["entry_point"].startswith("s3://replay-artifacts/replay/artifacts/")
     keys = [o["Key"] for o in aws.s3.list_objects_v2(Bucket="replay-artifacts")["Contents"]]
     assert sorted(keys) == sorted(u.removeprefix("s3://replay-artifacts/") for u in uris.values())
+
+
+def test_pipeline_life_from_the_command_line(cli_env: DaemonProcess) -> None:
+    code, out, _ = _run(["schedule", "orders", "every=1h", "watermark=updated_at", "lookback=30m", "--json"])
+    pipeline = json.loads(out)
+
+    listed_code, listed, _ = _run(["pipelines", "mine"])
+    paused_code, paused, _ = _run(["pause", pipeline["id"]])
+    refused, _, refusal = _run(["unschedule", pipeline["id"]])
+    archived_code, archived, _ = _run(["unschedule", pipeline["id"], "--yes", "--json"])
+
+    assert (code, listed_code, paused_code, archived_code) == (EXIT_OK,) * 4
+    assert (pipeline["schedule"], pipeline["lookback_seconds"]) == ("every=1h", 1800)
+    assert pipeline["id"] in listed
+    assert f"{pipeline['id']} paused" in paused
+    assert refused == EXIT_BAD_INPUT
+    assert "add --yes to confirm" in refusal
+    assert json.loads(archived)["state"] == "archived"
