@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from daemon.errors import BadRequest, ReplayError
 from daemon.grammar import PlanCommand, ReplayCommand, ScheduleCommand, parse_cron
+from daemon.janitor import Janitor
 from daemon.metrics import render_metrics
 from daemon.pipelines import PipelineService
 from daemon.quantities import parse_duration
@@ -211,6 +212,16 @@ class PipelineDetailOut(PipelineOut):
     runs: list[RunOut]
 
 
+class KeepBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    days: int | None = Field(default=None, ge=1, le=365)
+
+
+class IdlePipelineOut(PipelineOut):
+    deadline: datetime
+
+
 class UnscheduleBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -263,6 +274,7 @@ def create_api(
     *,
     api_token: str,
     pipelines: PipelineService | None = None,
+    janitor: Janitor | None = None,
     metrics: Any = render_metrics,
 ) -> FastAPI:
     app = FastAPI(title="Replay Service", version="1", summary="Replay lake tables into Kafka at a set rate")
@@ -348,6 +360,8 @@ def create_api(
 
     if pipelines is not None:
         _pipeline_routes(app, pipelines)
+    if janitor is not None:
+        _janitor_routes(app, janitor)
     return app
 
 
@@ -389,3 +403,20 @@ def _pipeline_routes(app: FastAPI, pipelines: PipelineService) -> None:
     @app.post("/v1/pipelines/{pipeline_id}/unschedule", response_model=PipelineOut)
     def unschedule(pipeline_id: str, body: UnscheduleBody, who: Actor) -> PipelineOut:
         return PipelineOut.of(pipelines.unschedule(who, pipeline_id, confirm=body.confirm))
+
+
+def _janitor_routes(app: FastAPI, janitor: Janitor) -> None:
+    @app.get("/v1/idle-pipelines", response_model=list[IdlePipelineOut])
+    def idle(who: Actor) -> list[IdlePipelineOut]:
+        return [
+            IdlePipelineOut(**PipelineOut.of(p).model_dump(), deadline=deadline)
+            for p, deadline in janitor.idle_pipelines()
+        ]
+
+    @app.post("/v1/pipelines/{pipeline_id}/keep", response_model=PipelineOut)
+    def keep(pipeline_id: str, body: KeepBody, who: Actor) -> PipelineOut:
+        return PipelineOut.of(janitor.keep(who, pipeline_id, body.days))
+
+    @app.post("/v1/pipelines/{pipeline_id}/delete", response_model=PipelineOut)
+    def delete_now(pipeline_id: str, who: Actor) -> PipelineOut:
+        return PipelineOut.of(janitor.delete_now(who, pipeline_id))

@@ -167,7 +167,10 @@ class Cli:
             self._emit(pipeline, f"scheduled {describe_pipeline(pipeline)}")
         elif isinstance(command, PipelinesCommand):
             if command.filter == "idle":
-                raise BadRequest("`pipelines idle` is not available yet")
+                idle = self._client.idle_pipelines(self._actor)
+                lines = [f"{describe_pipeline(p)}; removed after {p['deadline']} unless kept" for p in idle]
+                self._emit(idle, "\n".join(lines) or "no idle pipelines")
+                return EXIT_OK
             owner = self._actor if command.filter == "mine" else None
             found = self._client.list_pipelines(self._actor, owner=owner)
             self._emit(found, "\n".join(describe_pipeline(p) for p in found) or "no pipelines")

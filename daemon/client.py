@@ -127,5 +127,9 @@ class DaemonClient:
     def pipeline_action(
         self, actor: str, pipeline_id: str, action: str, body: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """`pause`, `resume`, `run` (now) or `unschedule` (body `{"confirm": true}`)."""
+        """`pause`, `resume`, `run` (now), `unschedule` (`{"confirm": true}`), `keep` (`{"days": N}`),
+        or `delete` (de-provision now)."""
         return self._call("POST", f"/v1/pipelines/{pipeline_id}/{action}", actor=actor, json=body)
+
+    def idle_pipelines(self, actor: str) -> list[Any]:
+        return self._call("GET", "/v1/idle-pipelines", actor=actor)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import structlog
@@ -42,6 +43,16 @@ class RunView:
     pipeline_id: str | None = None  # set for a scheduled run: it replies in its pipeline's thread
 
 
+@dataclass(frozen=True)
+class IdlePrompt:
+    """The question put to an owner of an idle pipeline."""
+
+    pipeline: Pipeline
+    idle_since: datetime
+    deadline: datetime
+    keep_days: int
+
+
 class Notifier(ABC):
     @abstractmethod
     def run_started(self, run: RunView) -> str | None:
@@ -53,6 +64,20 @@ class Notifier(ABC):
     @abstractmethod
     def run_finished(self, run: RunView) -> None:
         """The final word: confirmed count and rate, or the failure reason and a next step."""
+
+    def idle_prompt(self, prompt: IdlePrompt, owner: str) -> str:
+        """Ask one owner about an idle pipeline (Keep / Delete now); returns where it was delivered."""
+        log.info(
+            "notify idle pipeline", pipeline_id=prompt.pipeline.id, owner=owner, deadline=str(prompt.deadline)
+        )
+        return "log"
+
+    def pipeline_removed(self, pipeline: Pipeline, owner: str, removed: list[str], reason: str) -> str:
+        """Tell one owner what de-provisioning removed; returns where it was delivered."""
+        log.info(
+            "notify pipeline removed", pipeline_id=pipeline.id, owner=owner, removed=removed, reason=reason
+        )
+        return "log"
 
     def pipeline_scheduled(self, pipeline: Pipeline) -> str | None:
         """Announce a new pipeline; returns the thread its runs will reply in, if any."""

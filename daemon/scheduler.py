@@ -25,6 +25,7 @@ from store.states import PipelineState
 log = structlog.get_logger(__name__)
 
 SYNC_JOB = "sync-pipelines"
+JANITOR_JOB = "idle-pipeline-janitor"
 
 
 class PipelineScheduler:
@@ -35,7 +36,11 @@ class PipelineScheduler:
         fire: Callable[[str], object],
         clock: Callable[[], datetime],
         sync_every_s: float = 5.0,
+        janitor: Callable[[], object] | None = None,
+        janitor_schedule: str | None = None,
     ) -> None:
+        self._janitor = janitor
+        self._janitor_schedule = janitor_schedule
         self._store = store
         self._fire = fire
         self._clock = clock
@@ -52,6 +57,10 @@ class PipelineScheduler:
         self._scheduler.add_job(
             self.sync, IntervalTrigger(seconds=self._sync_every_s), id=SYNC_JOB, replace_existing=True
         )
+        if self._janitor is not None and self._janitor_schedule:
+            self._scheduler.add_job(
+                self._janitor, trigger_for(self._janitor_schedule), id=JANITOR_JOB, replace_existing=True
+            )
         self._scheduler.start()
         log.info("scheduler started", pipelines=len(self._planned))
 

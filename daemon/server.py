@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from daemon.api import create_api
 from daemon.catalog import Catalog, load_catalog
 from daemon.errors import ConfigError
+from daemon.janitor import IdlePolicy, Janitor
 from daemon.job_specs import build_spec
 from daemon.kafka_admin import KafkaAdmin
 from daemon.launchers.base import Launcher
@@ -143,10 +144,32 @@ def build_daemon(
         wake_watcher=watcher.wake,
         wake_scheduler=lambda: scheduler_box[0].wake() if scheduler_box else None,
     )
-    scheduler = PipelineScheduler(store=store, fire=pipelines.fire, clock=clock)
+    janitor = Janitor(
+        store=store,
+        catalog=catalog,
+        kafka=kafka,
+        notifier=notifier,
+        clock=clock,
+        admins=list(settings.admins),
+        policy=IdlePolicy(
+            idle_after_days=settings.idle_after_days,
+            grace_days=settings.idle_grace_days,
+            keep_days=settings.idle_keep_days,
+        ),
+        applications=launcher if isinstance(launcher, EmrServerlessLauncher) else None,
+    )
+    scheduler = PipelineScheduler(
+        store=store,
+        fire=pipelines.fire,
+        clock=clock,
+        janitor=janitor.run_once,
+        janitor_schedule=settings.janitor_schedule,
+    )
     scheduler_box.append(scheduler)
     assert settings.api_token is not None
-    app = create_api(service, api_token=settings.api_token.get_secret_value(), pipelines=pipelines)
+    app = create_api(
+        service, api_token=settings.api_token.get_secret_value(), pipelines=pipelines, janitor=janitor
+    )
     return Daemon(
         settings=settings,
         store=store,

@@ -58,6 +58,10 @@ class Settings(BaseSettings):
     progress_notify_every_s: float = Field(
         default=15.0, ge=0, description="at most one progress reply this often"
     )
+    idle_after_days: int = Field(default=30, ge=1, description="a pipeline with no publish this long is idle")
+    idle_grace_days: int = Field(default=7, ge=0, description="days owners have to answer before removal")
+    idle_keep_days: int = Field(default=30, ge=1, description="how long 'Keep' snoozes the question")
+    janitor_schedule: str = Field(default="cron=0 9 * * *", description="when the idle clean-up runs (UTC)")
     max_tps: int = Field(default=200_000, gt=0)
     default_tps: int = Field(default=1_000, gt=0)
     max_workers: int = Field(default=64, ge=1)

@@ -77,6 +77,9 @@ class _AwareTimestamps:
         "sent_at",
         "next_run_at",
         "scheduled_for",
+        "idle_since",
+        "delete_after",
+        "snoozed_until",
     )
     def _check_aware(self, key: str, value: datetime | None) -> datetime | None:
         return require_aware(key, value)
@@ -111,6 +114,11 @@ class Pipeline(_AwareTimestamps, Base):
     slack_ts: Mapped[str | None] = mapped_column(String(32))
     version: Mapped[int] = mapped_column(Integer, default=1)
     next_run_at: Mapped[datetime | None]
+    # Idle clean-up: the idle period owners were asked about, when it will be de-provisioned, snoozes.
+    idle_since: Mapped[datetime | None]
+    delete_after: Mapped[datetime | None]
+    snoozed_until: Mapped[datetime | None]
+    snoozed_by: Mapped[str | None] = mapped_column(String(64))
 
 
 class Run(_AwareTimestamps, Base):

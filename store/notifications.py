@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import CursorResult, select, update
+from sqlalchemy import CursorResult, delete, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -79,3 +79,21 @@ class NotificationRepository:
         with self._store.session() as session:
             if cast(CursorResult[Any], session.execute(stmt)).rowcount != 1:
                 raise NotificationNotFound(dedup_key)
+
+    def set_channel(self, dedup_key: str, channel: str) -> None:
+        """Where the message was delivered (a DM, or the fallback channel when the DM failed)."""
+        stmt = (
+            update(Notification)
+            .where(Notification.dedup_key == dedup_key)
+            .values(channel=channel)
+            .execution_options(synchronize_session=False)
+        )
+        with self._store.session() as session:
+            if cast(CursorResult[Any], session.execute(stmt)).rowcount != 1:
+                raise NotificationNotFound(dedup_key)
+
+    def forget(self, dedup_key: str) -> bool:
+        """Drop a record whose send failed, so the message is tried again; False if there was none."""
+        stmt = delete(Notification).where(Notification.dedup_key == dedup_key)
+        with self._store.session() as session:
+            return cast(CursorResult[Any], session.execute(stmt)).rowcount == 1

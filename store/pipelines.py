@@ -40,6 +40,10 @@ UPDATABLE_PIPELINE_FIELDS = frozenset(
         "slack_channel",
         "slack_ts",
         "next_run_at",
+        "idle_since",
+        "delete_after",
+        "snoozed_until",
+        "snoozed_by",
     }
 )
 
