@@ -35,6 +35,7 @@ from daemon.progress import ProgressProbe
 from daemon.scheduler import PipelineScheduler
 from daemon.service import ReplayService
 from daemon.settings import Settings, load_settings
+from daemon.slack_notifier import slack_notifier_from_settings
 from daemon.watcher import Watcher, WatcherTiming
 from store import Store
 from store.migrate import upgrade
@@ -107,7 +108,7 @@ def build_daemon(
     store = Store(settings.db_url)
     kafka = KafkaAdmin(config=settings.kafka_config())
     launcher = launcher or build_launcher(settings)
-    notifier = notifier or LogNotifier()
+    notifier = notifier or slack_notifier_from_settings(settings) or LogNotifier()
     progress = ProgressProbe(kafka_config=settings.kafka_config(), topic=settings.progress_topic)
     owner = settings.instance_id or f"{socket.gethostname()}:{settings.daemon_port}"
     result_dir = settings.state_dir / "runs"

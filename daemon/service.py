@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 import structlog
+from sqlalchemy.exc import IntegrityError
 
 from daemon.catalog import Catalog, Source
 from daemon.errors import BadRequest, Conflict, EmptyWindow, Forbidden, NotFound, ReplayError
@@ -50,6 +51,14 @@ class Plan:
     workers: int
     headers: dict[str, str] = field(default_factory=dict)
     ordering: str = "entity"
+
+
+class _AlreadyCreated(Exception):
+    """Internal: an identical request (same Idempotency-Key) created the run first."""
+
+    def __init__(self, run: Run) -> None:
+        super().__init__(run.id)
+        self.run = run
 
 
 def auto_topic_name(source: str, run_id: str) -> str:
@@ -196,7 +205,10 @@ class ReplayService:
                 )
             return self._provision_and_record(actor, source, plan, idempotency_key, slack_channel)
 
-        run = self.audited(actor, "replay", command.source, work)
+        try:
+            run = self.audited(actor, "replay", command.source, work)
+        except _AlreadyCreated as raced:
+            return raced.run, False
         self._audit(
             actor, "replay", run.id, "accepted", source=run.source, window=run.window_label, tps=run.tps
         )
@@ -242,9 +254,13 @@ class ReplayService:
                 idempotency_key=idempotency_key,
                 slack_channel=slack_channel,
             )
-        except Exception:
+        except Exception as exc:
             if created:  # never leave a topic behind for a run that does not exist
                 self._kafka.delete(topic)
+            if isinstance(exc, IntegrityError) and idempotency_key is not None:
+                existing = self._store.runs.find_by_idempotency_key(actor, idempotency_key)
+                if existing is not None:  # a concurrent retry of the same request won the race
+                    raise _AlreadyCreated(existing) from exc
             raise
 
     # -- reading and cancelling ------------------------------------------------------------

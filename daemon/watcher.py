@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from daemon.errors import ReplayError
 from daemon.launchers.base import JobOutcome, JobState, Launcher
 from daemon.notifier import Notifier, RunView
 from daemon.service import LAUNCH_FAILURE
@@ -148,7 +149,7 @@ class Watcher:
         if run.kind == RunKind.PIPELINE:
             return  # a pipeline run speaks once, when it ends, in its pipeline's thread
         if self._store.notifications.record_once(f"run:{run.id}:started", run_id=run.id, kind="started"):
-            thread = self._notifier.run_started(run_view(run))
+            thread = self._notify(run, self._notifier.run_started, run_view(run))
             if thread is not None:
                 self._store.runs.update(run.id, slack_ts=thread)
 
@@ -190,7 +191,7 @@ class Watcher:
         if self._store.notifications.record_once(
             f"run:{run.id}:progress:{confirmed}", run_id=run.id, kind="progress"
         ):
-            self._notifier.run_progress(run_view(run, rate=rate))
+            self._notify(run, self._notifier.run_progress, run_view(run, rate=rate))
 
     def _cancel(self, run: Run) -> None:
         if run.launcher_handle:
@@ -246,10 +247,19 @@ class Watcher:
         if not quiet and self._store.notifications.record_once(
             f"run:{run.id}:final", run_id=run.id, kind="final"
         ):
-            self._notifier.run_finished(run_view(run))
+            self._notify(run, self._notifier.run_finished, run_view(run))
         if run.launcher_handle:
             self._release(run)
         self._store.runs.release_lease(run.id, self._owner)
+
+    @staticmethod
+    def _notify(run: Run, send: Callable[[RunView], Any], view: RunView) -> Any:
+        """Deliver one message; a Slack failure is logged, never allowed to stall the run itself."""
+        try:
+            return send(view)
+        except ReplayError as exc:
+            log.warning("notification not delivered", run_id=run.id, error=str(exc))
+            return None
 
     def _release(self, run: Run) -> None:
         """Give back what the job held; a launcher that needs more time gets more ticks."""

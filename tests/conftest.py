@@ -13,6 +13,7 @@ pytest_plugins = [
     "tests.fixtures.spark",
     "tests.fixtures.daemon",
     "tests.fixtures.aws",
+    "tests.fixtures.slack",
 ]
 
 # Variables the test run itself is allowed to carry: where the session's services already run.

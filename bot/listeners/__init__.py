@@ -1,0 +1,13 @@
+"""One module per feature, each with `register(app, deps)`; `register_all` wires them in order."""
+
+from __future__ import annotations
+
+from slack_bolt import App
+
+from bot.deps import BotDeps
+from bot.listeners import commands, confirmations
+
+
+def register_all(app: App, deps: BotDeps) -> None:
+    commands.register(app, deps)
+    confirmations.register(app, deps)

@@ -1,0 +1,135 @@
+"""`/replay`: parse before the ack (pure, fast), call the Replay Service after it (lazy).
+
+The ack itself answers what needs no daemon: a grammar error (the token, why, the usage line), `help`,
+and commands a later issue brings. Everything else is answered by `respond()` from a lazy listener,
+ephemeral, within Slack's 30-minute response_url window. The run's channel message and thread are
+posted by the daemon's notifier, not here, so a bot restart never loses or doubles them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_bolt import Ack, App, Respond
+
+from bot.deps import BotDeps
+from bot.listeners import confirmations
+from bot.replies import answer_with, create_once, key_for
+from daemon import slack_blocks
+from daemon.cli import request_body
+from daemon.grammar import (
+    USAGE,
+    CancelCommand,
+    Command,
+    GrammarError,
+    HelpCommand,
+    ListCommand,
+    PlanCommand,
+    ReplayCommand,
+    StatusCommand,
+    help_text,
+    parse,
+    render,
+)
+
+COMMAND = "/replay"
+_LIST_TITLES = {"all": "latest", "mine": "yours", "running": "running"}
+
+
+def slack_text(command: dict[str, Any]) -> str:
+    """The text as typed: Slack sends `&`, `<`, `>` as HTML entities (`&amp;` last)."""
+    text = str(command.get("text") or "")
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def _immediate(command: Command) -> slack_blocks.Message | None:
+    """What the ack itself says for a command that parsed; None for a silent ack."""
+    if isinstance(command, HelpCommand):
+        return slack_blocks.help_message(help_text(command.topic))
+    if isinstance(command, ReplayCommand | PlanCommand):
+        echo = slack_blocks.code(f"{COMMAND} {render(command)}", limit=400)
+        return slack_blocks.notice(f"{echo} · asking the Replay Service…")
+    if isinstance(command, StatusCommand | ListCommand | CancelCommand):
+        return None
+    word = render(command).split(" ", 1)[0]
+    return slack_blocks.notice(f"`{COMMAND} {word}` is not available yet; it comes with scheduled pipelines.")
+
+
+def acknowledgement(text: str) -> slack_blocks.Message | None:
+    try:
+        return _immediate(parse(text))
+    except GrammarError as err:
+        return slack_blocks.input_error(err.token, err.reason, err.usage)
+
+
+def _replay(deps: BotDeps, parsed: ReplayCommand, command: dict[str, Any]) -> slack_blocks.Message:
+    if parsed.topic == "live":
+        return confirmations.ask(deps, parsed, command)
+    user = command["user_id"]
+    body = {**request_body(parsed), "slack_channel": command.get("channel_id")}
+    key = key_for("slack-cmd", str(command.get("trigger_id") or command.get("response_url") or ""))
+    run = create_once(deps.daemon, user, body, key=key)
+    return slack_blocks.accepted(run, created=bool(run.get("created", True)))
+
+
+def _plan(deps: BotDeps, parsed: PlanCommand, user: str) -> slack_blocks.Message:
+    return slack_blocks.plan_summary(deps.daemon.plan(user, request_body(parsed)))
+
+
+def _cancel(deps: BotDeps, parsed: CancelCommand, user: str) -> slack_blocks.Message:
+    return slack_blocks.cancelling(deps.daemon.cancel_replay(user, parsed.run_id))
+
+
+def _status(deps: BotDeps, parsed: StatusCommand, user: str) -> slack_blocks.Message:
+    run_id = parsed.run_id
+    if run_id is None:
+        runs = deps.daemon.list_replays(user, requester=user, limit=1)["runs"]
+        if not runs:
+            return slack_blocks.notice("You have no runs yet.")
+        run_id = runs[0]["id"]
+    return slack_blocks.run_status(deps.daemon.get_replay(user, run_id))
+
+
+def _list(deps: BotDeps, parsed: ListCommand, user: str) -> slack_blocks.Message:
+    page = deps.daemon.list_replays(
+        user,
+        requester=user if parsed.filter == "mine" else None,
+        state="running" if parsed.filter == "running" else None,
+    )
+    return slack_blocks.run_list(page["runs"], _LIST_TITLES[parsed.filter])
+
+
+def answer(deps: BotDeps, parsed: Command, command: dict[str, Any]) -> slack_blocks.Message | None:
+    """The daemon's answer to a parsed command, as a message; None when the ack said it all."""
+    user = command["user_id"]
+    if isinstance(parsed, ReplayCommand):
+        return answer_with(lambda: _replay(deps, parsed, command), usage=USAGE["replay"])
+    if isinstance(parsed, PlanCommand):
+        return answer_with(lambda: _plan(deps, parsed, user), usage=USAGE["plan"])
+    if isinstance(parsed, StatusCommand):
+        return answer_with(lambda: _status(deps, parsed, user), usage=USAGE["status"])
+    if isinstance(parsed, ListCommand):
+        return answer_with(lambda: _list(deps, parsed, user))
+    if isinstance(parsed, CancelCommand):
+        return answer_with(lambda: _cancel(deps, parsed, user), usage=USAGE["cancel"])
+    return None
+
+
+def register(app: App, deps: BotDeps) -> None:
+    def ack_replay(ack: Ack, command: dict[str, Any]) -> None:
+        message = acknowledgement(slack_text(command))
+        if message is None:
+            ack()
+        else:
+            ack(**message.ephemeral())
+
+    def run_replay(command: dict[str, Any], respond: Respond) -> None:
+        try:
+            parsed = parse(slack_text(command))
+        except GrammarError:
+            return  # the ack already told the user what was wrong
+        message = answer(deps, parsed, command)
+        if message is not None:
+            respond(**message.ephemeral())
+
+    app.command(COMMAND)(ack=ack_replay, lazy=[run_replay])

@@ -1,0 +1,282 @@
+"""`daemon.slack_blocks` is pure: examples of what people read, and properties that hold for any
+input (Slack's size limits, escaping of whatever a user or a job wrote)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from daemon import slack_blocks
+from daemon.notifier import RunView
+from daemon.slack_blocks import Message
+
+RUN = RunView(
+    run_id="r-0123456789ab",
+    source="orders",
+    window="2024-01-01..2024-01-07",
+    topic="replay.orders.r-0123456789ab",
+    tps=10_000,
+    requester="U0ALICE",
+    state="running",
+    rows=2_100_000,
+    eta_s=210.0,
+    channel="C0REPLAYS",
+)
+API_RUN: dict[str, Any] = {
+    "id": "r-0123456789ab",
+    "state": "succeeded",
+    "source": "orders",
+    "window": "2024-01-01..2024-01-02",
+    "topic": "replay.orders.r-0123456789ab",
+    "tps": 100,
+    "requester": "U0ALICE",
+    "rows": 600,
+    "confirmed": 600,
+    "achieved_tps": 99.2,
+    "failure_reason": None,
+    "started_at": "2024-05-01T10:00:00+00:00",
+    "ended_at": "2024-05-01T10:00:06.500000+00:00",
+    "slack_channel": "C0REPLAYS",
+    "slack_ts": "1714557600.000100",
+}
+PLAN = {
+    "source": "orders",
+    "window": "2024-01-01..2024-01-02",
+    "rows": 600,
+    "tps": 100,
+    "eta_s": 6.0,
+    "topic": "orders",
+    "partitions": 3,
+    "workers": 2,
+}
+STATES = ["queued", "submitted", "running", "cancelling", "succeeded", "failed", "cancelled", "skipped"]
+
+
+def texts(message: Message) -> list[str]:
+    """Every piece of mrkdwn Slack would parse (plain_text is shown as is, so it needs no escaping)."""
+    found = [message.text]
+    for block in message.blocks:
+        if "text" in block and block["text"]["type"] == "mrkdwn":
+            found.append(block["text"]["text"])
+        found += [f["text"] for f in block.get("fields", [])]
+        found += [
+            e["text"] if isinstance(e["text"], str) else e["text"]["text"] for e in block.get("elements", [])
+        ]
+    return found
+
+
+def assert_within_slack_limits(message: Message) -> None:
+    assert message.text.strip()
+    assert len(message.blocks) <= 50
+    for block in message.blocks:
+        if block["type"] == "header":
+            assert len(block["text"]["text"]) <= 150
+        if block["type"] == "section":
+            assert "text" in block or "fields" in block
+            assert len(block.get("text", {}).get("text", "")) <= 3000
+            assert len(block.get("fields", [])) <= 10
+            assert all(len(f["text"]) <= 2000 for f in block.get("fields", []))
+        if block["type"] == "context":
+            assert len(block["elements"]) <= 10
+    json.dumps(message.blocks)  # serialisable as Slack receives it
+
+
+def assert_no_unescaped_control(message: Message) -> None:
+    """No `<…>` of our input's making: only the mentions we build ourselves."""
+    for text in texts(message):
+        bare = re.sub(r"<@[UW][A-Z0-9]{2,20}>", "", text)
+        assert "<" not in bare and ">" not in bare, text
+
+
+# --- examples ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [(None, "n/a"), (0.4, "0.4s"), (42, "42s"), (200, "3m 20s"), (7_500, "2h 05m"), (90_000, "1d 1h")],
+)
+def test_durations_read_at_a_glance(seconds: float | None, shown: str) -> None:
+    assert slack_blocks.human_duration(seconds) == shown
+
+
+def test_the_parent_names_source_window_rows_topic_rate_eta_and_requester() -> None:
+    message = slack_blocks.run_parent(RUN)
+
+    fields = {f["text"].split("\n")[0]: f["text"].split("\n")[1] for f in message.blocks[1]["fields"]}
+    assert fields == {
+        "*Source*": "orders",
+        "*Window*": "`2024-01-01..2024-01-07` (UTC)",
+        "*Rows*": "2,100,000",
+        "*Target topic*": "`replay.orders.r-0123456789ab`",
+        "*Rate*": "10,000/s",
+        "*ETA*": "3m 30s",
+        "*Requested by*": "<@U0ALICE>",
+        "*State*": ":arrow_forward: running",
+    }
+
+
+def test_the_final_parent_shows_the_confirmed_count_rate_and_duration() -> None:
+    final = dataclasses.replace(
+        RUN, state="succeeded", confirmed=2_100_000, achieved_tps=9_990.4, duration_s=211
+    )
+
+    shown = repr(slack_blocks.run_parent(final).blocks)
+
+    assert "2,100,000 of 2,100,000" in shown
+    assert "9,990/s" in shown
+    assert "3m 31s" in shown
+    assert "Final report in the thread" in shown
+
+
+def test_progress_shows_share_rate_and_time_left() -> None:
+    message = slack_blocks.progress_reply(dataclasses.replace(RUN, confirmed=700_000, rate=9_800.0))
+
+    assert message.text == (
+        ":hourglass_flowing_sand: *700,000* of 2,100,000 confirmed (33%) · 9,800/s · about 2m 23s left"
+    )
+
+
+def test_success_gives_the_broker_confirmed_count() -> None:
+    done = dataclasses.replace(
+        RUN, state="succeeded", confirmed=2_099_998, achieved_tps=9_990.0, duration_s=210.2
+    )
+
+    assert slack_blocks.final_reply(done).text.startswith(
+        ":white_check_mark: *Done.* The broker confirmed *2,099,998* events (of 2,100,000 selected)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("reason", "advice"),
+    [
+        ("could not launch the job: spark-submit not found", "the job never started"),
+        ("job process lost (last output: ...)", "disappeared"),
+        ("delivery failed: Broker: Not enough in-sync replicas", "check the cluster"),
+        ("something else", "/replay status r-0123456789ab"),
+    ],
+)
+def test_a_failure_gives_the_reason_and_a_next_step(reason: str, advice: str) -> None:
+    text = slack_blocks.final_reply(dataclasses.replace(RUN, state="failed", confirmed=5, reason=reason)).text
+
+    assert f"*Reason:* {reason}" in text
+    assert advice in text
+
+
+def test_a_cancelled_run_suggests_the_command_to_start_again() -> None:
+    text = slack_blocks.final_reply(dataclasses.replace(RUN, state="cancelled", confirmed=42)).text
+
+    assert "*42* of 2,100,000 events were confirmed before it stopped" in text
+    assert "`/replay orders 2024-01-01..2024-01-07 tps=10000`" in text
+
+
+def test_an_input_error_names_the_token_why_and_usage() -> None:
+    message = slack_blocks.input_error("tps=abc", "'abc' is not a number", "/replay <source> <window>")
+
+    assert message.text == (
+        ":warning: `tps=abc`: 'abc' is not a number\n*Usage:* `/replay &lt;source&gt; &lt;window&gt;`"
+    )
+
+
+def test_a_token_with_a_backtick_is_quoted_instead_of_breaking_the_code_span() -> None:
+    assert slack_blocks.code("a`b") == "“a`b”"
+
+
+def test_view_of_an_api_run_computes_duration_and_eta() -> None:
+    view = slack_blocks.view_of(API_RUN)
+
+    assert (view.duration_s, view.eta_s, view.thread_ts) == (6.5, 6.0, "1714557600.000100")
+
+
+def test_plan_summary_and_live_confirmation() -> None:
+    plan = slack_blocks.plan_summary(PLAN)
+    ask = slack_blocks.live_confirmation(PLAN, value="v", expires_in_s=900)
+
+    assert plan.text == "Plan: 600 rows of orders 2024-01-01..2024-01-02 → orders at 100/s, about 6.0s"
+    buttons = ask.blocks[-1]["elements"]
+    assert [(b["action_id"], b["value"]) for b in buttons] == [
+        (slack_blocks.CONFIRM_ACTION, "v"),
+        (slack_blocks.CANCEL_ACTION, "v"),
+    ]
+    assert "Confirm within 15m 00s" in ask.text
+
+
+def test_a_button_value_over_slacks_limit_is_refused() -> None:
+    with pytest.raises(ValueError, match="2000"):
+        slack_blocks.live_confirmation(PLAN, value="x" * 2001, expires_in_s=900)
+
+
+def test_long_run_lists_are_cut_with_a_count_of_the_rest() -> None:
+    message = slack_blocks.run_list([API_RUN] * 20, "yours")
+
+    assert message.text.count("`r-0123456789ab`") == slack_blocks.MAX_LISTED_RUNS
+    assert message.text.endswith("…and 5 more")
+
+
+def test_mentions_only_for_slack_user_ids() -> None:
+    assert (slack_blocks.mention("U0ALICE"), slack_blocks.mention("alice<!here>")) == (
+        "<@U0ALICE>",
+        "alice&lt;!here&gt;",
+    )
+
+
+# --- properties -------------------------------------------------------------------------------------
+
+any_text = st.text(min_size=0, max_size=5_000)
+run_views = st.builds(
+    RunView,
+    run_id=st.from_regex(r"r-[0-9a-f]{12}", fullmatch=True),
+    source=st.text(min_size=1, max_size=80),
+    window=any_text,
+    topic=any_text,
+    tps=st.integers(min_value=1, max_value=10_000_000),
+    requester=st.one_of(st.from_regex(r"U[A-Z0-9]{8}", fullmatch=True), any_text),
+    state=st.sampled_from(STATES),
+    rows=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
+    confirmed=st.integers(min_value=0, max_value=10**12),
+    rate=st.one_of(st.none(), st.floats(min_value=0, max_value=1e9)),
+    eta_s=st.one_of(st.none(), st.floats(min_value=0, max_value=1e9)),
+    achieved_tps=st.one_of(st.none(), st.floats(min_value=0, max_value=1e9)),
+    duration_s=st.one_of(st.none(), st.floats(min_value=0, max_value=1e9)),
+    reason=st.one_of(st.none(), any_text),
+)
+
+
+@given(run_views)
+def test_every_thread_message_fits_slacks_limits_and_escapes_its_input(run: RunView) -> None:
+    for render in (slack_blocks.run_parent, slack_blocks.progress_reply, slack_blocks.final_reply):
+        message = render(run)
+        assert_within_slack_limits(message)
+        assert_no_unescaped_control(message)
+
+
+@given(run_views.filter(lambda r: r.state in ("failed", "cancelled")))
+def test_a_run_that_did_not_succeed_always_gets_a_next_step(run: RunView) -> None:
+    assert "*Next step:* " in slack_blocks.final_reply(run).text
+
+
+@given(st.text(min_size=1, max_size=300).filter(lambda t: "`" not in t and t.strip()), any_text, any_text)
+def test_an_input_error_always_shows_the_token(token: str, reason: str, usage: str) -> None:
+    message = slack_blocks.input_error(token, reason, usage)
+
+    assert f"`{slack_blocks.escape(slack_blocks.clip(token, slack_blocks.MAX_TOKEN_SHOWN))}`" in message.text
+    assert_within_slack_limits(message)
+    assert_no_unescaped_control(message)
+
+
+@given(any_text)
+def test_refusals_and_outages_escape_the_message(text: str) -> None:
+    for message in (slack_blocks.refusal(text, "/replay <source>"), slack_blocks.unavailable(text)):
+        assert_within_slack_limits(message)
+        assert_no_unescaped_control(message)
+
+
+def test_progress_before_a_rate_is_known_shows_the_target_rate() -> None:
+    message = slack_blocks.progress_reply(dataclasses.replace(RUN, confirmed=10_000, rate=0.0))
+
+    assert "· target 10,000/s · about 3m 29s left" in message.text

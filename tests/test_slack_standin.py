@@ -1,0 +1,124 @@
+"""The local Slack stand-in answers like Slack, records everything, and fails when told to."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import httpx
+import pytest
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.webhook import WebhookClient
+
+from bot.slack_standin import SlackStandin
+from daemon.notifier import RunView
+from daemon.slack_notifier import SlackNotifier, make_web_client
+from tests.fixtures.slack import BOT_TOKEN, CHANNEL
+
+
+@pytest.fixture
+def client(slack_standin: SlackStandin) -> WebClient:
+    return WebClient(token=BOT_TOKEN, base_url=slack_standin.base_url, retry_handlers=[])
+
+
+def test_post_message_returns_realistic_ids_and_is_recorded(
+    client: WebClient, slack_standin: SlackStandin
+) -> None:
+    first = client.chat_postMessage(channel=CHANNEL, text="one")
+    second = client.chat_postMessage(channel=CHANNEL, text="two", thread_ts=first["ts"])
+
+    assert first["channel"] == CHANNEL
+    assert float(second["ts"]) > float(first["ts"])
+    assert [(c.method, c.params["text"]) for c in slack_standin.calls()] == [
+        ("chat.postMessage", "one"),
+        ("chat.postMessage", "two"),
+    ]
+    assert [m.text for m in slack_standin.thread(CHANNEL, first["ts"])] == ["one", "two"]
+
+
+def test_update_of_an_unknown_message_is_message_not_found(client: WebClient) -> None:
+    with pytest.raises(SlackApiError) as caught:
+        client.chat_update(channel=CHANNEL, ts="1.000001", text="x")
+
+    assert caught.value.response["error"] == "message_not_found"
+
+
+def test_ephemeral_dm_and_auth_methods_answer(client: WebClient) -> None:
+    assert client.auth_test()["bot_id"]
+    assert client.chat_postEphemeral(channel=CHANNEL, user="U0ALICE", text="psst")["message_ts"]
+    assert client.conversations_open(users="U0ALICE")["channel"]["id"].startswith("D")
+
+
+def test_a_call_without_a_token_is_not_authed(slack_standin: SlackStandin) -> None:
+    with pytest.raises(SlackApiError, match="not_authed"):
+        WebClient(base_url=slack_standin.base_url).chat_postMessage(channel=CHANNEL, text="x")
+
+
+def test_a_token_ending_in_429_is_rate_limited_with_retry_after(slack_standin: SlackStandin) -> None:
+    client = WebClient(token="xoxb-busy-429", base_url=slack_standin.base_url, retry_handlers=[])
+
+    with pytest.raises(SlackApiError) as caught:
+        client.chat_postMessage(channel=CHANNEL, text="x")
+
+    assert (caught.value.response.status_code, caught.value.response.headers["Retry-After"]) == (429, "1")
+
+
+def test_planned_failures_are_used_once_each(client: WebClient, slack_standin: SlackStandin) -> None:
+    slack_standin.fail_next("chat.postMessage", error="channel_not_found")
+
+    with pytest.raises(SlackApiError, match="channel_not_found"):
+        client.chat_postMessage(channel=CHANNEL, text="x")
+    assert client.chat_postMessage(channel=CHANNEL, text="x")["ok"]
+
+
+def test_response_urls_answer_ok_and_keep_what_was_posted(slack_standin: SlackStandin) -> None:
+    response = WebhookClient(slack_standin.response_url("cmd-1")).send(text="hi", response_type="ephemeral")
+
+    assert (response.status_code, response.body) == (200, "ok")
+    assert slack_standin.responses("cmd-1") == [{"text": "hi", "response_type": "ephemeral"}]
+
+
+def test_render_thread_reads_like_slack(slack_standin: SlackStandin) -> None:
+    notifier = SlackNotifier(client=make_web_client(BOT_TOKEN, slack_standin.base_url))
+    run = RunView(
+        run_id="r-0123456789ab",
+        source="orders",
+        window="2024-01-01",
+        topic="replay.orders.r-0123456789ab",
+        tps=100,
+        requester="U0ALICE",
+        state="running",
+        rows=300,
+        channel=CHANNEL,
+    )
+    ts = notifier.run_started(run)
+    assert ts is not None
+    notifier.run_progress(dataclasses.replace(run, thread_ts=ts, confirmed=150, rate=100.0))
+
+    text = slack_standin.render_thread(CHANNEL, ts)
+
+    lines = text.splitlines()
+    assert lines[0].startswith(f"#{CHANNEL}  replay-bot  ")
+    assert "  REPLAY R-0123456789AB · ORDERS · RUNNING" in lines
+    assert "  Requested by: @U0ALICE" in lines
+    assert any(line.startswith("  ↳ replay-bot") for line in lines)
+    assert "      ⏳ 150 of 300 confirmed (50%) · 100/s · about 1.5s left" in lines
+    assert httpx.get(f"{slack_standin.url}/_standin/threads").text == text
+
+
+def test_the_module_runs_as_a_server_for_the_demo() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot.slack_standin", "--port", "0"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        base_url = line.split("web api ")[1].split(" ")[0]
+        client = WebClient(token=BOT_TOKEN, base_url=base_url)
+        assert client.chat_postMessage(channel=CHANNEL, text="from the demo")["ok"]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert process.returncode == 0
