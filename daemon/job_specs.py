@@ -27,6 +27,13 @@ def _selection(run: Run, partition_column: str, event_time_column: str) -> Selec
     return TimeWindow(column=event_time_column, start=start, end=end)
 
 
+def _job_kafka(settings: Settings) -> dict[str, str | int]:
+    config: dict[str, str | int] = dict(settings.kafka_config())
+    if settings.kafka_message_timeout_ms is not None:
+        config["message.timeout.ms"] = settings.kafka_message_timeout_ms
+    return config
+
+
 def build_spec(run: Run, *, catalog: Catalog, settings: Settings, result_uri: str | None) -> JobSpec:
     source = catalog.get(run.source)
     options = run.options or {}
@@ -35,7 +42,7 @@ def build_spec(run: Run, *, catalog: Catalog, settings: Settings, result_uri: st
         source=Source(name=source.name, path=source.table.path, table=source.table.table),
         selection=_selection(run, source.partition_column, source.event_time_column),
         topic=run.target_topic,
-        kafka=dict(settings.kafka_config()),
+        kafka=_job_kafka(settings),
         tps=run.tps,
         key_column=source.key_column,
         event_id_column=source.event_id_column,

@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     kafka_sasl_mechanism: str | None = None
     kafka_sasl_username: str | None = None
     kafka_sasl_password: SecretStr | None = None
+    kafka_message_timeout_ms: int | None = Field(
+        default=None, gt=0, description="the job's producer delivery timeout (librdkafka message.timeout.ms)"
+    )
     topic_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, gt=0)
     progress_topic: str = "replay.progress"
     progress_interval_s: float = Field(default=10.0, gt=0)

@@ -25,7 +25,8 @@ from daemon.errors import BadRequest, Conflict, Forbidden
 from spark_job.sample_table import SCHEMA, write_sample_table
 from store import Store
 from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess, running_daemon
-from tests.fixtures.kafka import consume_all
+from tests.fixtures.kafka import LocalBroker, consume_all
+from tests.test_daemon_api import wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -199,6 +200,48 @@ def test_a_slot_missed_while_the_daemon_was_down_gives_one_catch_up_run(
     detail = daemon.client().get_pipeline(OWNER, pipeline["id"])
     assert [r["state"] for r in detail["runs"]] == ["succeeded", "succeeded"]
     assert datetime.fromisoformat(detail["next_run_at"]) > datetime.now(UTC)
+
+
+def test_a_failed_run_leaves_the_watermark_and_the_next_run_sends_the_missed_rows(
+    tmp_path: Path, kafka_bootstrap: str, broker_control: LocalBroker
+) -> None:
+    table = tmp_path / "lake" / "orders"
+    write_sample_table(table, date(2024, 1, 1), 2, 300, seed=5)
+    daemon = running_daemon(
+        tmp_path / "d",
+        sample_table=table,
+        bootstrap=kafka_bootstrap,
+        extra={"REPLAY_KAFKA_MESSAGE_TIMEOUT_MS": "3000"},
+    )
+    try:
+        client = daemon.client()
+        pipeline = _schedule(client, tps=100)
+        client.pipeline_action(OWNER, pipeline["id"], "run")
+        run_id = _first_run_confirming(client, pipeline["id"])
+        with broker_control.stopped():
+            failed = wait_for(client, run_id, TERMINAL)
+            assert client.get_pipeline(OWNER, pipeline["id"])["watermark"] is None
+        second = _fire(client, pipeline["id"])
+        committed = client.get_pipeline(OWNER, pipeline["id"])["watermark"]
+    finally:
+        daemon.stop()
+
+    landed = _by_run(kafka_bootstrap, pipeline["topic"])
+    assert failed["state"] == "failed", failed
+    assert "timed out" in (failed["failure_reason"] or "").lower()
+    assert second["state"] == "succeeded"
+    assert set(landed[second["id"]]) == _event_ids(table)  # the whole range again: nothing lost
+    assert datetime.fromisoformat(committed) == _max_updated_at(table)
+
+
+def _first_run_confirming(client: DaemonClient, pipeline_id: str, timeout_s: float = 120.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        runs = client.get_pipeline(OWNER, pipeline_id)["runs"]
+        if runs and runs[0]["confirmed"] > 0:
+            return str(runs[0]["id"])
+        time.sleep(0.3)
+    raise AssertionError("the pipeline run never reported progress")
 
 
 @pytest.mark.parametrize(
