@@ -1,0 +1,63 @@
+"""librdkafka settings: the producer the data path requires, and the subset other clients share.
+
+The spec's ``kafka`` dict carries connection and security settings (and may tune the producer);
+DESIGN rule 3 is not negotiable, so idempotence and ``acks=all`` are forced on top. The defaults
+batch generously (linger, lz4), which is what lets a Python task keep up at high TPS, and bound how
+long a record may wait for the broker so an outage fails the task instead of hanging it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from spark_job.spec import KafkaValue
+
+PRODUCER_DEFAULTS: dict[str, KafkaValue] = {
+    "linger.ms": 10,
+    "batch.num.messages": 10_000,
+    "batch.size": 1_000_000,
+    "compression.type": "lz4",
+    "message.timeout.ms": 120_000,
+}
+PRODUCER_REQUIRED: dict[str, KafkaValue] = {"enable.idempotence": True, "acks": "all"}
+
+_TIMEOUT_ALIASES = ("message.timeout.ms", "delivery.timeout.ms")
+_PRODUCER_ONLY = frozenset(
+    {
+        "acks",
+        "request.required.acks",
+        "enable.idempotence",
+        "enable.gapless.guarantee",
+        "linger.ms",
+        "queue.buffering.max.ms",
+        "batch.num.messages",
+        "batch.size",
+        "compression.type",
+        "compression.codec",
+        "compression.level",
+        "message.timeout.ms",
+        "delivery.timeout.ms",
+        "request.timeout.ms",
+        "retries",
+        "message.send.max.retries",
+        "queue.buffering.max.messages",
+        "queue.buffering.max.kbytes",
+        "partitioner",
+        "sticky.partitioning.linger.ms",
+        "transactional.id",
+        "transaction.timeout.ms",
+    }
+)
+
+
+def producer_config(kafka: Mapping[str, KafkaValue]) -> dict[str, KafkaValue]:
+    """Defaults, then the spec's settings, then what the data path requires."""
+    defaults = dict(PRODUCER_DEFAULTS)
+    if any(alias in kafka for alias in _TIMEOUT_ALIASES):
+        del defaults["message.timeout.ms"]
+    return {**defaults, **kafka, **PRODUCER_REQUIRED}
+
+
+def client_config(kafka: Mapping[str, KafkaValue]) -> dict[str, KafkaValue]:
+    """Connection and security settings for admin clients and consumers (producer tuning dropped)."""
+    return {key: value for key, value in kafka.items() if key not in _PRODUCER_ONLY}

@@ -1,0 +1,130 @@
+"""Entry point: ``spark-submit [--master local[2,2]] spark_job/main.py SPEC_URI``.
+
+The same command runs locally and on EMR Serverless. It parses the spec, builds the SparkSession
+(app ``replay-<run id>``, no speculation: a speculative copy would publish a partition twice), runs
+the job and prints exactly one final line, ``REPLAY_RESULT {json}`` or ``REPLAY_FAILED {json}``
+(then exits 1); see ``spark_job.result`` for both shapes.
+
+The package need not be installed: run as a script, this file puts its parent directory on
+``sys.path`` and ships the package to the executors with ``addPyFile``. On EMR Serverless pass the
+package zipped instead (``--py-files spark_job.zip``, built with ``python -m zipfile -c spark_job.zip
+spark_job``) next to ``main.py`` as the entry point.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: import the package, not this directory's modules
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from typing import TYPE_CHECKING
+
+from spark_job.errors import ReplayError, SpecError
+from spark_job.result import JobFailed, ReplayFailure, reason_of, report, utc_now
+from spark_job.spec import JobSpec, load_spec
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("spark_job")
+
+# Forced: correctness of the throttle and the counts depends on them.
+REQUIRED_CONF = {
+    "spark.speculation": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.locality.wait": "0s",  # start tasks in partition order at once; locality buys nothing here
+}
+# Defaults a launcher may override with --conf.
+DEFAULT_CONF = {"spark.task.maxFailures": "3"}  # a retry re-publishes a partition: allow few
+
+
+def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """Apply the job's Spark settings to a session builder (tests use the same settings)."""
+    from pyspark import SparkConf
+
+    submitted = SparkConf()
+    for key, value in DEFAULT_CONF.items():
+        if not submitted.contains(key):
+            builder = builder.config(key, value)
+    for key, value in REQUIRED_CONF.items():
+        builder = builder.config(key, value)
+    return builder
+
+
+def _ship_package(spark: SparkSession) -> None:
+    """Give executors this package when it was imported from a plain directory (not installed)."""
+    package = Path(__file__).resolve().parent
+    if not package.is_dir():
+        return  # imported from a zip given with --py-files: executors have it already
+    archive = Path(tempfile.mkdtemp(prefix="replay-")) / "spark_job.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for source in sorted(package.glob("*.py")):
+            bundle.write(source, f"spark_job/{source.name}")
+    spark.sparkContext.addPyFile(str(archive))
+
+
+def _session(spec: JobSpec) -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    spark = configure(SparkSession.builder.appName(f"replay-{spec.run_id}")).getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    _ship_package(spark)
+    return spark
+
+
+def main(argv: list[str] | None = None, *, spark: SparkSession | None = None) -> int:
+    """Run one replay; ``spark`` injects an existing session (tests), otherwise one is built."""
+    logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(name)s %(message)s", force=True)
+    log.setLevel(logging.INFO)  # ours only: py4j chatters at INFO, even after the final line
+    args = sys.argv[1:] if argv is None else argv
+    started_at = utc_now()
+    spec: JobSpec | None = None
+    try:
+        if len(args) != 1:
+            raise SpecError("<argv>", "usage: main.py SPEC_URI (a path, file:// or s3:// URI)")
+        spec = load_spec(args[0])
+        from spark_job.job import run_replay
+
+        session = spark or _session(spec)
+        try:
+            result = run_replay(session, spec)
+        finally:
+            if spark is None:
+                session.stop()  # before the final line, so nothing Spark prints can follow it
+    except JobFailed as failed:
+        outcome = failed.failure
+    except Exception as exc:  # before any record was sent: nothing confirmed
+        if not isinstance(exc, ReplayError):
+            log.exception("replay failed")
+        outcome = ReplayFailure(
+            run_id=spec.run_id if spec else None,
+            reason=reason_of(exc),
+            confirmed=0,
+            started_at=started_at,
+            ended_at=utc_now(),
+        )
+    else:
+        try:
+            print(report(result, spec.result_uri), flush=True)
+            return 0
+        except Exception as exc:
+            outcome = ReplayFailure(
+                run_id=spec.run_id,
+                reason=f"published, but cannot write the result to {spec.result_uri}: {reason_of(exc)}",
+                confirmed=result.confirmed,
+                failed_tasks=result.failed_tasks,
+                duplicates_possible=result.duplicates_possible,
+                started_at=started_at,
+                ended_at=utc_now(),
+            )
+    print(report(outcome, spec.result_uri if spec else None), flush=True)
+    return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

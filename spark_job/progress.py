@@ -1,0 +1,180 @@
+"""Progress beacons: confirmed counts observable from outside the job while it runs.
+
+A task that paces for an hour cannot report through Spark until it ends, so every task emits a
+small JSON beacon ``{run_id, partition, attempt, confirmed, done}`` (key = run id) to the progress
+topic at least every ``progress.interval_s`` and once more when it ends. Anyone (the daemon, the
+driver after a failure) can rebuild the confirmed total with ``aggregate``: per partition the
+highest attempt's latest count wins, so a retry that re-publishes a partition never inflates it.
+
+    with ProgressReader(kafka={"bootstrap.servers": ...}, topic="replay.progress", run_id="r-42") as r:
+        r.read().confirmed
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from types import TracebackType
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+
+from spark_job.kafka_conf import client_config
+from spark_job.spec import KafkaValue
+
+AttemptId = tuple[int, int]  # (partition, Spark task id): task ids grow, so a retry sorts after
+
+
+@dataclass(frozen=True)
+class Beacon:
+    run_id: str
+    partition: int
+    attempt: int
+    confirmed: int
+    done: bool = False
+    failed: bool = False
+    task_id: int = 0  # Spark's taskAttemptId: unique in the application, later attempts are higher
+
+    @property
+    def attempt_id(self) -> AttemptId:
+        return (self.partition, self.task_id)
+
+    def encode(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> Beacon:
+        fields = json.loads(data)
+        return cls(**{key: fields[key] for key in cls.__dataclass_fields__ if key in fields})
+
+
+def latest_per_attempt(beacons: Iterable[Beacon]) -> dict[AttemptId, Beacon]:
+    """The furthest beacon of every attempt (counts only grow within an attempt)."""
+    latest: dict[AttemptId, Beacon] = {}
+    for beacon in beacons:
+        seen = latest.get(beacon.attempt_id)
+        if seen is None or (beacon.confirmed, beacon.done, beacon.failed) > (
+            seen.confirmed,
+            seen.done,
+            seen.failed,
+        ):
+            latest[beacon.attempt_id] = beacon
+    return latest
+
+
+def aggregate(beacons: Iterable[Beacon]) -> int:
+    """Confirmed total: for each partition, the highest attempt's latest count."""
+    newest: dict[int, Beacon] = {}
+    for beacon in latest_per_attempt(beacons).values():
+        seen = newest.get(beacon.partition)
+        if seen is None or beacon.attempt_id > seen.attempt_id:
+            newest[beacon.partition] = beacon
+    return sum(beacon.confirmed for beacon in newest.values())
+
+
+def duplicates_possible(beacons: Iterable[Beacon], succeeded: Collection[AttemptId] | None = None) -> int:
+    """Records confirmed by attempts that did not succeed: a retry (or a re-run) sends them again.
+
+    ``succeeded`` names the attempts whose results Spark kept. Without it (a run still going), the
+    lost attempts are those that reported a failure or were superseded by a later attempt.
+    """
+    latest = latest_per_attempt(beacons)
+    if succeeded is None:
+        newest: dict[int, int] = {}
+        for partition, task_id in latest:
+            newest[partition] = max(task_id, newest.get(partition, task_id))
+        lost = [b for b in latest.values() if b.failed or b.task_id < newest[b.partition]]
+    else:
+        lost = [beacon for attempt, beacon in latest.items() if attempt not in succeeded]
+    return sum(beacon.confirmed for beacon in lost)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    confirmed: int
+    partitions_done: int
+    beacons: int
+
+
+class ProgressReader:
+    """Follows one run's beacons from the progress topic; ``read()`` catches up to the current end."""
+
+    def __init__(
+        self,
+        *,
+        kafka: Mapping[str, KafkaValue],
+        topic: str,
+        run_id: str,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        """``logger`` receives librdkafka's own log lines (else they go to stderr)."""
+        self._topic = topic
+        self._key = run_id.encode()
+        config = {
+            **client_config(kafka),
+            "group.id": f"replay-progress-reader-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "auto.offset.reset": "earliest",
+        }
+        self._consumer = Consumer(config, logger=logger) if logger else Consumer(config)
+        self._positions: dict[int, int] | None = None
+        self._beacons: list[Beacon] = []
+
+    def __enter__(self) -> ProgressReader:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def beacons(self) -> list[Beacon]:
+        return list(self._beacons)
+
+    def read(self, timeout_s: float = 10.0) -> Snapshot:
+        """Consume everything published so far; ``TimeoutError`` if the end is not reached in time."""
+        if self._positions is None and not self._assign(timeout_s):
+            return self.snapshot()
+        assert self._positions is not None
+        ends: dict[int, int] = {}
+        for partition, position in self._positions.items():
+            low, high = self._consumer.get_watermark_offsets(
+                TopicPartition(self._topic, partition), timeout=timeout_s, cached=False
+            )
+            self._positions[partition] = max(position, low)  # retention may have removed the oldest
+            ends[partition] = high
+        deadline = time.monotonic() + timeout_s
+        while any(self._positions[p] < end for p, end in ends.items()):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"progress topic '{self._topic}' not read to its end within {timeout_s}s")
+            for message in self._consumer.consume(num_messages=1000, timeout=0.2):
+                if message.error() is not None:
+                    raise KafkaException(message.error())
+                self._positions[message.partition()] = message.offset() + 1
+                if message.key() == self._key:
+                    self._beacons.append(Beacon.decode(message.value()))
+        return self.snapshot()
+
+    def snapshot(self) -> Snapshot:
+        done = {b.partition for b in latest_per_attempt(self._beacons).values() if b.done}
+        return Snapshot(
+            confirmed=aggregate(self._beacons), partitions_done=len(done), beacons=len(self._beacons)
+        )
+
+    def _assign(self, timeout_s: float) -> bool:
+        metadata = self._consumer.list_topics(topic=self._topic, timeout=timeout_s)
+        found = metadata.topics.get(self._topic)
+        if found is None or found.error is not None:
+            return False  # not created yet: nothing published
+        self._positions = {partition: 0 for partition in found.partitions}
+        self._consumer.assign(
+            [TopicPartition(self._topic, partition, OFFSET_BEGINNING) for partition in self._positions]
+        )
+        return True

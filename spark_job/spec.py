@@ -1,0 +1,229 @@
+"""The job spec: everything one replay run needs, as ONE JSON document (argv[1] of ``main.py``).
+
+The daemon builds a ``JobSpec`` in Python and writes ``spec.to_json()``; the job reads it back with
+``load_spec(uri)`` (a path, ``file://`` or ``s3://``). Unknown fields are refused so a typo fails
+fast instead of being ignored. Shape (optional fields show their defaults)::
+
+    {
+      "run_id": "r-42",
+      "source": {"name": "orders", "path": "s3://lake/orders", "format": "parquet"},
+                                        # or "table": "lake.orders" (catalog) instead of "path"
+      "window": {"column": "dt", "start_day": "2024-01-01", "end_day": "2024-01-07"},
+                                        # inclusive days on a date / partition column, or
+                                        # {"column": "updated_at", "start": ISO, "end": ISO}: [start, end)
+      "watermark": {"column": "updated_at", "low": null, "high": "2024-01-08T00:00:00Z"},
+                                        # instead of "window": (low, high]; null low = from the start,
+                                        # null high = everything past low
+      "topic": "replay.orders.r-42",
+      "kafka": {"bootstrap.servers": "broker:9092"},   # librdkafka client settings
+      "tps": 1000,                      # aggregate events/s; 0 = unthrottled
+      "key_column": "order_id",         # Kafka message key (the entity)
+      "event_id_column": "event_id",
+      "event_time_column": "updated_at",   # orders one entity's events; required for "entity"
+      "value_format": "json",           # "json" = the row as JSON, or "raw" with "value_column"
+      "value_column": null,
+      "headers": {},                    # added to every record, next to the replay-* provenance
+      "ordering": "entity",             # or "none"
+      "progress": {"topic": "replay.progress", "interval_s": 10},
+      "result_uri": null,               # where the REPLAY_RESULT JSON is also written
+      "max_partition_multiple": null    # cap on k in k x slots partitions
+    }
+
+``"_test_fail_once_after": N`` is a test-only hook: attempt 0 of partition 0 fails after N records
+were confirmed, to exercise retries. Naive timestamps are read as UTC.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any, Literal
+
+from spark_job.errors import SpecError
+from spark_job.uris import read_text
+
+KafkaValue = str | int | float | bool
+Bound = str | int | float | None
+RESERVED_HEADERS = ("replay-run-id", "replay-source", "replay-window", "replay-watermark")
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str
+    path: str | None = None
+    table: str | None = None
+    format: str = "parquet"
+
+
+@dataclass(frozen=True)
+class DayWindow:
+    """Inclusive days on a date (or partition) column: the filter Spark prunes partitions with."""
+
+    column: str
+    start_day: date
+    end_day: date
+
+    def describe(self) -> str:
+        return f"{self.column} {self.start_day}..{self.end_day}"
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """A half-open ``[start, end)`` range on a timestamp column."""
+
+    column: str
+    start: datetime
+    end: datetime
+
+    def describe(self) -> str:
+        return f"{self.column} [{_iso(self.start)}, {_iso(self.end)})"
+
+
+@dataclass(frozen=True)
+class WatermarkRange:
+    """``(low, high]``: rows past the committed watermark, up to and including ``high``."""
+
+    column: str
+    low: Bound = None
+    high: Bound = None
+
+    def describe(self) -> str:
+        return f"{self.column} ({_bound(self.low, missing='-inf')}, {_bound(self.high, missing='+inf')}]"
+
+
+Selection = DayWindow | TimeWindow | WatermarkRange
+
+
+@dataclass(frozen=True)
+class Progress:
+    topic: str = "replay.progress"
+    interval_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    run_id: str
+    source: Source
+    selection: Selection
+    topic: str
+    kafka: dict[str, KafkaValue]
+    tps: int
+    key_column: str
+    event_id_column: str
+    event_time_column: str | None = None
+    value_format: Literal["json", "raw"] = "json"
+    value_column: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    ordering: Literal["entity", "none"] = "entity"
+    progress: Progress = field(default_factory=Progress)
+    result_uri: str | None = None
+    max_partition_multiple: int | None = None
+    test_fail_once_after: int | None = None
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @classmethod
+    def from_json(cls, text: str) -> JobSpec:
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SpecError("<document>", f"not valid JSON ({exc})") from exc
+        return cls.from_dict(document)
+
+    @classmethod
+    def from_dict(cls, document: object) -> JobSpec:
+        from spark_job.spec_parse import parse_document  # the reader needs these classes
+
+        return parse_document(document)
+
+    def to_dict(self) -> dict[str, Any]:
+        document = asdict(self)
+        selection = document.pop("selection")
+        key = "watermark" if isinstance(self.selection, WatermarkRange) else "window"
+        document[key] = {k: _iso(v) if isinstance(v, date) else v for k, v in selection.items()}
+        hook = document.pop("test_fail_once_after")
+        if hook is not None:
+            document["_test_fail_once_after"] = hook
+        return document
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+
+def load_spec(uri: str) -> JobSpec:
+    """Read and validate the spec at a path, ``file://`` or ``s3://`` URI."""
+    try:
+        text = read_text(uri)
+    except OSError as exc:
+        raise SpecError("<document>", f"cannot read {uri}: {exc}") from exc
+    return JobSpec.from_json(text)
+
+
+def _validate(spec: JobSpec) -> None:
+    if spec.tps < 0:
+        raise SpecError("tps", f"must be >= 0 (0 = unthrottled), got {spec.tps}")
+    if (spec.source.path is None) == (spec.source.table is None):
+        raise SpecError("source.path", "give exactly one of 'path' or 'table'")
+    if spec.source.format != "parquet":
+        raise SpecError("source.format", f"only 'parquet' is supported, got {spec.source.format!r}")
+    if isinstance(spec.selection, DayWindow) and spec.selection.start_day > spec.selection.end_day:
+        raise SpecError("window.end_day", "is before window.start_day")
+    if isinstance(spec.selection, TimeWindow) and spec.selection.start >= spec.selection.end:
+        raise SpecError("window.end", "must be after window.start")
+    if "bootstrap.servers" not in spec.kafka:
+        raise SpecError("kafka.bootstrap.servers", "is required")
+    for key, value in spec.kafka.items():
+        if not isinstance(value, KafkaValue):
+            raise SpecError(f"kafka.{key}", "must be a string, number or boolean")
+    if str(spec.kafka.get("enable.idempotence", "true")).lower() != "true":
+        raise SpecError("kafka.enable.idempotence", "must stay true: replays use the idempotent producer")
+    if str(spec.kafka.get("acks", "all")).lower() not in ("all", "-1"):
+        raise SpecError("kafka.acks", "must stay 'all': a record counts only once every replica has it")
+    if spec.value_format not in ("json", "raw"):
+        raise SpecError("value_format", f"must be 'json' or 'raw', got {spec.value_format!r}")
+    if spec.value_format == "raw" and not spec.value_column:
+        raise SpecError("value_column", "is required when value_format is 'raw'")
+    if spec.ordering not in ("entity", "none"):
+        raise SpecError("ordering", f"must be 'entity' or 'none', got {spec.ordering!r}")
+    if spec.ordering == "entity" and not spec.event_time_column:
+        raise SpecError("event_time_column", "is required when ordering is 'entity'")
+    for name, value in spec.headers.items():
+        if not isinstance(value, str):
+            raise SpecError(f"headers.{name}", "must be a string")
+        if name.lower() in RESERVED_HEADERS:
+            raise SpecError(f"headers.{name}", "is reserved for the replay's provenance headers")
+    if spec.progress.interval_s <= 0:
+        raise SpecError("progress.interval_s", "must be > 0")
+    if spec.max_partition_multiple is not None and spec.max_partition_multiple < 1:
+        raise SpecError("max_partition_multiple", "must be >= 1")
+    if spec.test_fail_once_after is not None and spec.test_fail_once_after < 0:
+        raise SpecError("_test_fail_once_after", "must be >= 0")
+
+
+def _iso(value: date) -> str:
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return value.isoformat()
+
+
+def _bound(value: Bound, *, missing: str) -> str:
+    return missing if value is None else str(value)
+
+
+def provenance_headers(spec: JobSpec) -> dict[str, str]:
+    """The replay-* headers every record carries, so consumers can tell a replay generation apart."""
+    window_key = "replay-watermark" if isinstance(spec.selection, WatermarkRange) else "replay-window"
+    return {
+        "replay-run-id": spec.run_id,
+        "replay-source": spec.source.name,
+        window_key: spec.selection.describe(),
+    }
+
+
+def record_headers(spec: JobSpec) -> list[tuple[str, bytes]]:
+    """User headers plus provenance, encoded once for the producer."""
+    merged: Mapping[str, str] = {**spec.headers, **provenance_headers(spec)}
+    return [(name, value.encode()) for name, value in merged.items()]

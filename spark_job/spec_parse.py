@@ -1,0 +1,155 @@
+"""Reading a spec document into ``JobSpec``: every field named by its dotted path when wrong.
+
+Kept apart from ``spark_job.spec`` (the shape and its invariants) because it is only the JSON
+reading; ``JobSpec.from_dict`` / ``from_json`` call ``parse_document``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Any
+
+from spark_job.errors import SpecError
+from spark_job.spec import DayWindow, JobSpec, Progress, Selection, Source, TimeWindow, WatermarkRange
+
+
+def parse_document(document: object) -> JobSpec:
+    """A validated ``JobSpec`` from a decoded JSON document; unknown fields are refused."""
+    return _parse(_Fields(document, ""))
+
+
+class _Fields:
+    """Reads one JSON object, naming every field by its dotted path and refusing unknown ones."""
+
+    def __init__(self, document: object, prefix: str) -> None:
+        if not isinstance(document, dict):
+            raise SpecError(prefix or "<document>", "must be a JSON object")
+        self.document: dict[str, object] = document
+        self.prefix = prefix
+        self.seen: set[str] = set()
+
+    def path(self, key: str) -> str:
+        return f"{self.prefix}.{key}" if self.prefix else key
+
+    def get(
+        self, key: str, kind: type | tuple[type, ...], *, required: bool = False, default: Any = None
+    ) -> Any:
+        self.seen.add(key)
+        value = self.document.get(key)
+        if value is None:
+            if required:
+                raise SpecError(self.path(key), "is required")
+            return default
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if isinstance(value, bool) and bool not in kinds:
+            raise SpecError(self.path(key), f"must be {_names(kinds)}, got {value!r}")
+        if not isinstance(value, kinds):
+            raise SpecError(self.path(key), f"must be {_names(kinds)}, got {type(value).__name__}")
+        if isinstance(value, str) and not value.strip() and required:
+            raise SpecError(self.path(key), "must not be empty")
+        return value
+
+    def nested(self, key: str) -> _Fields | None:
+        self.seen.add(key)
+        value = self.document.get(key)
+        return None if value is None else _Fields(value, self.path(key))
+
+    def done(self) -> None:
+        unknown = sorted(set(self.document) - self.seen)
+        if unknown:
+            raise SpecError(self.path(unknown[0]), "unknown field")
+
+
+def _parse(doc: _Fields) -> JobSpec:
+    source = doc.nested("source")
+    if source is None:
+        raise SpecError("source", "is required")
+    progress = doc.nested("progress")
+    spec = JobSpec(
+        run_id=doc.get("run_id", str, required=True),
+        source=_parse_source(source),
+        selection=_parse_selection(doc.nested("window"), doc.nested("watermark")),
+        topic=doc.get("topic", str, required=True),
+        kafka=doc.get("kafka", dict, required=True),
+        tps=doc.get("tps", int, required=True),
+        key_column=doc.get("key_column", str, required=True),
+        event_id_column=doc.get("event_id_column", str, required=True),
+        event_time_column=doc.get("event_time_column", str),
+        value_format=doc.get("value_format", str, default="json"),
+        value_column=doc.get("value_column", str),
+        headers=doc.get("headers", dict, default={}),
+        ordering=doc.get("ordering", str, default="entity"),
+        progress=_parse_progress(progress) if progress else Progress(),
+        result_uri=doc.get("result_uri", str),
+        max_partition_multiple=doc.get("max_partition_multiple", int),
+        test_fail_once_after=doc.get("_test_fail_once_after", int),
+    )
+    doc.done()
+    return spec
+
+
+def _parse_source(doc: _Fields) -> Source:
+    source = Source(
+        name=doc.get("name", str, required=True),
+        path=doc.get("path", str),
+        table=doc.get("table", str),
+        format=doc.get("format", str, default="parquet"),
+    )
+    doc.done()
+    return source
+
+
+def _parse_selection(window: _Fields | None, watermark: _Fields | None) -> Selection:
+    if (window is None) == (watermark is None):
+        raise SpecError("window", "give exactly one of 'window' or 'watermark'")
+    if watermark is not None:
+        selection: Selection = WatermarkRange(
+            column=watermark.get("column", str, required=True),
+            low=watermark.get("low", (str, int, float)),
+            high=watermark.get("high", (str, int, float)),
+        )
+        watermark.done()
+        return selection
+    assert window is not None
+    column = window.get("column", str, required=True)
+    if "start_day" in window.document or "end_day" in window.document:
+        selection = DayWindow(
+            column,
+            _parse_day(window, "start_day"),
+            _parse_day(window, "end_day"),
+        )
+    else:
+        selection = TimeWindow(column, _parse_time(window, "start"), _parse_time(window, "end"))
+    window.done()
+    return selection
+
+
+def _parse_progress(doc: _Fields) -> Progress:
+    progress = Progress(
+        topic=doc.get("topic", str, default="replay.progress"),
+        interval_s=float(doc.get("interval_s", (int, float), default=10.0)),
+    )
+    doc.done()
+    return progress
+
+
+def _parse_day(doc: _Fields, key: str) -> date:
+    text = doc.get(key, str, required=True)
+    try:
+        return date.fromisoformat(text)
+    except ValueError as exc:
+        raise SpecError(doc.path(key), f"not an ISO day (YYYY-MM-DD): {text!r}") from exc
+
+
+def _parse_time(doc: _Fields, key: str) -> datetime:
+    text = doc.get(key, str, required=True)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise SpecError(doc.path(key), f"not an ISO timestamp: {text!r}") from exc
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _names(kinds: tuple[type, ...]) -> str:
+    words = {str: "a string", int: "an integer", float: "a number", dict: "an object", bool: "a boolean"}
+    return " or ".join(words.get(kind, kind.__name__) for kind in kinds)

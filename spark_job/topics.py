@@ -1,0 +1,62 @@
+"""Topic checks the driver makes before any task publishes.
+
+Auto-create is disabled on our brokers, so a missing target topic would otherwise surface minutes
+later as per-record timeouts in every task; checking first turns it into one clear reason. The
+progress topic is the job's own, so it is created when missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from spark_job.errors import TopicError
+from spark_job.kafka_conf import client_config
+from spark_job.spec import KafkaValue
+
+
+def topic_partitions(kafka: Mapping[str, KafkaValue], topic: str, *, timeout_s: float = 15.0) -> int:
+    """The partition count of ``topic``; ``TopicError`` if it does not exist or the cluster is unreachable."""
+    admin = AdminClient(client_config(kafka))
+    try:
+        metadata = admin.list_topics(topic=topic, timeout=timeout_s)
+    except KafkaException as exc:
+        raise TopicError(f"cannot reach Kafka to look up topic '{topic}': {_text(exc)}") from exc
+    found = metadata.topics.get(topic)
+    if found is None or found.error is not None:
+        if found is not None and found.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+            raise TopicError(f"cannot use topic '{topic}': {found.error.str()}")
+        raise TopicError(f"topic '{topic}' does not exist on the cluster")
+    return len(found.partitions)
+
+
+def ensure_topic(
+    kafka: Mapping[str, KafkaValue],
+    topic: str,
+    *,
+    partitions: int = 1,
+    config: Mapping[str, str] | None = None,
+    timeout_s: float = 15.0,
+) -> None:
+    """Create ``topic`` unless it exists; a concurrent creation by another job is fine."""
+    try:
+        topic_partitions(kafka, topic, timeout_s=timeout_s)
+        return
+    except TopicError as exc:
+        if "does not exist" not in str(exc):
+            raise
+    admin = AdminClient(client_config(kafka))
+    request = NewTopic(topic, num_partitions=partitions, config=dict(config or {}))
+    future = admin.create_topics([request], operation_timeout=timeout_s, request_timeout=timeout_s)[topic]
+    try:
+        future.result(timeout=timeout_s)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise TopicError(f"cannot create topic '{topic}': {_text(exc)}") from exc
+
+
+def _text(exc: KafkaException) -> str:
+    error = exc.args[0] if exc.args else None
+    return error.str() if isinstance(error, KafkaError) else str(exc)

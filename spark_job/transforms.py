@@ -1,0 +1,139 @@
+"""The job's pure ``DataFrame -> DataFrame`` steps: read, select the window, shape records, distribute.
+
+The window filter sits directly on the partition column so Spark prunes whole partitions (only the
+window's files are read). Record values are built in the JVM (``to_json(struct(*))``) and cast to
+binary there, so the Python side only hands ready bytes to the producer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, time, timedelta
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as sf
+from pyspark.sql.types import DataType, DateType, StringType, TimestampNTZType, TimestampType
+
+from spark_job.arrow_map import map_in_arrow
+from spark_job.errors import SourceError
+from spark_job.spec import Bound, DayWindow, JobSpec, Selection, Source, TimeWindow, WatermarkRange
+
+KEY = "_replay_key"
+VALUE = "_replay_value"
+_TIME = "_replay_time"
+_ID = "_replay_id"
+_SIZES = pa.schema([("partition", pa.int32()), ("rows", pa.int64())])
+
+
+def read_source(spark: SparkSession, source: Source) -> DataFrame:
+    if source.table is not None:
+        return spark.table(source.table)
+    return spark.read.format(source.format).load(source.path)
+
+
+def required_columns(spec: JobSpec) -> list[str]:
+    wanted = [spec.selection.column, spec.key_column, spec.event_id_column]
+    wanted += [name for name in (spec.event_time_column, spec.value_column) if name]
+    return list(dict.fromkeys(wanted))
+
+
+def require_columns(df: DataFrame, spec: JobSpec) -> None:
+    known = {name.lower() for name in df.columns}
+    for name in required_columns(spec):
+        if name.lower() not in known:
+            raise SourceError(f"unknown column '{name}' in source {spec.source.name}")
+
+
+def window_condition(df: DataFrame, selection: Selection) -> Column:
+    """The filter selecting the window: inclusive days, ``[start, end)`` or ``(low, high]``."""
+    column = sf.col(selection.column)
+    kind = df.schema[selection.column].dataType
+    if isinstance(selection, DayWindow):
+        if isinstance(kind, DateType):
+            return (column >= sf.lit(selection.start_day)) & (column <= sf.lit(selection.end_day))
+        if isinstance(kind, StringType):
+            return (column >= selection.start_day.isoformat()) & (column <= selection.end_day.isoformat())
+        if isinstance(kind, TimestampType | TimestampNTZType):
+            start = datetime.combine(selection.start_day, time(), UTC)
+            end = datetime.combine(selection.end_day + timedelta(days=1), time(), UTC)
+            return (column >= _literal(start, kind)) & (column < _literal(end, kind))
+        raise SourceError(f"window column '{selection.column}' is {kind.simpleString()}, not a day or date")
+    if isinstance(selection, TimeWindow):
+        if not isinstance(kind, TimestampType | TimestampNTZType | DateType):
+            raise SourceError(f"window column '{selection.column}' is {kind.simpleString()}, not a timestamp")
+        return (column >= _literal(selection.start, kind)) & (column < _literal(selection.end, kind))
+    condition = sf.lit(True)
+    if selection.low is not None:
+        condition = condition & (column > _literal(selection.low, kind))
+    if selection.high is not None:
+        condition = condition & (column <= _literal(selection.high, kind))
+    return condition
+
+
+def _literal(value: Bound | datetime, kind: DataType) -> Column:
+    if isinstance(value, datetime):
+        moment = value.astimezone(UTC)
+        if isinstance(kind, TimestampNTZType):
+            return sf.lit(moment.strftime("%Y-%m-%d %H:%M:%S.%f")).cast(kind)
+        return sf.lit(moment.isoformat()).cast(TimestampType())
+    return sf.lit(value).cast(kind)
+
+
+def select_window(df: DataFrame, spec: JobSpec) -> DataFrame:
+    require_columns(df, spec)
+    return df.where(window_condition(df, spec.selection))
+
+
+def watermark_high(selected: DataFrame, selection: WatermarkRange) -> Bound:
+    """The watermark the run covers: ``high`` if given, else the largest value selected (else ``low``)."""
+    if selection.high is not None:
+        return selection.high
+    row = selected.agg(sf.max(selection.column).cast("string")).first()
+    return selection.low if row is None or row[0] is None else row[0]
+
+
+def with_record_columns(selected: DataFrame, spec: JobSpec) -> DataFrame:
+    """Key and value as binary, plus what ordering sorts by; the value is the whole row as JSON."""
+    value = (
+        sf.to_json(sf.struct(*[sf.col(name) for name in selected.columns]))
+        if spec.value_format == "json"
+        else sf.col(spec.value_column or "")
+    )
+    time_column = sf.col(spec.event_time_column) if spec.event_time_column else sf.lit(None)
+    return selected.select(
+        sf.col(spec.key_column).cast("string").cast("binary").alias(KEY),
+        value.cast("binary").alias(VALUE),
+        time_column.alias(_TIME),
+        sf.col(spec.event_id_column).alias(_ID),
+    )
+
+
+def distribute(records: DataFrame, partitions: int, ordering: str) -> DataFrame:
+    """Exactly ``partitions`` partitions: round-robin, or by entity and in event-time order."""
+    if ordering == "entity":
+        spread = records.repartition(partitions, KEY).sortWithinPartitions(_TIME, _ID)
+    else:
+        spread = records.repartition(partitions)
+    return spread.select(KEY, VALUE)
+
+
+def _count_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    rows = sum(batch.num_rows for batch in batches)
+    partition = TaskContext.get().partitionId()  # type: ignore[union-attr]
+    yield pa.RecordBatch.from_pydict({"partition": [partition], "rows": [rows]}, schema=_SIZES)
+
+
+def partition_sizes(df: DataFrame, partitions: int) -> list[int]:
+    """Rows in each partition (also warms the Python workers the publisher will reuse)."""
+    sizes = [0] * partitions
+    for row in map_in_arrow(df, _count_rows, "partition int, rows long").collect():
+        sizes[row["partition"]] = row["rows"]
+    return sizes
+
+
+def skew(sizes: list[int]) -> float | None:
+    """Largest / smallest partition; None when a partition is empty (no finite ratio)."""
+    smallest = min(sizes, default=0)
+    return round(max(sizes) / smallest, 3) if smallest else None

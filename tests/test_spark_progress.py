@@ -1,0 +1,117 @@
+"""Progress beacons: retries never inflate the total, and outsiders can read it from the topic."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from confluent_kafka import Producer
+from hypothesis import given
+from hypothesis import strategies as st
+
+from spark_job.progress import Beacon, ProgressReader, aggregate, duplicates_possible
+from tests.fixtures.kafka import create_topic, unique_topic
+
+
+@st.composite
+def partition_histories(draw: st.DrawFn) -> tuple[list[Beacon], dict[int, int]]:
+    """Beacons of several partitions, each retried a few times; returns them with each partition's size."""
+    beacons: list[Beacon] = []
+    sizes: dict[int, int] = {}
+    task_id = 0
+    for partition in range(draw(st.integers(1, 6))):
+        size = draw(st.integers(0, 1_000))
+        sizes[partition] = size
+        attempts = draw(st.integers(1, 3))
+        for attempt in range(attempts):
+            task_id += draw(st.integers(1, 5))
+            last = attempt == attempts - 1
+            reached = size if last else draw(st.integers(0, size))
+            counts = sorted([*draw(st.lists(st.integers(0, reached), max_size=4)), reached])
+            for count in counts:
+                done = last and count == reached
+                beacons.append(
+                    Beacon("r-1", partition, attempt, count, done=done, failed=not last, task_id=task_id)
+                )
+    return beacons, sizes
+
+
+@given(partition_histories(), st.randoms())
+def test_aggregate_is_the_final_attempts_count_in_any_order(
+    history: tuple[list[Beacon], dict[int, int]], shuffler: random.Random
+) -> None:
+    beacons, sizes = history
+    shuffler.shuffle(beacons)
+    assert aggregate(beacons) == sum(sizes.values())
+
+
+@given(partition_histories(), st.data())
+def test_a_running_retry_never_counts_more_than_its_partition(
+    history: tuple[list[Beacon], dict[int, int]], data: st.DataObject
+) -> None:
+    beacons, sizes = history
+    seen = data.draw(st.integers(0, len(beacons)))  # any prefix: what a reader saw mid-run
+    assert aggregate(beacons[:seen]) <= sum(sizes.values())
+
+
+@given(partition_histories())
+def test_duplicates_are_what_failed_attempts_confirmed(history: tuple[list[Beacon], dict[int, int]]) -> None:
+    beacons, _ = history
+    expected: dict[tuple[int, int], int] = {}
+    for beacon in beacons:
+        if beacon.failed:
+            expected[beacon.attempt_id] = max(expected.get(beacon.attempt_id, 0), beacon.confirmed)
+    succeeded = {beacon.attempt_id for beacon in beacons if beacon.done}
+    assert duplicates_possible(beacons, succeeded) == sum(expected.values())
+    assert duplicates_possible(beacons) == sum(expected.values())
+
+
+def test_a_retry_replaces_the_failed_attempts_count() -> None:
+    beacons = [
+        Beacon("r-1", 0, 0, 500, failed=True, task_id=3),
+        Beacon("r-1", 0, 1, 120, task_id=9),
+        Beacon("r-1", 1, 0, 300, done=True, task_id=4),
+    ]
+    assert aggregate(beacons) == 420
+    assert duplicates_possible(beacons) == 500
+
+
+def test_beacons_round_trip_as_json() -> None:
+    beacon = Beacon("r-7", 3, 1, 42, done=True, task_id=17)
+    assert Beacon.decode(beacon.encode()) == beacon
+
+
+def _produce(bootstrap: str, topic: str, beacons: list[Beacon]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for beacon in beacons:
+        producer.produce(topic, beacon.encode(), beacon.run_id)
+    assert producer.flush(30) == 0
+
+
+@pytest.mark.kafka
+def test_reader_follows_one_run_among_others(kafka_bootstrap: str) -> None:
+    topic = unique_topic("progress")
+    create_topic(kafka_bootstrap, topic, partitions=3)
+    _produce(
+        kafka_bootstrap,
+        topic,
+        [
+            Beacon("r-1", 0, 0, 10, task_id=1),
+            Beacon("r-2", 0, 0, 999, task_id=1),
+            Beacon("r-1", 1, 0, 5, task_id=2),
+        ],
+    )
+    with ProgressReader(kafka={"bootstrap.servers": kafka_bootstrap}, topic=topic, run_id="r-1") as reader:
+        first = reader.read()
+        _produce(kafka_bootstrap, topic, [Beacon("r-1", 0, 0, 40, done=True, task_id=1)])
+        second = reader.read()
+    assert (first.confirmed, first.partitions_done) == (15, 0)
+    assert (second.confirmed, second.partitions_done) == (45, 1)
+
+
+@pytest.mark.kafka
+def test_reader_sees_nothing_before_the_progress_topic_exists(kafka_bootstrap: str) -> None:
+    with ProgressReader(
+        kafka={"bootstrap.servers": kafka_bootstrap}, topic=unique_topic("absent"), run_id="r-1"
+    ) as reader:
+        assert reader.read(timeout_s=5).confirmed == 0

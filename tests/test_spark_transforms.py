@@ -1,0 +1,147 @@
+"""The job's DataFrame steps on the shared local session: pruning, windows, records, even shares."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow.dataset as ds
+import pytest
+from pyspark.sql import SparkSession
+
+from spark_job import transforms
+from spark_job.errors import SourceError
+from spark_job.job import select
+from spark_job.spec import JobSpec
+from tests.fixtures.spark import job_spec
+
+pytestmark = pytest.mark.spark
+
+
+def spec_for(table: Path, **overrides: Any) -> JobSpec:
+    return JobSpec.from_dict(job_spec(table, "127.0.0.1:9", "unused", **overrides))
+
+
+def lake_ids(table: Path, expression: Any) -> set[str]:
+    """The event ids pyarrow (not Spark) finds for a filter: the reference the job must match."""
+    dataset = ds.dataset(table, format="parquet", partitioning="hive")
+    return set(dataset.to_table(filter=expression, columns=["event_id"]).column("event_id").to_pylist())
+
+
+def ids_of(df: Any) -> set[str]:
+    return {row["event_id"] for row in df.select("event_id").collect()}
+
+
+def scan_metrics(df: Any) -> dict[str, int]:
+    """Metrics of the executed plan's file scan (what Spark actually listed and read)."""
+    df.collect()
+    scan = df._jdf.queryExecution().executedPlan().collectLeaves().head()
+    metrics = scan.metrics().iterator()
+    found: dict[str, int] = {}
+    while metrics.hasNext():
+        entry = metrics.next()
+        found[entry._1()] = entry._2().value()
+    return found
+
+
+def test_day_window_reads_only_its_partitions(spark: SparkSession, sample_table: Path) -> None:
+    spec = spec_for(sample_table)  # dt 2024-01-02..2024-01-04 of seven days
+    selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
+    plan = selected._jdf.queryExecution().executedPlan().toString()
+    assert "PartitionFilters: [isnotnull(dt" in plan
+    metrics = scan_metrics(selected)
+    assert (metrics["numPartitions"], metrics["numFiles"]) == (3, 3)
+
+
+def test_day_window_selects_exactly_its_days(spark: SparkSession, sample_table: Path) -> None:
+    spec = spec_for(sample_table)
+    selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
+    days = ds.field("dt")
+    assert ids_of(selected) == lake_ids(sample_table, (days >= "2024-01-02") & (days <= "2024-01-04"))
+
+
+def test_time_window_is_half_open(spark: SparkSession, sample_table: Path) -> None:
+    start, end = datetime(2024, 1, 3, 6, tzinfo=UTC), datetime(2024, 1, 3, 18, tzinfo=UTC)
+    spec = spec_for(
+        sample_table, window={"column": "updated_at", "start": start.isoformat(), "end": end.isoformat()}
+    )
+    selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
+    stamps = ds.field("updated_at")
+    assert ids_of(selected) == lake_ids(sample_table, (stamps >= start) & (stamps < end))
+
+
+def test_watermark_range_excludes_low_and_includes_high(spark: SparkSession, sample_table: Path) -> None:
+    rows = ds.dataset(sample_table, format="parquet", partitioning="hive").to_table().sort_by("updated_at")
+    moments = rows.column("updated_at").to_pylist()
+    low, high = moments[100], moments[400]
+    watermark = {"column": "updated_at", "low": low.isoformat(), "high": high.isoformat()}
+    spec = spec_for(sample_table, window=None, watermark=watermark)
+    selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
+    assert ids_of(selected) == set(rows.column("event_id").to_pylist()[101:401])
+
+
+def test_watermark_high_defaults_to_the_largest_selected_value(
+    spark: SparkSession, sample_table: Path
+) -> None:
+    spec = spec_for(sample_table, window=None, watermark={"column": "dt", "low": "2024-01-05"})
+    selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
+    assert transforms.watermark_high(selected, spec.selection) == "2024-01-07"  # type: ignore[arg-type]
+
+
+def test_unknown_column_is_named(spark: SparkSession, sample_table: Path) -> None:
+    spec = spec_for(sample_table, key_column="customer")
+    with pytest.raises(SourceError, match=r"^unknown column 'customer' in source orders$"):
+        select(spark, spec)
+
+
+def test_empty_window_is_refused(spark: SparkSession, sample_table: Path) -> None:
+    spec = spec_for(sample_table, window={"column": "dt", "start_day": "2030-01-01", "end_day": "2030-01-02"})
+    with pytest.raises(SourceError, match=r"^no rows in window dt 2030-01-01..2030-01-02 of source orders$"):
+        select(spark, spec)
+
+
+def test_values_are_the_rows_as_json_and_keys_the_entity(spark: SparkSession, sample_table: Path) -> None:
+    spec = spec_for(sample_table)
+    selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
+    records = transforms.with_record_columns(selected, spec).collect()
+    first = json.loads(bytes(records[0][transforms.VALUE]))
+    assert set(first) == {*selected.columns}
+    assert bytes(records[0][transforms.KEY]).decode() == first["order_id"]
+
+
+def test_round_robin_gives_equal_shares(spark: SparkSession, sample_table: Path) -> None:
+    spec = spec_for(sample_table, ordering="none")
+    selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
+    spread = transforms.distribute(transforms.with_record_columns(selected, spec), 6, "none")
+    sizes = transforms.partition_sizes(spread, 6)
+    assert sum(sizes) == 900
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_entity_ordering_keeps_each_key_in_one_partition_in_event_time_order(
+    spark: SparkSession, sample_table: Path
+) -> None:
+    spec = spec_for(sample_table)
+    selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
+    spread = transforms.distribute(transforms.with_record_columns(selected, spec), 4, "entity")
+    assert spread.rdd.getNumPartitions() == 4
+    rows = spread.rdd.mapPartitionsWithIndex(
+        lambda index, part: ((index, json.loads(bytes(row[1]))) for row in part)
+    ).collect()
+    partitions_of: dict[str, set[int]] = {}
+    last: dict[str, tuple[str, str]] = {}
+    for index, value in rows:
+        partitions_of.setdefault(value["order_id"], set()).add(index)
+        position = (value["updated_at"], value["event_id"])
+        assert last.get(value["order_id"], position) <= position
+        last[value["order_id"]] = position
+    assert all(len(found) == 1 for found in partitions_of.values())
+    assert sum(Counter(index for index, _ in rows).values()) == 900
+
+
+def test_skew_is_largest_over_smallest() -> None:
+    assert transforms.skew([10, 20, 15]) == 2.0
+    assert transforms.skew([10, 0]) is None
