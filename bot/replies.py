@@ -27,17 +27,25 @@ def answer_with(
     work: Callable[[], slack_blocks.Message], *, usage: str | None = None
 ) -> slack_blocks.Message:
     """Run `work`; a domain error becomes a refusal (with the usage line for bad input)."""
+    return outcome_of(work, usage=usage)[0]
+
+
+def outcome_of(
+    work: Callable[[], slack_blocks.Message], *, usage: str | None = None
+) -> tuple[slack_blocks.Message, bool]:
+    """`answer_with`, also saying whether `work` went through: a button whose action was refused or
+    could not reach the daemon stays in place for the next try, one that did its job is replaced."""
     try:
-        return work()
+        return work(), True
     except Unavailable as exc:
-        return slack_blocks.unavailable(str(exc))
+        return slack_blocks.unavailable(str(exc)), False
     except BadRequest as exc:
-        return slack_blocks.refusal(str(exc), usage)
+        return slack_blocks.refusal(str(exc), usage), False
     except ReplayError as exc:  # Forbidden, NotFound, Conflict
-        return slack_blocks.refusal(str(exc))
+        return slack_blocks.refusal(str(exc)), False
     except Exception:  # a bug: the user still hears back, the traceback goes to the log
         log.exception("listener failed")
-        return slack_blocks.notice(":boom: Something went wrong on our side; it has been logged.")
+        return slack_blocks.notice(":boom: Something went wrong on our side; it has been logged."), False
 
 
 def create_once(

@@ -1,7 +1,8 @@
 """Block Kit for every message the platform shows in Slack. Pure: values in, `Message` out, no I/O.
 
-One module renders for both senders, the daemon's `SlackNotifier` (a run's thread) and the bot
-(ephemeral replies), so a run looks the same in its thread, in `/replay status` and in `/replay list`.
+One module renders for both senders, the daemon's `SlackNotifier` (a run's thread, a pipeline's thread,
+the idle-pipeline DMs) and the bot (ephemeral replies, confirmation buttons), so a run or a pipeline
+looks the same in its thread, in `/replay status` / `/replay pipeline` and in the lists.
 Everything a user or a job typed is escaped (`&`, `<`, `>`) and clipped to Slack's limits here, once,
 so no caller can post a message Slack would refuse or a reason that pings `<!channel>`.
 """
@@ -12,10 +13,11 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from daemon.notifier import RunView
+from store.models import Pipeline
 
 # Slack's documented limits (section text 3000, field 2000, header 150, button text 75 / value 2000).
 MAX_SECTION = 3000
@@ -388,3 +390,410 @@ def live_confirmation(plan: Mapping[str, Any], *, value: str, expires_in_s: floa
         ],
     }
     return _message(warning, _section(warning), _plan_fields(plan), actions)
+
+
+# --- scheduled pipelines ---------------------------------------------------------------------------------
+
+MAX_LISTED_PIPELINES = 15
+MAX_OWNERS_SHOWN = 8
+MAX_DETAIL_RUNS = 5  # 5 run lines of at most 400 characters fit one section without cutting a mention
+SCHEDULE_LIVE_CONFIRM_ACTION = "pipeline_live_confirm"
+SCHEDULE_LIVE_CANCEL_ACTION = "pipeline_live_cancel"
+UNSCHEDULE_CONFIRM_ACTION = "pipeline_unschedule_confirm"
+UNSCHEDULE_KEEP_ACTION = "pipeline_unschedule_keep"
+IDLE_KEEP_ACTION = "idle_keep"
+IDLE_DELETE_ACTION = "idle_delete"
+
+_PIPELINE_ID = re.compile(r"p-[0-9a-f]{12}")
+_WATERMARK_RANGE = re.compile(r"\((?P<low>.*), (?P<high>.*)\]", re.DOTALL)
+_MENTION_ESCAPED = re.compile(r"&lt;@([UW][A-Z0-9]{2,20})&gt;")
+_PIPELINE_ICON = {"active": ":calendar:", "paused": ":double_vertical_bar:", "archived": ":file_cabinet:"}
+
+
+@dataclass(frozen=True)
+class PipelineView:
+    """What a message needs to know about a pipeline, from the store's row or the API's JSON."""
+
+    pipeline_id: str
+    source: str
+    schedule: str
+    state: str
+    watermark_column: str
+    watermark: str | None
+    tps: int
+    topic: str
+    owners: tuple[str, ...]
+    next_run_at: datetime | None = None
+    last_published_at: datetime | None = None
+    created_at: datetime | None = None
+
+    @classmethod
+    def of_model(cls, pipeline: Pipeline) -> PipelineView:
+        return cls(
+            pipeline_id=pipeline.id,
+            source=pipeline.source,
+            schedule=pipeline.schedule,
+            state=str(pipeline.state),
+            watermark_column=pipeline.watermark_column,
+            watermark=pipeline.watermark_value,
+            tps=pipeline.tps,
+            topic=pipeline.topic,
+            owners=tuple(pipeline.owners or ()),
+            next_run_at=pipeline.next_run_at,
+            last_published_at=pipeline.last_published_at,
+            created_at=pipeline.created_at,
+        )
+
+    @classmethod
+    def of_api(cls, data: Mapping[str, Any]) -> PipelineView:
+        return cls(
+            pipeline_id=data["id"],
+            source=data["source"],
+            schedule=data["schedule"],
+            state=data["state"],
+            watermark_column=data["watermark_column"],
+            watermark=data.get("watermark"),
+            tps=int(data["tps"]),
+            topic=data["topic"],
+            owners=tuple(data.get("owners") or ()),
+            next_run_at=_parse_time(data.get("next_run_at")),
+            last_published_at=_parse_time(data.get("last_published_at")),
+            created_at=_parse_time(data.get("created_at")),
+        )
+
+
+def when(moment: datetime | None, missing: str = "n/a") -> str:
+    """A UTC timestamp to the minute: what a person compares with a schedule."""
+    if moment is None:
+        return missing
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def escape_keeping_mentions(text: str) -> str:
+    """Escape text we did not write, but let `<@U…>` (a janitor's "deleted by <@U…>") ping the user."""
+    return _MENTION_ESCAPED.sub(r"<@\1>", escape(text))
+
+
+def owners_line(owners: Sequence[str]) -> str:
+    """Mentions, capped so a long list never cuts one in half at Slack's field limit."""
+    shown = [mention(clip(owner, 40)) for owner in owners[:MAX_OWNERS_SHOWN]]
+    more = len(owners) - len(shown)
+    return (", ".join(shown) or "nobody") + (f" and {more} more" if more > 0 else "")
+
+
+def _pipeline_icon(state: str) -> str:
+    return _PIPELINE_ICON.get(state, ":grey_question:")
+
+
+def _next_run(view: PipelineView) -> str:
+    if view.state == "paused":
+        return f"paused (`/replay resume {escape(view.pipeline_id)}`)"
+    if view.state == "archived":
+        return "never (unscheduled)"
+    return when(view.next_run_at)
+
+
+def _pipeline_fields(view: PipelineView) -> dict[str, Any]:
+    committed = code(view.watermark) if view.watermark else "nothing yet"
+    return _fields(
+        [
+            ("Source", escape(view.source)),
+            ("Schedule", code(view.schedule)),
+            ("Watermark column", f"{code(view.watermark_column)} (committed: {committed})"),
+            ("Target topic", code(view.topic, limit=300)),
+            ("Rate", f"{view.tps:,}/s"),
+            ("Owners", owners_line(view.owners)),
+            ("Next run", _next_run(view)),
+            ("State", f"{_pipeline_icon(view.state)} {escape(view.state)}"),
+        ]
+    )
+
+
+def _pipeline_title(view: PipelineView) -> str:
+    return f"Pipeline {view.pipeline_id} · {view.source} · {view.schedule}"
+
+
+def _pipeline_text(view: PipelineView) -> str:
+    return (
+        f"{_pipeline_icon(view.state)} Pipeline {view.pipeline_id}: {escape(clip(view.source, 80))} "
+        f"{escape(clip(view.schedule, 130))} watermark={escape(clip(view.watermark_column, 130))} "
+        f"→ {escape(clip(view.topic, 300))} at {view.tps:,}/s; next run {_next_run(view)}"
+    )
+
+
+def pipeline_summary(view: PipelineView) -> Message:
+    """The channel message of a new pipeline: its runs reply in its thread."""
+    pid = escape(view.pipeline_id)
+    footer = (
+        f"Each run that publishes or fails reports in this thread · `/replay pipeline {pid}` · "
+        f"`/replay pause {pid}` · `/replay unschedule {pid}`"
+    )
+    return _message(
+        _pipeline_text(view), _header(_pipeline_title(view)), _pipeline_fields(view), _context(footer)
+    )
+
+
+def pipeline_scheduled_reply(view: PipelineView, *, announced: bool) -> Message:
+    """The requester's ephemeral answer: the id, the next run, where the runs will report."""
+    where = (
+        "Its runs report in this channel, in the pipeline's thread."
+        if announced
+        else f"Follow it with `/replay pipeline {escape(view.pipeline_id)}`."
+    )
+    text = (
+        f":calendar: Scheduled as `{escape(view.pipeline_id)}`: {escape(clip(view.source, 80))} "
+        f"{code(view.schedule)} → {code(view.topic, limit=300)}. Next run: {_next_run(view)}. {where}"
+    )
+    return _message(text, _section(text), _pipeline_fields(view))
+
+
+def pipeline_changed(view: PipelineView, action: str) -> Message:
+    """After pause / resume: what it means for the next run."""
+    pid = escape(view.pipeline_id)
+    if view.state == "paused":
+        text = f":double_vertical_bar: Paused `{pid}`: no runs until `/replay resume {pid}`."
+    else:
+        text = f":arrow_forward: {escape(action.capitalize())}d `{pid}`: next run {_next_run(view)}."
+    return _message(text, _section(text))
+
+
+def pipeline_line(view: PipelineView, *, deadline: datetime | None = None) -> str:
+    line = (
+        f"{_pipeline_icon(view.state)} `{escape(view.pipeline_id)}` {escape(clip(view.source, 80))} "
+        f"{code(view.schedule, limit=60)} → {code(view.topic, limit=100)} · {escape(view.state)}"
+    )
+    if deadline is not None:
+        line += f" · removed after {when(deadline)} unless kept"
+    elif view.state == "active":
+        line += f" · next run {when(view.next_run_at)}"
+    return clip(line, 400)
+
+
+def pipeline_list(pipelines: Sequence[Mapping[str, Any]], title: str) -> Message:
+    """`/replay pipelines [mine|idle]`; idle entries (with `deadline`) say when they go."""
+    if not pipelines:
+        return notice(f"No pipelines ({escape(title)}).")
+    shown = [
+        pipeline_line(PipelineView.of_api(p), deadline=_parse_time(p.get("deadline")))
+        for p in pipelines[:MAX_LISTED_PIPELINES]
+    ]
+    more = len(pipelines) - len(shown)
+    body = "\n".join(shown) + (f"\n…and {more} more" if more > 0 else "")
+    text = f"*Pipelines ({escape(title)})*\n{body}"
+    return _message(text, _section(text))
+
+
+def pipeline_detail(detail: Mapping[str, Any]) -> Message:
+    """`/replay pipeline <id>`: the summary, then its last runs."""
+    view = PipelineView.of_api(detail)
+    runs = detail.get("runs") or []
+    lines = [run_line(run) for run in runs[:MAX_DETAIL_RUNS]]
+    last = "*Last runs*\n" + ("\n".join(lines) if lines else "no runs yet")
+    published = when(view.last_published_at, "never")
+    return _message(
+        _pipeline_text(view),
+        _header(_pipeline_title(view)),
+        _pipeline_fields(view),
+        _section(last),
+        _context(f"Last published: {published} · created {when(view.created_at)}"),
+    )
+
+
+def _buttons(block_id: str, *buttons: tuple[str, str, str, str | None]) -> dict[str, Any]:
+    """An actions block; each button is (action_id, label, value, style or None)."""
+    elements = []
+    for action_id, label_text, value, style in buttons:
+        if len(value) > MAX_BUTTON_VALUE:
+            raise ValueError(f"button value is {len(value)} characters; Slack allows {MAX_BUTTON_VALUE}")
+        button = {
+            "type": "button",
+            "action_id": action_id,
+            "value": value,
+            "text": {"type": "plain_text", "text": clip(label_text, 75)},
+        }
+        elements.append({**button, "style": style} if style else button)
+    return {"type": "actions", "block_id": block_id, "elements": elements}
+
+
+def live_schedule_confirmation(
+    schedule: Mapping[str, Any], *, live_topic: str, value: str, expires_in_s: float
+) -> Message:
+    """Buttons before a pipeline may publish into a live topic on every run; nothing exists yet."""
+    rate = f"{schedule['tps']:,}/s" if schedule.get("tps") else "the platform default"
+    every = schedule.get("every")
+    when_text = f"every={every}" if every else f"cron={schedule.get('cron')}"
+    warning = (
+        f":warning: This pipeline publishes into the *live* topic {code(live_topic, limit=300)} on every run "
+        f"({code(when_text)}): every consumer of it sees the new rows of "
+        f"{escape(clip(str(schedule['source']), 80))}. Confirm within {human_duration(expires_in_s)}."
+    )
+    fields = _fields(
+        [
+            ("Source", escape(str(schedule["source"]))),
+            ("Schedule", code(when_text)),
+            ("Watermark column", code(str(schedule["watermark"]))),
+            ("Target topic", f"{code(live_topic, limit=300)} (live)"),
+            ("Rate", rate),
+        ]
+    )
+    actions = _buttons(
+        "pipeline_live",
+        (SCHEDULE_LIVE_CONFIRM_ACTION, "Schedule into the live topic", value, "danger"),
+        (SCHEDULE_LIVE_CANCEL_ACTION, "Cancel", value, None),
+    )
+    return _message(warning, _section(warning), fields, actions)
+
+
+def unschedule_confirmation(view: PipelineView, *, value: str, expires_in_s: float) -> Message:
+    pid = escape(view.pipeline_id)
+    text = (
+        f":warning: Unschedule `{pid}` ({escape(clip(view.source, 80))} {code(view.schedule)})? "
+        f"It stops for good: no more runs (its history stays). Answer within {human_duration(expires_in_s)}."
+    )
+    actions = _buttons(
+        "pipeline_unschedule",
+        (UNSCHEDULE_CONFIRM_ACTION, "Unschedule", value, "danger"),
+        (UNSCHEDULE_KEEP_ACTION, "Keep it", value, None),
+    )
+    return _message(text, _section(text), _pipeline_fields(view), actions)
+
+
+def unscheduled(view: PipelineView) -> Message:
+    return notice(
+        f":file_cabinet: Unscheduled `{escape(view.pipeline_id)}`: no more runs. "
+        "Its run history stays (`/replay pipeline " + escape(view.pipeline_id) + "`)."
+    )
+
+
+# --- a pipeline run, in its pipeline's thread -------------------------------------------------------------
+
+
+def watermark_high(window: str) -> str | None:
+    """The upper bound of a pipeline run's range label `(low, high]`; None for anything else."""
+    found = _WATERMARK_RANGE.fullmatch(window)
+    return found["high"] if found else None
+
+
+def _pipeline_next_step(run: RunView) -> str:
+    reason = (run.reason or "").lower()
+    pid = escape(run.pipeline_id or "")
+    retry = "the watermark did not move, so the next scheduled run sends this range again"
+    if "launch" in reason or "spark" in reason:
+        return f"the job never started: ask the platform team to check the launcher; {retry}"
+    if any(word in reason for word in ("broker", "kafka", "timed out", "timeout", "delivery")):
+        return f"check the cluster; {retry} (duplicates keep their event ids)"
+    return f"see `/replay pipeline {pid}`; {retry} (`/replay pause {pid}` holds it meanwhile)"
+
+
+def pipeline_run_line(run: RunView) -> Message:
+    """One line per reported run in the pipeline's thread: what landed, or why not and what next."""
+    head = f"{escape(run.pipeline_id or '')} run {escape(run.run_id)}"
+    if run.state == "succeeded":
+        high = watermark_high(run.window)
+        moved = f" (watermark → {escape(clip(high, 120))})" if high else ""
+        text = f":white_check_mark: {head}: {count(run.confirmed)} events confirmed{moved}"
+    elif run.state == "cancelled":
+        text = (
+            f":no_entry_sign: {head} was cancelled after {count(run.confirmed)} events were confirmed; "
+            "the watermark did not move, so the next run sends them again"
+        )
+    elif run.state == "failed":
+        reason = escape(clip(run.reason or "no reason was reported", 800))
+        text = (
+            f":x: {head} failed after {count(run.confirmed)} events were confirmed: {reason}\n"
+            f"*Next step:* {_pipeline_next_step(run)}"
+        )
+    else:
+        text = f"{_icon(run.state)} {head}: {escape(run.state)} ({escape(clip(run.reason or '', 300))})"
+    return _message(text, _section(text))
+
+
+# --- idle pipelines: the janitor's question and farewell ---------------------------------------------------
+
+
+def idle_button_value(pipeline_id: str, days: int | None = None) -> str:
+    """`p-…` (Delete now) or `p-…:N` (Keep for N more days): all a click needs, nothing to trust."""
+    return pipeline_id if days is None else f"{pipeline_id}:{days}"
+
+
+def read_idle_button(value: str) -> tuple[str, int | None]:
+    """The pipeline id and the days in a button value we wrote; ValueError for anything else."""
+    pipeline_id, _, days = value.partition(":")
+    if not _PIPELINE_ID.fullmatch(pipeline_id) or (days and not days.isdigit()):
+        raise ValueError(f"not an idle-pipeline button value: {value[:80]!r}")
+    return pipeline_id, int(days) if days else None
+
+
+def _route(view: PipelineView) -> str:
+    return f"{escape(clip(view.source, 80))} {code(view.schedule, limit=60)} → {code(view.topic, limit=200)}"
+
+
+def _about(view: PipelineView) -> str:
+    return f"`{escape(view.pipeline_id)}` ({_route(view)})"
+
+
+def idle_prompt(
+    view: PipelineView,
+    *,
+    idle_since: datetime,
+    deadline: datetime,
+    keep_days: int,
+    owner: str | None = None,
+) -> Message:
+    """Keep or delete an idle pipeline; `owner` is mentioned when the DM failed and a channel got it."""
+    to = f"{mention(owner)}: " if owner else ""
+    if view.last_published_at is not None:
+        last = f"It last published on {when(view.last_published_at)}"
+    else:
+        last = f"It has never published anything since it was created on {when(view.created_at)}"
+    text = (
+        f":zzz: {to}Pipeline {_about(view)} is idle (since {when(idle_since)}). {last}. "
+        f"Unless an owner keeps it, it is de-provisioned after *{when(deadline)}*: its schedule stops and "
+        "its own topic is deleted (a live topic never is)."
+    )
+    actions = _buttons(
+        "idle_pipeline",
+        (
+            IDLE_KEEP_ACTION,
+            f"Keep for {keep_days} more days",
+            idle_button_value(view.pipeline_id, keep_days),
+            "primary",
+        ),
+        (IDLE_DELETE_ACTION, "Delete now", idle_button_value(view.pipeline_id), "danger"),
+    )
+    return _message(text, _section(text), _pipeline_fields(view), actions)
+
+
+def pipeline_removed(
+    view: PipelineView, *, removed: Sequence[str], reason: str, owner: str | None = None
+) -> Message:
+    """The farewell: what was removed and why; the run history stays."""
+    to = f"{mention(owner)}: " if owner else ""
+    why = escape_keeping_mentions(clip(reason, 500))  # first, so clipping the text never cuts a mention
+    what = ", ".join(escape(clip(item, 300)) for item in removed[:10]) or "nothing"
+    text = (
+        f":wastebasket: {to}Pipeline `{escape(view.pipeline_id)}` was removed ({why}). Removed: {what}. "
+        f"It ran {_route(view)}; its run history stays: `/replay pipeline {escape(view.pipeline_id)}`."
+    )
+    return _message(text, _section(text))
+
+
+def kept(pipeline_id: str, days: int | None) -> Message:
+    span = f"{days} more days" if days else "a while longer"
+    return notice(
+        f":pushpin: Kept `{escape(pipeline_id)}` for {span}. If it still publishes nothing by then, "
+        "its owners are asked again."
+    )
+
+
+def deleted(view: PipelineView) -> Message:
+    return notice(
+        f":wastebasket: Deleted `{escape(view.pipeline_id)}` now: its schedule is gone and its own topic "
+        "deleted (a live topic is kept); its run history stays."
+    )
+
+
+def already_removed(pipeline_id: str) -> Message:
+    return notice(
+        f":ok_hand: Pipeline `{escape(pipeline_id)}` was already removed; this click changed nothing."
+    )

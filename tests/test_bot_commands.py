@@ -106,13 +106,6 @@ def test_help_is_answered_in_the_ack_without_the_daemon(
     assert daemon_standin.calls == []
 
 
-def test_schedule_is_not_available_yet(bot: BotUnderTest, daemon_standin: DaemonStandin) -> None:
-    result = bot.slash("schedule orders every=15m watermark=updated_at")
-
-    assert "not available yet" in _text(result.ack)
-    assert daemon_standin.calls == []
-
-
 def test_plan_answers_with_a_dry_run_summary(bot: BotUnderTest, daemon_standin: DaemonStandin) -> None:
     result = bot.slash("plan orders 2024-01-01..2024-01-02 tps=100")
 

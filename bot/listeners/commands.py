@@ -1,9 +1,10 @@
 """`/replay`: parse before the ack (pure, fast), call the Replay Service after it (lazy).
 
-The ack itself answers what needs no daemon: a grammar error (the token, why, the usage line), `help`,
-and commands a later issue brings. Everything else is answered by `respond()` from a lazy listener,
-ephemeral, within Slack's 30-minute response_url window. The run's channel message and thread are
-posted by the daemon's notifier, not here, so a bot restart never loses or doubles them.
+The ack itself answers what needs no daemon: a grammar error (the token, why, the usage line) and
+`help`. Everything else is answered by `respond()` from a lazy listener, ephemeral, within Slack's
+30-minute response_url window; pipeline commands are answered by `bot.listeners.pipelines`. The run's
+(and the pipeline's) channel message and thread are posted by the daemon's notifier, not here, so a bot
+restart never loses or doubles them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from slack_bolt import Ack, App, Respond
 
 from bot.deps import BotDeps
-from bot.listeners import confirmations
+from bot.listeners import confirmations, pipelines
 from bot.replies import answer_with, create_once, key_for
 from daemon import slack_blocks
 from daemon.cli import request_body
@@ -26,6 +27,7 @@ from daemon.grammar import (
     ListCommand,
     PlanCommand,
     ReplayCommand,
+    ScheduleCommand,
     StatusCommand,
     help_text,
     parse,
@@ -46,13 +48,10 @@ def _immediate(command: Command) -> slack_blocks.Message | None:
     """What the ack itself says for a command that parsed; None for a silent ack."""
     if isinstance(command, HelpCommand):
         return slack_blocks.help_message(help_text(command.topic))
-    if isinstance(command, ReplayCommand | PlanCommand):
+    if isinstance(command, ReplayCommand | PlanCommand | ScheduleCommand):
         echo = slack_blocks.code(f"{COMMAND} {render(command)}", limit=400)
         return slack_blocks.notice(f"{echo} · asking the Replay Service…")
-    if isinstance(command, StatusCommand | ListCommand | CancelCommand):
-        return None
-    word = render(command).split(" ", 1)[0]
-    return slack_blocks.notice(f"`{COMMAND} {word}` is not available yet; it comes with scheduled pipelines.")
+    return None  # status, list, cancel and the pipeline commands: the answer follows the ack
 
 
 def acknowledgement(text: str) -> slack_blocks.Message | None:
@@ -112,6 +111,8 @@ def answer(deps: BotDeps, parsed: Command, command: dict[str, Any]) -> slack_blo
         return answer_with(lambda: _list(deps, parsed, user))
     if isinstance(parsed, CancelCommand):
         return answer_with(lambda: _cancel(deps, parsed, user), usage=USAGE["cancel"])
+    if isinstance(parsed, pipelines.PIPELINE_COMMANDS):
+        return pipelines.answer(deps, parsed, command)
     return None
 
 

@@ -1,0 +1,65 @@
+"""The janitor's question about an idle pipeline: *Keep for N more days* / *Delete now*.
+
+The prompt is posted by the daemon (a DM, or the platform channel when the DM could not be delivered),
+so anyone who sees it might click: the daemon decides who may (owners and admins) and the clicker is the
+actor it judges. A refused click, or one that could not reach the daemon, gets an ephemeral answer and
+leaves the prompt in place for the owner; a click that went through replaces the prompt with what
+happened. A click on a pipeline already de-provisioned (a second click, another owner's answer, the
+deadline passing) is a 409 from the daemon, answered with a harmless "already removed".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_bolt import Ack, App, Respond
+
+from bot.deps import BotDeps
+from bot.replies import outcome_of
+from daemon import slack_blocks
+from daemon.errors import Conflict
+
+
+def _keep(deps: BotDeps, clicker: str, pipeline_id: str, days: int | None) -> slack_blocks.Message:
+    deps.daemon.pipeline_action(clicker, pipeline_id, "keep", {"days": days} if days else {})
+    return slack_blocks.kept(pipeline_id, days)
+
+
+def _delete(deps: BotDeps, clicker: str, pipeline_id: str) -> slack_blocks.Message:
+    pipeline = deps.daemon.pipeline_action(clicker, pipeline_id, "delete")
+    return slack_blocks.deleted(slack_blocks.PipelineView.of_api(pipeline))
+
+
+def on_click(deps: BotDeps, body: dict[str, Any], respond: Respond, *, keep: bool) -> None:
+    clicker = body["user"]["id"]
+    try:
+        pipeline_id, days = slack_blocks.read_idle_button(body["actions"][0]["value"])
+    except ValueError:
+        respond(**slack_blocks.refusal("this button is not one of ours").ephemeral(replace_original=False))
+        return
+
+    def work() -> slack_blocks.Message:
+        try:
+            return _keep(deps, clicker, pipeline_id, days) if keep else _delete(deps, clicker, pipeline_id)
+        except Conflict:
+            return slack_blocks.already_removed(pipeline_id)
+
+    message, done = outcome_of(work)
+    if done:
+        respond(**message.payload(replace_original=True))
+    else:
+        respond(**message.ephemeral(replace_original=False))
+
+
+def register(app: App, deps: BotDeps) -> None:
+    def ack_click(ack: Ack) -> None:
+        ack()
+
+    def keep_pipeline(body: dict[str, Any], respond: Respond) -> None:
+        on_click(deps, body, respond, keep=True)
+
+    def delete_pipeline(body: dict[str, Any], respond: Respond) -> None:
+        on_click(deps, body, respond, keep=False)
+
+    app.action(slack_blocks.IDLE_KEEP_ACTION)(ack=ack_click, lazy=[keep_pipeline])
+    app.action(slack_blocks.IDLE_DELETE_ACTION)(ack=ack_click, lazy=[delete_pipeline])
