@@ -24,6 +24,13 @@ _EMOJI = {
     ":repeat:": "🔁",
     ":electric_plug:": "🔌",
     ":fast_forward:": "⏩",
+    ":calendar:": "📅",
+    ":double_vertical_bar:": "⏸",
+    ":file_cabinet:": "🗄",
+    ":ok_hand:": "👌",
+    ":pushpin:": "📌",
+    ":wastebasket:": "🗑",
+    ":zzz:": "💤",
 }
 
 
