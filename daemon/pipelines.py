@@ -14,8 +14,9 @@ from datetime import datetime
 
 import structlog
 
+from daemon.audit import Audit
 from daemon.catalog import Catalog, Source
-from daemon.errors import BadRequest, Conflict, Forbidden, NotFound, ReplayError
+from daemon.errors import BadRequest, Conflict, Forbidden, NotFound
 from daemon.grammar import ScheduleCommand
 from daemon.kafka_admin import KafkaAdmin
 from daemon.notifier import Notifier
@@ -65,18 +66,9 @@ class PipelineService:
         self._clock = clock
         self._wake_watcher = wake_watcher
         self._wake_scheduler = wake_scheduler
+        self._audit = Audit(store)
 
     # -- helpers ------------------------------------------------------------------------------
-
-    def _audit(self, actor: str, action: str, target: str | None, outcome: str, **detail: object) -> None:
-        self._store.audit.append(actor=actor, action=action, target=target, outcome=outcome, detail=detail)
-
-    def _refusing(self, actor: str, action: str, target: str | None, work: Callable[[], object]) -> object:
-        try:
-            return work()
-        except ReplayError as exc:
-            self._audit(actor, action, target, "refused", reason=str(exc))
-            raise
 
     def _may_manage(self, actor: str, owners: list[str]) -> bool:
         return actor in owners or actor in self._settings.admins
@@ -161,13 +153,12 @@ class PipelineService:
                     self._kafka.delete(topic)
                 raise
 
-        pipeline = self._refusing(actor, "schedule", command.source, work)
-        assert isinstance(pipeline, Pipeline)
+        pipeline = self._audit.refusing(actor, "schedule", command.source, work)
         pipeline = self._store.pipelines.update(
             pipeline.id, next_run_at=next_fire(pipeline.schedule, self._clock())
         )
-        self._audit(
-            actor, "schedule", pipeline.id, "accepted", source=pipeline.source, schedule=pipeline.schedule
+        self._audit.accepted(
+            actor, "schedule", pipeline.id, source=pipeline.source, schedule=pipeline.schedule
         )
         thread = self._notifier.pipeline_scheduled(pipeline)
         if thread is not None:
@@ -205,9 +196,8 @@ class PipelineService:
                 )
             return changed
 
-        pipeline = self._refusing(actor, action, pipeline_id, work)
-        assert isinstance(pipeline, Pipeline)
-        self._audit(actor, action, pipeline_id, "accepted")
+        pipeline = self._audit.refusing(actor, action, pipeline_id, work)
+        self._audit.accepted(actor, action, pipeline_id)
         self._wake_scheduler()
         return pipeline
 
@@ -236,9 +226,8 @@ class PipelineService:
                 raise Conflict(f"pipeline {pipeline_id} is {pipeline.state}; resume it first")
             return self._store.pipelines.update(pipeline_id, next_run_at=self._clock())
 
-        pipeline = self._refusing(actor, "run-now", pipeline_id, work)
-        assert isinstance(pipeline, Pipeline)
-        self._audit(actor, "run-now", pipeline_id, "accepted")
+        pipeline = self._audit.refusing(actor, "run-now", pipeline_id, work)
+        self._audit.accepted(actor, "run-now", pipeline_id)
         self._wake_scheduler()
         return pipeline
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import structlog
 from sqlalchemy.exc import IntegrityError
 
+from daemon.audit import Audit
 from daemon.catalog import Catalog, Source
-from daemon.errors import BadRequest, Conflict, EmptyWindow, Forbidden, NotFound, ReplayError
+from daemon.errors import BadRequest, Conflict, EmptyWindow, Forbidden, NotFound
 from daemon.grammar import PlanCommand, ReplayCommand
 from daemon.kafka_admin import KafkaAdmin, partitions_for_rate
 from daemon.settings import Settings
@@ -82,6 +82,7 @@ class ReplayService:
         self._kafka = kafka
         self._clock = clock
         self._wake_watcher = wake_watcher
+        self._audit = Audit(store)
 
     # -- authorization and audit -------------------------------------------------------------
 
@@ -94,19 +95,6 @@ class ReplayService:
             raise Forbidden(
                 f"only the owners of '{source.name}' ({owners}) or a platform admin may replay it"
             )
-
-    def _audit(self, actor: str, action: str, target: str | None, outcome: str, **detail: Any) -> None:
-        self._store.audit.append(actor=actor, action=action, target=target, outcome=outcome, detail=detail)
-
-    def audited(
-        self, actor: str, action: str, target: str | None, work: Callable[[], Any], **detail: Any
-    ) -> Any:
-        """Run `work`; record a refusal (with its reason) when it raises a domain error."""
-        try:
-            return work()
-        except ReplayError as exc:
-            self._audit(actor, action, target, "refused", reason=str(exc), **detail)
-            raise
 
     # -- planning --------------------------------------------------------------------------
 
@@ -175,8 +163,8 @@ class ReplayService:
         return live.partitions if live is not None else partitions_for_rate(tps, TYPICAL_RECORD_BYTES)
 
     def plan(self, actor: str, command: PlanCommand) -> Plan:
-        _, plan = self.audited(actor, "plan", command.source, lambda: self._plan(actor, command))
-        self._audit(actor, "plan", command.source, "accepted", rows=plan.rows, window=plan.window)
+        _, plan = self._audit.refusing(actor, "plan", command.source, lambda: self._plan(actor, command))
+        self._audit.accepted(actor, "plan", command.source, rows=plan.rows, window=plan.window)
         return plan
 
     # -- creating ----------------------------------------------------------------------------
@@ -206,12 +194,10 @@ class ReplayService:
             return self._provision_and_record(actor, source, plan, idempotency_key, slack_channel)
 
         try:
-            run = self.audited(actor, "replay", command.source, work)
+            run = self._audit.refusing(actor, "replay", command.source, work)
         except _AlreadyCreated as raced:
             return raced.run, False
-        self._audit(
-            actor, "replay", run.id, "accepted", source=run.source, window=run.window_label, tps=run.tps
-        )
+        self._audit.accepted(actor, "replay", run.id, source=run.source, window=run.window_label, tps=run.tps)
         self._wake_watcher()
         return run, True
 
@@ -304,7 +290,7 @@ class ReplayService:
             except InvalidTransition as exc:
                 raise Conflict(f"run {run_id} can no longer be cancelled ({exc})") from exc
 
-        run = self.audited(actor, "cancel", run_id, work)
-        self._audit(actor, "cancel", run_id, "accepted")
+        run = self._audit.refusing(actor, "cancel", run_id, work)
+        self._audit.accepted(actor, "cancel", run_id)
         self._wake_watcher()
         return run

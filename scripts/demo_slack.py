@@ -7,14 +7,13 @@ print the thread the platform posted, as it would look in the channel.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import hmac
 import sys
 import time
 import uuid
 from urllib.parse import urlencode
 
 import httpx
+from slack_sdk.signature import SignatureVerifier
 
 from daemon.client import DaemonClient
 from daemon.settings import load_settings
@@ -40,10 +39,9 @@ def signed_slash_command(
         }
     )
     stamp = str(int(time.time()))
-    digest = hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256).hexdigest()
     headers = {
         "X-Slack-Request-Timestamp": stamp,
-        "X-Slack-Signature": f"v0={digest}",
+        "X-Slack-Signature": str(SignatureVerifier(secret).generate_signature(timestamp=stamp, body=body)),
         "Content-Type": "application/x-www-form-urlencoded",
     }
     return body, headers
