@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 
@@ -27,3 +28,16 @@ def _clean_replay_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
         if key.startswith("REPLAY_") and not key.startswith(_KEEP):
             monkeypatch.delenv(key)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """Tests that configure logging (onto a throwaway stream) must not leave it configured.
+
+    Otherwise a later log call, such as py4j's at interpreter exit, writes to a closed stream.
+    """
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
