@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from daemon.catalog import Catalog
+from daemon.pii import decrypt_section
 from daemon.settings import Settings
 from spark_job.spec import DayWindow, JobSpec, Progress, Selection, Source, TimeWindow, WatermarkRange
 from store.models import Run
@@ -51,4 +52,5 @@ def build_spec(run: Run, *, catalog: Catalog, settings: Settings, result_uri: st
         ordering=options.get("ordering", "entity"),
         progress=Progress(topic=settings.progress_topic, interval_s=settings.progress_interval_s),
         result_uri=result_uri,
+        decrypt=decrypt_section(source, options, settings, run.target_topic),
     )

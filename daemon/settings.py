@@ -55,6 +55,9 @@ class Settings(BaseSettings):
         default_factory=EmrSettings, description="REPLAY_EMR__<FIELD>, e.g. REPLAY_EMR__BUCKET"
     )
     spark_submit: str | None = Field(default=None, description="default: the one installed with pyspark")
+    local_key_dir: Path | None = Field(
+        default=None, description="where local:<name> PII keys live (<name>.key); development only"
+    )
     local_workers: int = Field(default=2, ge=1, le=64)
     watcher_poll_s: float = Field(default=1.0, gt=0)
     lease_ttl_s: float = Field(default=15.0, gt=0)

@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 
 from spark_job import transforms
 from spark_job.arrow_map import map_in_arrow
+from spark_job.decrypting import decrypting_body
 from spark_job.errors import SourceError
 from spark_job.kafka_conf import producer_config
 from spark_job.progress import AttemptId, Beacon, ProgressReader, duplicates_possible
@@ -79,6 +80,7 @@ class Published:
     sizes: list[int]  # rows per partition
     tasks: list[Row]  # one row per successful task (publisher.RESULT_SCHEMA)
     seconds: float  # from the schedule's start to the last confirmation
+    dlq: int = 0  # rows sent to the dead-letter topic (undecryptable, decrypt.on_error=dlq)
 
 
 def _publish(
@@ -104,6 +106,9 @@ def _publish(
     context.setJobGroup(_group(spec.run_id), f"replay {spec.run_id}: publish to {spec.topic}")
     accumulated = context.accumulator(0)
     body = partial(publish_partition, settings, accumulated)
+    dead_letters = context.accumulator(0)
+    if spec.decrypt is not None:
+        body = decrypting_body(spec, body, dead_letters)
     try:
         tasks = map_in_arrow(records, body, RESULT_SCHEMA).collect()
     except Exception as exc:
@@ -119,7 +124,7 @@ def _publish(
             )
         ) from exc
     log.info("published: %d confirmed", sum(task["confirmed"] for task in tasks))
-    return Published(sizes, tasks, max(time.time() - settings.t0_wall, 1e-6))
+    return Published(sizes, tasks, max(time.time() - settings.t0_wall, 1e-6), dlq=dead_letters.value)
 
 
 def _group(run_id: str) -> str:
@@ -186,6 +191,7 @@ def _result(
         slots=slots,
         partitions=len(published.sizes),
         topic=spec.topic,
+        dlq=published.dlq,
     )
 
 

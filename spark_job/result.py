@@ -7,7 +7,7 @@ Success::
                    "started_at": "...Z", "ended_at": "...Z", "publish_seconds": 9.04,
                    "behind_schedule_s": 0.0, "late_start_s": 0.012,
                    "watermark_high": null, "partition_skew": 1.02, "slots": 2, "partitions": 2,
-                   "topic": "replay.orders.r-42"}
+                   "topic": "replay.orders.r-42", "dlq": 0}
 
 Failure (exit status 1)::
 
@@ -21,7 +21,8 @@ retry or a re-run sends them again; null when their beacons could not be read).
 ``behind_schedule_s`` is the most schedule time any task gave up because it could not keep its
 pace (0 when the requested TPS was sustained); ``late_start_s`` the most any task started after
 its first deadline (task launch; each further round of partitions adds one). ``partition_skew``
-is largest/smallest partition, null when a partition is empty.
+is largest/smallest partition, null when a partition is empty. ``dlq`` counts rows the broker
+confirmed on the dead-letter topic (values that did not decrypt): ``confirmed + dlq`` is every row.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ from spark_job.uris import write_text
 RESULT_PREFIX = "REPLAY_RESULT"
 FAILED_PREFIX = "REPLAY_FAILED"
 _OURS = re.compile(
-    r"^(?:[\w.]+\.)?(?:PublishError|InjectedFailure|ReplayError|SourceError|TopicError): (.+)$", re.M
+    r"^(?:[\w.]+\.)?(?:PublishError|InjectedFailure|ReplayError|SourceError|TopicError|DecryptError)"
+    r": (.+)$",
+    re.M,
 )
 # The last line of a Python traceback: "module.SomeError: message".
 _PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Failure|Interrupt)): (.+)$", re.M)
@@ -64,6 +67,7 @@ class ReplayResult:
     slots: int
     partitions: int
     topic: str
+    dlq: int = 0  # rows dead-lettered instead of published (decrypt.on_error=dlq)
 
     def document(self) -> dict[str, Any]:
         return {"status": "succeeded", **asdict(self)}

@@ -6,7 +6,8 @@ events per order spread across days (so per-entity ordering matters), stable uni
 (``evt-20240101-000001``) and ``updated_at`` non-decreasing per order. Everything derives from the
 arguments and the seed, so rewriting with the same arguments gives the same rows.
 
-Run as ``python -m spark_job.sample_table --out DIR --start 2024-01-01 --days 7 --rows-per-day N``.
+Run as ``python -m spark_job.sample_table --out DIR --start 2024-01-01 --days 7 --rows-per-day N``;
+``--encrypted-email-key-dir KEYS`` adds an encrypted ``email`` column (see ``spark_job.sample_pii``).
 pyarrow only: seeding must not need a JVM.
 """
 
@@ -106,7 +107,14 @@ def _day_table(
 
 
 def write_sample_table(
-    out: Path, start: date, days: int, rows_per_day: int, seed: int = 7, *, uneven: bool = False
+    out: Path,
+    start: date,
+    days: int,
+    rows_per_day: int,
+    seed: int = 7,
+    *,
+    uneven: bool = False,
+    encrypted_email_key_dir: Path | None = None,
 ) -> int:
     """Write ``days`` daily partitions under ``out`` and return the number of rows written."""
     if days < 1 or rows_per_day < 1:
@@ -122,6 +130,10 @@ def write_sample_table(
         partition.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, partition / "part-0.parquet", compression="snappy")
         total += table.num_rows
+    if encrypted_email_key_dir is not None:  # opt-in: the default table keeps its exact shape
+        from spark_job.sample_pii import add_encrypted_email
+
+        add_encrypted_email(out, encrypted_email_key_dir)
     return total
 
 
@@ -133,9 +145,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows-per-day", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--uneven", action="store_true", help="vary rows per day by up to ±40 %%")
+    parser.add_argument(
+        "--encrypted-email-key-dir", type=Path, help="add an encrypted email column (local key kept here)"
+    )
     args = parser.parse_args(argv)
     rows = write_sample_table(
-        args.out, args.start, args.days, args.rows_per_day, args.seed, uneven=args.uneven
+        args.out,
+        args.start,
+        args.days,
+        args.rows_per_day,
+        args.seed,
+        uneven=args.uneven,
+        encrypted_email_key_dir=args.encrypted_email_key_dir,
     )
     print(f"wrote {rows} rows in {args.days} daily partitions to {args.out}")
     return 0

@@ -26,7 +26,8 @@ fast instead of being ignored. Shape (optional fields show their defaults)::
       "ordering": "entity",             # or "none"
       "progress": {"topic": "replay.progress", "interval_s": 10},
       "result_uri": null,               # where the REPLAY_RESULT JSON is also written
-      "max_partition_multiple": null    # cap on k in k x slots partitions
+      "max_partition_multiple": null,   # cap on k in k x slots partitions
+      "decrypt": null                   # PII columns to decrypt, see spark_job.decrypt_spec
     }
 
 ``"_test_fail_once_after": N`` is a test-only hook: attempt 0 of partition 0 fails after N records
@@ -41,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any, Literal
 
+from spark_job.decrypt_spec import Decrypt, validate_decrypt
 from spark_job.errors import SpecError
 from spark_job.uris import read_text
 
@@ -121,6 +123,7 @@ class JobSpec:
     result_uri: str | None = None
     max_partition_multiple: int | None = None
     test_fail_once_after: int | None = None
+    decrypt: Decrypt | None = None  # PII columns to decrypt on the executors (spark_job.decrypt_spec)
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -147,6 +150,8 @@ class JobSpec:
         hook = document.pop("test_fail_once_after")
         if hook is not None:
             document["_test_fail_once_after"] = hook
+        if document["decrypt"] is None:
+            del document["decrypt"]  # specs of sources without PII stay as they were
         return document
 
     def to_json(self) -> str:
@@ -201,6 +206,9 @@ def _validate(spec: JobSpec) -> None:
         raise SpecError("max_partition_multiple", "must be >= 1")
     if spec.test_fail_once_after is not None and spec.test_fail_once_after < 0:
         raise SpecError("_test_fail_once_after", "must be >= 0")
+    if spec.decrypt is not None:
+        protected = (spec.key_column, spec.event_id_column)
+        validate_decrypt(spec.decrypt, value_format=spec.value_format, protected=protected)
 
 
 def _iso(value: date) -> str:

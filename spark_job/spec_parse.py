@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import Any
 
+from spark_job.decrypt_spec import parse_decrypt
 from spark_job.errors import SpecError
 from spark_job.spec import DayWindow, JobSpec, Progress, Selection, Source, TimeWindow, WatermarkRange
 
@@ -83,6 +84,7 @@ def _parse(doc: _Fields) -> JobSpec:
         result_uri=doc.get("result_uri", str),
         max_partition_multiple=doc.get("max_partition_multiple", int),
         test_fail_once_after=doc.get("_test_fail_once_after", int),
+        decrypt=parse_decrypt(doc.nested("decrypt")),
     )
     doc.done()
     return spec
