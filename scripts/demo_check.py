@@ -11,13 +11,14 @@ import json
 import sys
 import uuid
 
+import pyarrow.dataset as ds
 from confluent_kafka import Consumer, TopicPartition
 
 from daemon.client import DaemonClient
 from daemon.settings import load_settings
 
 
-def topic_event_ids(bootstrap: str, topic: str) -> list[str]:
+def topic_records(bootstrap: str, topic: str) -> list[dict]:
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -30,14 +31,14 @@ def topic_event_ids(bootstrap: str, topic: str) -> list[str]:
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions}
         consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in ends.items()])
         remaining = sum(high - low for low, high in ends.values())
-        ids: list[str] = []
+        records: list[dict] = []
         while remaining > 0:
             for message in consumer.consume(num_messages=5000, timeout=5):
                 if message.error():
                     raise RuntimeError(message.error().str())
-                ids.append(json.loads(message.value())["event_id"])
+                records.append(json.loads(message.value()))
                 remaining -= 1
-        return ids
+        return records
     finally:
         consumer.close()
 
@@ -45,12 +46,22 @@ def topic_event_ids(bootstrap: str, topic: str) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--table", required=True, help="the source table, to show a stored encrypted value")
     args = parser.parse_args()
     settings = load_settings()
     assert settings.api_token is not None and settings.user is not None
     with DaemonClient(base_url=settings.daemon_url, token=settings.api_token.get_secret_value()) as client:
         run = client.list_replays(settings.user, requester=settings.user, limit=1)["runs"][0]
-    ids = topic_event_ids(args.bootstrap, run["topic"])
+    records = topic_records(args.bootstrap, run["topic"])
+    ids = [record["event_id"] for record in records]
+    sample = min(records, key=lambda record: record["event_id"])
+    stored = (
+        ds.dataset(args.table, format="parquet", partitioning="hive")
+        .to_table(columns=["email"], filter=ds.field("event_id") == sample["event_id"])["email"][0]
+        .as_py()
+    )
+    print(f"event {sample['event_id']}: email in the lake  {stored[:48]}…")
+    print(f"event {sample['event_id']}: email on the topic {sample['email']}")
     print(f"run {run['id']}: {run['state']}, broker-confirmed {run['confirmed']:,} of {run['rows']:,} rows")
     print(f"topic {run['topic']}: {len(ids):,} records, {len(set(ids)):,} distinct event ids")
     ok = run["state"] == "succeeded" and len(ids) == len(set(ids)) == run["confirmed"] == run["rows"]
