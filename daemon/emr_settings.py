@@ -23,7 +23,7 @@ WORKER_SIZES: dict[int, tuple[int, int, int]] = {
     8: (16, 60, 4),
     16: (32, 120, 8),
 }
-_RELEASE_LABEL = re.compile(r"emr-\d+\.\d+\.\d+")
+_RELEASE_LABEL = re.compile(r"emr-(spark-)?\d+\.\d+\.\d+")
 _OVERHEAD = 1.1  # Spark asks for heap + 10% overhead (at least 384 MiB) per worker
 _MIN_OVERHEAD_MB = 384
 _HEAP_STEP_MB = 256
@@ -58,7 +58,8 @@ class EmrSettings(BaseModel):
 
     region: str = "us-east-1"
     endpoint_url: str | None = Field(default=None, description="AWS endpoint override (tests: moto)")
-    release_label: str = "emr-7.5.0"
+    # Spark 4.0 with Python 3.11: what the job is written for (emr-7.x ships Spark 3.5 and Python 3.9).
+    release_label: str = "emr-spark-8.0.0"
     architecture: Literal["X86_64", "ARM64"] = "X86_64"
     execution_role_arn: str | None = None
     bucket: str | None = Field(default=None, description="holds artifacts, run specs, results and logs")
@@ -87,7 +88,7 @@ class EmrSettings(BaseModel):
     @classmethod
     def _release_label(cls, value: str) -> str:
         if not _RELEASE_LABEL.fullmatch(value):
-            raise ValueError(f"release_label must look like 'emr-7.5.0', not {value!r}")
+            raise ValueError(f"release_label must look like 'emr-spark-8.0.0', not {value!r}")
         return value
 
     @field_validator("spark_conf")

@@ -46,6 +46,10 @@ class FakeClock:
         return self.now
 
 
+# moto only accepts `emr-X.Y.0` labels; production defaults to emr-spark-8.0.0 (Spark 4.0, Python 3.11).
+MOTO_RELEASE_LABEL = "emr-7.5.0"
+
+
 def _settings(aws: AwsClients, **overrides: Any) -> EmrSettings:
     values = {
         "region": aws.region,
@@ -53,6 +57,7 @@ def _settings(aws: AwsClients, **overrides: Any) -> EmrSettings:
         "execution_role_arn": EXECUTION_ROLE_ARN,
         "bucket": BUCKET,
         "idle_stop_minutes": 5,
+        "release_label": MOTO_RELEASE_LABEL,
     }
     return EmrSettings.model_validate({**values, **overrides})
 
@@ -112,7 +117,7 @@ def test_submit_creates_a_statically_sized_application(
         "EXECUTOR": {"workerCount": 3, "workerConfiguration": worker},
     } == app["initialCapacity"]
     assert app["maximumCapacity"] == {"cpu": "16 vCPU", "memory": "64 GB"}
-    assert (app["releaseLabel"], app["type"], app["name"]) == ("emr-7.5.0", "Spark", "replay-r-1")
+    assert (app["releaseLabel"], app["type"], app["name"]) == (MOTO_RELEASE_LABEL, "Spark", "replay-r-1")
     assert app["autoStopConfiguration"] == {"enabled": True, "idleTimeoutMinutes": 5}
 
 
