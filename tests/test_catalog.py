@@ -34,10 +34,13 @@ def test_good_catalog_resolves_relative_paths_against_its_folder(tmp_path: Path)
     assert orders.owners == ["U0OWNER1"]
 
 
-def test_example_catalog_is_valid() -> None:
-    catalog = load_catalog(Path(__file__).parent.parent / "examples" / "sources.yaml")
+@pytest.mark.parametrize(
+    ("name", "sources"), [("sources.yaml", ["orders"]), ("sources-s3.yaml", ["orders", "payments"])]
+)
+def test_example_catalogs_are_valid(name: str, sources: list[str]) -> None:
+    catalog = load_catalog(Path(__file__).parent.parent / "examples" / name)
 
-    assert catalog.names() == ["orders"]
+    assert catalog.names() == sources
 
 
 def test_unknown_source_lists_the_known_ones(tmp_path: Path) -> None:
