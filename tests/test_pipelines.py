@@ -85,9 +85,12 @@ def _schedule(client: DaemonClient, **overrides: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def lake_daemon(tmp_path: Path, kafka_bootstrap: str) -> Any:
+def lake_daemon(request: pytest.FixtureRequest, tmp_path: Path, kafka_bootstrap: str) -> Any:
+    """A daemon on a table of its own; SQLite unless the test asks for `postgres` (indirect param)."""
     table = _table(tmp_path)
-    daemon = running_daemon(tmp_path / "d", sample_table=table, bootstrap=kafka_bootstrap)
+    database = getattr(request, "param", "sqlite")
+    url = request.getfixturevalue("fresh_postgres_url") if database == "postgres" else None
+    daemon = running_daemon(tmp_path / "d", sample_table=table, bootstrap=kafka_bootstrap, database_url=url)
     try:
         yield daemon, table
     finally:
@@ -118,6 +121,9 @@ def test_three_runs_publish_exactly_the_new_rows_and_commit_the_high_mark(
     assert client.get_pipeline(OWNER, pipeline["id"])["last_published_at"] is not None
 
 
+@pytest.mark.parametrize(
+    "lake_daemon", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
 def test_no_new_data_records_a_skipped_run_without_launching_spark(
     lake_daemon: tuple[DaemonProcess, Path],
 ) -> None:
