@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,56 +16,14 @@ from bot.slack_standin import SlackStandin
 from bot.thread_text import Posted
 from daemon.client import DaemonClient
 from daemon.slack_blocks import CONFIRM_ACTION
-from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess, running_daemon
+from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess
 from tests.fixtures.kafka import topic_record_count
-from tests.fixtures.slack import BOT_TOKEN, CHANNEL, BotUnderTest, serve_bot
+from tests.fixtures.slack import CHANNEL, BotUnderTest
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 RUN_TIMEOUT_S = 240.0
-
-
-@pytest.fixture(scope="module")
-def slack() -> Iterator[SlackStandin]:
-    with SlackStandin() as standin:
-        yield standin
-
-
-@pytest.fixture(scope="module")
-def slack_daemon(
-    tmp_path_factory: pytest.TempPathFactory, sample_table: Path, kafka_bootstrap: str, slack: SlackStandin
-) -> Iterator[DaemonProcess]:
-    """The real daemon, told to post its threads to the stand-in and to note progress every second."""
-    daemon = running_daemon(
-        tmp_path_factory.mktemp("replayd-slack"),
-        sample_table=sample_table,
-        bootstrap=kafka_bootstrap,
-        extra={
-            "REPLAY_SLACK_BOT_TOKEN": BOT_TOKEN,
-            "REPLAY_SLACK_API_URL": slack.base_url,
-            "REPLAY_PROGRESS_NOTIFY_EVERY_S": "1",
-        },
-    )
-    try:
-        yield daemon
-    finally:
-        daemon.stop()
-
-
-@pytest.fixture(scope="module")
-def bot(slack: SlackStandin, slack_daemon: DaemonProcess) -> Iterator[BotUnderTest]:
-    served = serve_bot(slack, slack_daemon.url, slack_daemon.token, daemon_timeout_s=60.0)
-    try:
-        yield served
-    finally:
-        served.server.stop()
-
-
-@pytest.fixture(scope="module")
-def daemon_client(slack_daemon: DaemonProcess) -> Iterator[DaemonClient]:
-    with slack_daemon.client() as client:
-        yield client
 
 
 def _run_ids(client: DaemonClient) -> set[str]:

@@ -9,7 +9,6 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,50 +21,13 @@ from daemon.notifier import IdlePrompt
 from daemon.slack_notifier import SlackNotifier, make_web_client
 from store import Store
 from store.models import Pipeline
-from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess, running_daemon
-from tests.fixtures.slack import BOT_TOKEN, CHANNEL, STANDIN_TOKEN, BotUnderTest, serve_bot
+from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess
+from tests.fixtures.slack import BOT_TOKEN, CHANNEL, STANDIN_TOKEN, BotUnderTest
 
 pytestmark = [pytest.mark.kafka]
 
 YEARLY = 'cron="0 0 1 1 *"'  # next fire is months away at most: no run starts during a test
 KEEP_DAYS = 14
-
-
-@pytest.fixture(scope="module")
-def slack() -> Iterator[SlackStandin]:
-    with SlackStandin() as standin:
-        yield standin
-
-
-@pytest.fixture(scope="module")
-def slack_daemon(
-    tmp_path_factory: pytest.TempPathFactory, sample_table: Path, kafka_bootstrap: str, slack: SlackStandin
-) -> Iterator[DaemonProcess]:
-    daemon = running_daemon(
-        tmp_path_factory.mktemp("replayd-pipelines"),
-        sample_table=sample_table,
-        bootstrap=kafka_bootstrap,
-        extra={"REPLAY_SLACK_BOT_TOKEN": BOT_TOKEN, "REPLAY_SLACK_API_URL": slack.base_url},
-    )
-    try:
-        yield daemon
-    finally:
-        daemon.stop()
-
-
-@pytest.fixture(scope="module")
-def bot(slack: SlackStandin, slack_daemon: DaemonProcess) -> Iterator[BotUnderTest]:
-    served = serve_bot(slack, slack_daemon.url, slack_daemon.token, daemon_timeout_s=60.0)
-    try:
-        yield served
-    finally:
-        served.server.stop()
-
-
-@pytest.fixture(scope="module")
-def daemon_client(slack_daemon: DaemonProcess) -> Iterator[DaemonClient]:
-    with slack_daemon.client() as client:
-        yield client
 
 
 @pytest.fixture(scope="module")
