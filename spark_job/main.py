@@ -57,8 +57,14 @@ def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
 
 
 def _ship_package(spark: SparkSession) -> None:
-    """Give executors this package when it was imported from a plain directory (not installed)."""
-    package = Path(__file__).resolve().parent
+    """Give executors this package when it was imported from a plain directory (not installed).
+
+    Where the package came from decides, not where this entry point sits: on EMR `main.py` is a plain
+    file while the package arrives zipped with `--py-files`, which the executors already have.
+    """
+    import spark_job
+
+    package = Path(spark_job.__file__).resolve().parent
     if not package.is_dir():
         return  # imported from a zip given with --py-files: executors have it already
     archive = Path(tempfile.mkdtemp(prefix="replay-")) / "spark_job.zip"
