@@ -59,20 +59,6 @@ class ReplayBody(BaseModel):
         )
 
 
-class PlanOut(BaseModel):
-    source: str
-    window: str
-    window_start: datetime
-    window_end: datetime
-    rows: int
-    tps: int
-    eta_s: float
-    topic: str
-    topic_mode: str
-    partitions: int
-    workers: int
-
-
 class RunOut(BaseModel):
     id: str
     kind: str
@@ -303,7 +289,7 @@ def create_api(
         body, content_type = metrics(service)
         return PlainTextResponse(body, media_type=content_type)
 
-    @app.post("/v1/plans", response_model=PlanOut)
+    @app.post("/v1/plans", response_model=Plan)
     def plan(body: ReplayBody, who: Actor) -> Plan:
         return service.plan(who, body.command(PlanCommand))  # type: ignore[arg-type]
 
