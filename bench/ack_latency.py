@@ -23,6 +23,7 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -32,8 +33,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: import scripts.devtools
+
 from bot.server import ServerThread, start_in_thread
-from bot.slack_standin import SlackStandin
+from scripts.devtools.slack_standin import SlackStandin
 
 SECRET = "bench-signing-secret"  # noqa: S105 (the local bot this script starts)
 API_TOKEN = "bench-api-token"  # noqa: S105

@@ -35,7 +35,9 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from spark_job.sample_table import write_sample_table
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: import scripts.devtools
+
+from scripts.devtools.sample_table import write_sample_table
 
 REPO = Path(__file__).resolve().parents[1]
 MAIN = REPO / "spark_job" / "main.py"

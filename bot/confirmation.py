@@ -17,7 +17,7 @@ _VERSION = 1
 
 @dataclass(frozen=True)
 class LiveRequest:
-    command: str  # `daemon.grammar.render` of the ReplayCommand: parse() reads it back
+    command: str  # `daemon.core.grammar.render` of the ReplayCommand: parse() reads it back
     requester: str
     channel: str
     issued_at: int  # unix seconds

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.confirmation import CONFIRM_TTL_S
-from daemon.client import DaemonClient
+from daemon.contract.client import DaemonClient
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from typing import Any
 
 import structlog
 
-from daemon import slack_blocks
-from daemon.client import DaemonClient
-from daemon.errors import BadRequest, ReplayError, Unavailable
+from daemon.contract.client import DaemonClient
+from daemon.core.errors import BadRequest, ReplayError, Unavailable
+from daemon.slack import messages as slack_blocks
 
 log = structlog.get_logger(__name__)
 

@@ -26,10 +26,10 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from bot.app import create_app
-from daemon.client import DaemonClient
-from daemon.errors import ConfigError
-from daemon.logs import configure_logging
-from daemon.settings import load_settings
+from daemon.config.logs import configure_logging
+from daemon.config.settings import load_settings
+from daemon.contract.client import DaemonClient
+from daemon.core.errors import ConfigError
 
 log = structlog.get_logger(__name__)
 

@@ -14,8 +14,8 @@ import uuid
 import pyarrow.dataset as ds
 from confluent_kafka import Consumer, TopicPartition
 
-from daemon.client import DaemonClient
-from daemon.settings import load_settings
+from daemon.config.settings import load_settings
+from daemon.contract.client import DaemonClient
 
 
 def topic_records(bootstrap: str, topic: str) -> list[dict]:

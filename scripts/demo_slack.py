@@ -15,8 +15,8 @@ from urllib.parse import urlencode
 import httpx
 from slack_sdk.signature import SignatureVerifier
 
-from daemon.client import DaemonClient
-from daemon.settings import load_settings
+from daemon.config.settings import load_settings
+from daemon.contract.client import DaemonClient
 
 TERMINAL = ("succeeded", "failed", "cancelled")
 

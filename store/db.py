@@ -22,10 +22,10 @@ from sqlalchemy import URL, Engine, create_engine, event, make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from store.audit import AuditLog
-from store.notifications import NotificationRepository
-from store.pipelines import PipelineRepository
-from store.runs import RunRepository
+from store.audit_log import AuditLog
+from store.notification_repository import NotificationRepository
+from store.pipeline_repository import PipelineRepository
+from store.run_repository import RunRepository
 from store.sqltypes import utcnow
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000

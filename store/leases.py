@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import ColumnElement, CursorResult, and_, or_, select, update
 from sqlalchemy.orm import Session
 
+from daemon.core.states import TERMINAL_RUN_STATES
 from store.models import Run
-from store.states import TERMINAL_RUN_STATES
 
 if TYPE_CHECKING:
     from store.db import Store

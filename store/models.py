@@ -26,8 +26,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, validates
 
+from daemon.core.states import PipelineState, RunKind, RunState
 from store.sqltypes import JsonType, UtcDateTime, require_aware
-from store.states import PipelineState, RunKind, RunState
 
 # Deterministic constraint names, so later migrations (and SQLite batch mode) can refer to them.
 NAMING_CONVENTION = {

@@ -13,9 +13,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from store.errors import InvalidTransition, RunNotFound, StaleUpdate
+from daemon.core.errors import InvalidTransition, RunNotFound, StaleUpdate
+from daemon.core.states import RUN_TRANSITIONS, RunState
 from store.models import Pipeline, Run
-from store.states import RUN_TRANSITIONS, RunState
 
 # Fields ``transition`` and ``update`` may set; the rest have dedicated methods or never change.
 UPDATABLE_RUN_FIELDS = frozenset(

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from bot.slack_standin import SlackStandin
+from scripts.devtools.slack_standin import SlackStandin
 from tests.fixtures.slack import CHANNEL, OTHER_USER, STANDIN_TOKEN, USER, BotUnderTest, DaemonStandin
 
 GOOD = "orders 2024-01-01..2024-01-02 tps=100"

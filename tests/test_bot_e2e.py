@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.slack_standin import SlackStandin
-from bot.thread_text import Posted
-from daemon.client import DaemonClient
-from daemon.slack_blocks import CONFIRM_ACTION
+from daemon.contract.client import DaemonClient
+from daemon.slack.messages import CONFIRM_ACTION
+from scripts.devtools.slack_standin import SlackStandin
+from scripts.devtools.thread_text import Posted
 from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess
 from tests.fixtures.kafka import topic_record_count
 from tests.fixtures.slack import CHANNEL, BotUnderTest

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from bot.slack_standin import SlackStandin
-from daemon import slack_blocks
-from daemon.client import DaemonClient
-from daemon.notifier import IdlePrompt
-from daemon.slack_notifier import SlackNotifier, make_web_client
+from daemon.adapters.slack_notifier import SlackNotifier, make_web_client
+from daemon.contract.client import DaemonClient
+from daemon.slack import messages as slack_blocks
+from daemon.usecases.notifier import IdlePrompt
+from scripts.devtools.slack_standin import SlackStandin
 from store import Store
 from store.models import Pipeline
 from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess

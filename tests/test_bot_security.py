@@ -9,9 +9,9 @@ from collections.abc import Callable
 import pytest
 
 from bot.app import create_app
-from daemon.client import DaemonClient
-from daemon.errors import ConfigError
-from daemon.settings import load_settings
+from daemon.config.settings import load_settings
+from daemon.contract.client import DaemonClient
+from daemon.core.errors import ConfigError
 from tests.fixtures.slack import (
     BOT_TOKEN,
     CHANNEL,

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from daemon.catalog import load_catalog
-from daemon.errors import CatalogError, UnknownSource
+from daemon.core.errors import CatalogError, UnknownSource
+from daemon.usecases.catalog import load_catalog
 
 GOOD = """
 sources:

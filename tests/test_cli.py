@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, main
+from daemon.cli.main import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, main
 from tests.fixtures.aws import AwsClients
 from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess
 from tests.fixtures.kafka import consume_all

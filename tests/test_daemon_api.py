@@ -12,8 +12,8 @@ import pyarrow.dataset as ds
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from daemon.client import DaemonClient
-from daemon.errors import BadRequest, Forbidden
+from daemon.contract.client import DaemonClient
+from daemon.core.errors import BadRequest, Forbidden
 from store import Store
 from tests.fixtures.daemon import ADMIN, OWNER, STRANGER, DaemonProcess
 from tests.fixtures.kafka import consume_all

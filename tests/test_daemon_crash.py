@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from daemon.launchers.local import _process_start_ticks
+from daemon.adapters.local_launcher import _process_start_ticks
 from store import Store
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
 from tests.fixtures.kafka import topic_record_count

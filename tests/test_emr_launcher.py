@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from daemon.emr_settings import EmrSettings, spark_heap
-from daemon.errors import BadRequest, ConfigError, Conflict, NotFound, ReplayError, Unavailable
-from daemon.launchers.base import Handle, JobOutcome, JobState
-from daemon.launchers.emr import EmrServerlessLauncher, aws_errors
-from daemon.launchers.emr_states import UnknownEmrState
+from daemon.adapters.emr_launcher import EmrServerlessLauncher, aws_errors
+from daemon.adapters.emr_states import UnknownEmrState
+from daemon.config.emr_settings import EmrSettings, spark_heap
+from daemon.core.errors import BadRequest, ConfigError, Conflict, NotFound, ReplayError, Unavailable
+from daemon.usecases.ports import Handle, JobOutcome, JobState
 from tests.fixtures.aws import EXECUTION_ROLE_ARN, AwsClients, aws_client, set_job_run_state
 
 BUCKET = "replay-test"

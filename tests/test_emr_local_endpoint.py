@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from daemon.emr_settings import EmrSettings
-from daemon.launchers.base import Handle, JobOutcome, JobState, Launcher
-from daemon.launchers.emr import EmrServerlessLauncher
-from daemon.launchers.local import LocalSparkLauncher
-from daemon.packaging import package_and_upload
+from daemon.adapters.emr_launcher import EmrServerlessLauncher
+from daemon.adapters.local_launcher import LocalSparkLauncher
+from daemon.adapters.packaging import package_and_upload
+from daemon.config.emr_settings import EmrSettings
+from daemon.usecases.ports import Handle, JobOutcome, JobState, Launcher
 from tests.fixtures.aws import EXECUTION_ROLE_ARN, AwsClients, aws_client
 from tests.fixtures.daemon import OWNER, running_daemon
 from tests.fixtures.kafka import create_topic, topic_record_count, unique_topic

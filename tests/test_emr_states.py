@@ -5,8 +5,7 @@ from __future__ import annotations
 import botocore.session
 import pytest
 
-from daemon.launchers.base import JobOutcome, JobState
-from daemon.launchers.emr_states import (
+from daemon.adapters.emr_states import (
     EmrApplicationState,
     EmrJobRunState,
     Teardown,
@@ -16,6 +15,7 @@ from daemon.launchers.emr_states import (
     job_state,
     teardown_step,
 )
+from daemon.usecases.ports import JobOutcome, JobState
 
 
 def _api_enum(shape: str) -> set[str]:

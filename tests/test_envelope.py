@@ -17,16 +17,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.catalog import Source as CatalogSource
-from daemon.pii import KeyManifestError, decrypt_section
-from daemon.settings import load_settings
+from daemon.config.settings import load_settings
+from daemon.usecases.catalog import Source as CatalogSource
+from daemon.usecases.pii import KeyManifestError, decrypt_section
+from scripts.devtools.encrypt_column import encrypt_table
+from scripts.devtools.sample_pii import email_of
+from scripts.devtools.sample_table import write_sample_table
 from spark_job.decrypt_spec import DataKeyRef, KmsSettings
-from spark_job.encrypt_tool import encrypt_table
 from spark_job.envelope import DecryptError, decrypt_value, encrypt_value, new_data_key
 from spark_job.errors import SpecError
 from spark_job.keys import DataKeyCache, KeyResolver
-from spark_job.sample_pii import email_of
-from spark_job.sample_table import write_sample_table
 from spark_job.spec import JobSpec
 from tests.fixtures.aws import REGION, AwsClients
 from tests.fixtures.kms_proxy import CountingProxy, counting_proxy
@@ -149,7 +149,7 @@ def test_kms_data_key_is_decrypted_once_per_cache(
     kms_key = aws.kms.create_key(Description="replay pii")["KeyMetadata"]["KeyId"]
     table = tmp_path / "orders"
     write_sample_table(table, date(2024, 1, 1), 1, 20)
-    from spark_job.sample_pii import add_email_column
+    from scripts.devtools.sample_pii import add_email_column
 
     add_email_column(table)
     key_id, count = encrypt_table(
@@ -279,8 +279,8 @@ def test_new_data_keys_are_random() -> None:
 def test_build_spec_carries_the_decrypt_section(tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
-    from daemon.catalog import Catalog
-    from daemon.job_specs import build_spec
+    from daemon.usecases.catalog import Catalog
+    from daemon.usecases.job_specs import build_spec
     from store.models import Run
 
     table = tmp_path / "orders"

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.errors import BadRequest
-from daemon.grammar import (
+from daemon.core.errors import BadRequest
+from daemon.core.grammar import (
     GENERAL_USAGE,
     MAX_HEADERS,
     MAX_TPS,
@@ -32,8 +32,8 @@ from daemon.grammar import (
     parse,
     render,
 )
-from daemon.quantities import MAX_DURATION_SECONDS
-from daemon.windows import MAX_DAYS, DayWindow, RelativeWindow, TimeWindow
+from daemon.core.quantities import MAX_DURATION_SECONDS
+from daemon.core.windows import MAX_DAYS, DayWindow, RelativeWindow, TimeWindow
 
 RUN = "r-0123456789ab"
 PIPE = "p-0123456789ab"

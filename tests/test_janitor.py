@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from bot.slack_standin import SlackStandin
-from daemon.catalog import load_catalog
-from daemon.errors import Forbidden
-from daemon.janitor import IdlePolicy, Janitor
-from daemon.kafka_admin import KafkaAdmin
-from daemon.slack_notifier import SlackNotifier, make_web_client
+from daemon.adapters.kafka_admin import KafkaAdmin
+from daemon.adapters.slack_notifier import SlackNotifier, make_web_client
+from daemon.core.errors import Forbidden
+from daemon.usecases.catalog import load_catalog
+from daemon.usecases.janitor import IdlePolicy, Janitor
+from scripts.devtools.slack_standin import SlackStandin
 from store import Store
 from store.migrate import upgrade
 from store.models import Pipeline

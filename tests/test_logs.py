@@ -5,7 +5,7 @@ import json
 
 import structlog
 
-from daemon.logs import REDACTED, configure_logging
+from daemon.config.logs import REDACTED, configure_logging
 
 
 def _json_lines(stream: io.StringIO) -> list[dict[str, object]]:

@@ -13,9 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.emr_settings import EmrSettings
-from daemon.errors import ConfigError
-from daemon.packaging import (
+from daemon.adapters.packaging import (
     JOB_REQUIREMENTS,
     PACKAGE_DIR,
     Artifact,
@@ -25,6 +23,8 @@ from daemon.packaging import (
     venv_key,
     venv_target,
 )
+from daemon.config.emr_settings import EmrSettings
+from daemon.core.errors import ConfigError
 from tests.fixtures.aws import AwsClients
 
 BUCKET = "replay-artifacts"

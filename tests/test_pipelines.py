@@ -20,9 +20,9 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from daemon.client import DaemonClient
-from daemon.errors import BadRequest, Conflict, Forbidden
-from spark_job.sample_table import SCHEMA, write_sample_table
+from daemon.contract.client import DaemonClient
+from daemon.core.errors import BadRequest, Conflict, Forbidden
+from scripts.devtools.sample_table import SCHEMA, write_sample_table
 from store import Store
 from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess, running_daemon
 from tests.fixtures.kafka import LocalBroker, consume_all

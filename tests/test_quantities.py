@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.errors import BadRequest
-from daemon.quantities import (
+from daemon.core.errors import BadRequest
+from daemon.core.quantities import (
     DAY,
     MAX_DURATION_SECONDS,
     InvalidValue,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from spark_job.sample_table import SCHEMA, write_sample_table
+from scripts.devtools.sample_table import SCHEMA, write_sample_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

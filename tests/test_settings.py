@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from daemon.errors import ConfigError
-from daemon.settings import load_settings
+from daemon.config.settings import load_settings
+from daemon.core.errors import ConfigError
 
 
 def test_defaults_put_the_database_under_the_state_directory() -> None:

@@ -1,4 +1,4 @@
-"""`daemon.slack_blocks` is pure: examples of what people read, and properties that hold for any
+"""`daemon.slack.messages` is pure: examples of what people read, and properties that hold for any
 input (Slack's size limits, escaping of whatever a user or a job wrote)."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon import slack_blocks
-from daemon.notifier import RunView
-from daemon.slack_blocks import Message
+from daemon.slack import messages as slack_blocks
+from daemon.slack.messages import Message
+from daemon.usecases.notifier import RunView
 
 RUN = RunView(
     run_id="r-0123456789ab",

@@ -11,9 +11,9 @@ import pytest
 from slack_sdk import WebClient
 from slack_sdk.http_retry import RateLimitErrorRetryHandler
 
-from bot.slack_standin import SlackStandin
-from daemon.notifier import RunView
-from daemon.slack_notifier import SlackDeliveryError, SlackNotifier, make_web_client
+from daemon.adapters.slack_notifier import SlackDeliveryError, SlackNotifier, make_web_client
+from daemon.usecases.notifier import RunView
+from scripts.devtools.slack_standin import SlackStandin
 from tests.fixtures.slack import BOT_TOKEN, CHANNEL
 
 RUN = RunView(

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 import pytest
 from structlog.testing import capture_logs
 
-from bot.slack_standin import SlackStandin
-from daemon import slack_blocks
-from daemon.notifier import IdlePrompt, RunView
-from daemon.slack_notifier import SlackDeliveryError, SlackNotifier, make_web_client
+from daemon.adapters.slack_notifier import SlackDeliveryError, SlackNotifier, make_web_client
+from daemon.slack import messages as slack_blocks
+from daemon.usecases.notifier import IdlePrompt, RunView
+from scripts.devtools.slack_standin import SlackStandin
 from store.models import Pipeline
 from tests.fixtures.slack import BOT_TOKEN, CHANNEL
 

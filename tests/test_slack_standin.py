@@ -12,9 +12,9 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
 
-from bot.slack_standin import SlackStandin
-from daemon.notifier import RunView
-from daemon.slack_notifier import SlackNotifier, make_web_client
+from daemon.adapters.slack_notifier import SlackNotifier, make_web_client
+from daemon.usecases.notifier import RunView
+from scripts.devtools.slack_standin import SlackStandin
 from tests.fixtures.slack import BOT_TOKEN, CHANNEL
 
 
@@ -110,7 +110,9 @@ def test_render_thread_reads_like_slack(slack_standin: SlackStandin) -> None:
 
 def test_the_module_runs_as_a_server_for_the_demo() -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "bot.slack_standin", "--port", "0"], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "scripts.devtools.slack_standin", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert process.stdout is not None

@@ -19,10 +19,10 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
+from scripts.devtools.encrypt_column import encrypt_table
+from scripts.devtools.sample_pii import add_email_column, email_of
+from scripts.devtools.sample_table import write_sample_table
 from spark_job.decrypt_spec import KmsSettings
-from spark_job.encrypt_tool import encrypt_table
-from spark_job.sample_pii import add_email_column, email_of
-from spark_job.sample_table import write_sample_table
 from tests.fixtures.aws import REGION, AwsClients
 from tests.fixtures.kafka import consume_all, create_topic, unique_topic
 from tests.fixtures.kms_proxy import CountingProxy, counting_proxy

@@ -14,7 +14,8 @@ from typing import TypeVar
 
 import pytest
 
-from store import StaleUpdate, Store
+from daemon.core.errors import StaleUpdate
+from store import Store
 from store.migrate import upgrade
 from store.models import Run
 

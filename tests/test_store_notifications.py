@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from store import NotificationNotFound, Outcome, Store
+from daemon.core.errors import NotificationNotFound
+from daemon.core.states import Outcome
+from store import Store
 
 
 def test_record_once_is_true_only_the_first_time(store: Store) -> None:

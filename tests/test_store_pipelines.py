@@ -6,7 +6,9 @@ import re
 
 import pytest
 
-from store import InvalidTransition, PipelineNotFound, PipelineState, StaleUpdate, Store
+from daemon.core.errors import InvalidTransition, PipelineNotFound, StaleUpdate
+from daemon.core.states import PipelineState
+from store import Store
 from store.models import Pipeline, Run
 
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from store import RunState, Store
+from daemon.core.states import RunState
+from store import Store
 from store.migrate import upgrade
 from store.models import Run
 from store.pagination import decode_cursor, encode_cursor

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from sqlalchemy import make_url
 
-from store import InvalidTransition, RunNotFound, RunState, StaleUpdate, Store
+from daemon.core.errors import InvalidTransition, RunNotFound, StaleUpdate
+from daemon.core.states import RUN_TRANSITIONS, TERMINAL_RUN_STATES, RunState
+from store import Store
 from store.migrate import upgrade
 from store.models import Run
-from store.states import RUN_TRANSITIONS, TERMINAL_RUN_STATES
 
 IST = timezone(timedelta(hours=5, minutes=30))
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.errors import BadRequest
-from daemon.watermarks import decode, encode, has_new_data, low_bound
+from daemon.core.errors import BadRequest
+from daemon.core.watermarks import decode, encode, has_new_data, low_bound
 
 moments = st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2200, 1, 1), timezones=st.just(UTC))
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.quantities import InvalidValue
-from daemon.windows import (
+from daemon.core.quantities import InvalidValue
+from daemon.core.windows import (
     MAX_DAYS,
     DayWindow,
     RelativeWindow,

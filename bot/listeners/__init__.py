@@ -5,11 +5,11 @@ from __future__ import annotations
 from slack_bolt import App
 
 from bot.deps import BotDeps
-from bot.listeners import commands, confirmations, idle, pipelines
+from bot.listeners import commands, confirmations, idle, pipeline_actions
 
 
 def register_all(app: App, deps: BotDeps) -> None:
     commands.register(app, deps)
     confirmations.register(app, deps)
-    pipelines.register(app, deps)
+    pipeline_actions.register(app, deps)
     idle.register(app, deps)

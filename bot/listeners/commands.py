@@ -2,7 +2,7 @@
 
 The ack itself answers what needs no daemon: a grammar error (the token, why, the usage line) and
 `help`. Everything else is answered by `respond()` from a lazy listener, ephemeral, within Slack's
-30-minute response_url window; pipeline commands are answered by `bot.listeners.pipelines`. The run's
+30-minute response_url window; pipeline commands are answered by `bot.listeners.pipeline_actions`. The run's
 (and the pipeline's) channel message and thread are posted by the daemon's notifier, not here, so a bot
 restart never loses or doubles them.
 """
@@ -14,11 +14,10 @@ from typing import Any
 from slack_bolt import Ack, App, Respond
 
 from bot.deps import BotDeps
-from bot.listeners import confirmations, pipelines
+from bot.listeners import confirmations, pipeline_actions
 from bot.replies import answer_with, create_once, key_for
-from daemon import slack_blocks
-from daemon.cli import request_body
-from daemon.grammar import (
+from daemon.cli.main import request_body
+from daemon.core.grammar import (
     USAGE,
     CancelCommand,
     Command,
@@ -33,6 +32,7 @@ from daemon.grammar import (
     parse,
     render,
 )
+from daemon.slack import messages as slack_blocks
 
 COMMAND = "/replay"
 _LIST_TITLES = {"all": "latest", "mine": "yours", "running": "running"}
@@ -111,8 +111,8 @@ def answer(deps: BotDeps, parsed: Command, command: dict[str, Any]) -> slack_blo
         return answer_with(lambda: _list(deps, parsed, user))
     if isinstance(parsed, CancelCommand):
         return answer_with(lambda: _cancel(deps, parsed, user), usage=USAGE["cancel"])
-    if isinstance(parsed, pipelines.PIPELINE_COMMANDS):
-        return pipelines.answer(deps, parsed, command)
+    if isinstance(parsed, pipeline_actions.PIPELINE_COMMANDS):
+        return pipeline_actions.answer(deps, parsed, command)
     return None
 
 

@@ -16,10 +16,10 @@ from slack_bolt import Ack, App, Respond
 from bot.confirmation import LiveRequest
 from bot.deps import BotDeps
 from bot.replies import answer_with, create_once, key_for
-from daemon import slack_blocks
-from daemon.cli import request_body
-from daemon.grammar import USAGE, GrammarError, ReplayCommand, parse, render
-from daemon.quantities import render_duration
+from daemon.cli.main import request_body
+from daemon.core.grammar import USAGE, GrammarError, ReplayCommand, parse, render
+from daemon.core.quantities import render_duration
+from daemon.slack import messages as slack_blocks
 
 
 def ask(deps: BotDeps, parsed: ReplayCommand, command: dict[str, Any]) -> slack_blocks.Message:

@@ -16,8 +16,8 @@ from slack_bolt import Ack, App, Respond
 
 from bot.deps import BotDeps
 from bot.replies import outcome_of
-from daemon import slack_blocks
-from daemon.errors import Conflict
+from daemon.core.errors import Conflict
+from daemon.slack import messages as slack_blocks
 
 
 def _keep(deps: BotDeps, clicker: str, pipeline_id: str, days: int | None) -> slack_blocks.Message:

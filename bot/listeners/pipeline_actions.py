@@ -1,0 +1,274 @@
+"""`/replay schedule | pipelines | pipeline | pause | resume | unschedule`, and their buttons.
+
+The daemon decides (owners and admins only, a schedule that parses, a real watermark column) and its
+notifier posts the pipeline's summary in the channel, the thread its runs report in; the bot answers
+the requester ephemerally. Two commands ask first, with buttons only the requester may press, for
+`confirm_ttl_s`: a `topic=live` schedule (nothing exists before the click) and `unschedule` (nothing
+stops before the click). Each button carries a `LiveRequest` (the canonical command, who, where, when),
+so a click needs no state in the bot.
+
+A second click is harmless. Unscheduling twice is a 409 from the daemon, shown as "already
+unscheduled". The schedule endpoint takes no Idempotency-Key, so a live-schedule click first looks for
+the pipeline this confirmation already created (same requester, source, schedule, channel, into the
+live topic, created after the confirmation was issued), under a lock so two clicks on one bot process
+cannot both create.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, TypeVar
+
+from slack_bolt import Ack, App, Respond
+
+from bot.confirmation import LiveRequest
+from bot.deps import BotDeps
+from bot.replies import answer_with, key_for
+from daemon.cli.main import schedule_body
+from daemon.core.errors import BadRequest, Conflict, UnknownSource
+from daemon.core.grammar import (
+    USAGE,
+    Command,
+    GrammarError,
+    PauseCommand,
+    PipelineCommand,
+    PipelinesCommand,
+    ResumeCommand,
+    ScheduleCommand,
+    UnscheduleCommand,
+    parse,
+    render,
+)
+from daemon.core.quantities import render_duration
+from daemon.core.schedules import schedule_text
+from daemon.slack import messages as slack_blocks
+from daemon.usecases.pipeline_service import pipeline_topic
+
+PIPELINE_COMMANDS = (
+    ScheduleCommand,
+    PipelinesCommand,
+    PipelineCommand,
+    PauseCommand,
+    ResumeCommand,
+    UnscheduleCommand,
+)
+_LIST_TITLES = {"all": "scheduled", "mine": "yours", "idle": "idle: de-provisioned unless kept"}
+
+PipelineCommandType = (
+    ScheduleCommand | PipelinesCommand | PipelineCommand | PauseCommand | ResumeCommand | UnscheduleCommand
+)
+Message = slack_blocks.Message
+View = slack_blocks.PipelineView
+C = TypeVar("C", UnscheduleCommand, ScheduleCommand)
+
+
+# --- commands ------------------------------------------------------------------------------------------
+
+
+def _request(deps: BotDeps, parsed: Command, command: dict[str, Any]) -> LiveRequest:
+    return LiveRequest(
+        command=render(parsed),
+        requester=command["user_id"],
+        channel=str(command.get("channel_id") or ""),
+        issued_at=int(deps.clock()),
+        nonce=key_for("n", str(command.get("trigger_id") or command.get("response_url") or "")),
+    )
+
+
+def _schedule(deps: BotDeps, parsed: ScheduleCommand, command: dict[str, Any]) -> Message:
+    if parsed.topic == "live":
+        return _ask_live(deps, parsed, command)
+    body = {**schedule_body(parsed), "slack_channel": command.get("channel_id")}
+    pipeline = deps.daemon.schedule(command["user_id"], body)
+    return slack_blocks.pipeline_scheduled_reply(
+        View.of_api(pipeline), announced=bool(pipeline.get("slack_ts"))
+    )
+
+
+def _ask_live(deps: BotDeps, parsed: ScheduleCommand, command: dict[str, Any]) -> Message:
+    """The schedule and the buttons; only the catalog is read, so nothing can be created yet."""
+    user = command["user_id"]
+    sources = {s["name"]: s for s in deps.daemon.sources(user)}
+    source = sources.get(parsed.source)
+    if source is None:
+        raise UnknownSource(parsed.source, list(sources))
+    if not source.get("live_topic"):
+        raise BadRequest(f"source '{parsed.source}' has no live topic; use topic=auto")
+    value = _request(deps, parsed, command).encode()
+    if len(value) > slack_blocks.MAX_BUTTON_VALUE:
+        return slack_blocks.refusal("this command is too long for a confirmation button; shorten its headers")
+    return slack_blocks.live_schedule_confirmation(
+        schedule_body(parsed), live_topic=source["live_topic"], value=value, expires_in_s=deps.confirm_ttl_s
+    )
+
+
+def _list(deps: BotDeps, parsed: PipelinesCommand, user: str) -> Message:
+    if parsed.filter == "idle":
+        found = deps.daemon.idle_pipelines(user)
+    else:
+        owner = user if parsed.filter == "mine" else None
+        found = [p for p in deps.daemon.list_pipelines(user, owner=owner) if p["state"] != "archived"]
+    return slack_blocks.pipeline_list(found, _LIST_TITLES[parsed.filter])
+
+
+def _change(deps: BotDeps, parsed: PauseCommand | ResumeCommand, user: str) -> Message:
+    action = "pause" if isinstance(parsed, PauseCommand) else "resume"
+    pipeline = deps.daemon.pipeline_action(user, parsed.pipeline_id, action)
+    return slack_blocks.pipeline_changed(View.of_api(pipeline), action)
+
+
+def _ask_unschedule(deps: BotDeps, parsed: UnscheduleCommand, command: dict[str, Any]) -> Message:
+    pipeline = View.of_api(deps.daemon.get_pipeline(command["user_id"], parsed.pipeline_id))
+    if pipeline.state == "archived":
+        return slack_blocks.notice(f"Pipeline `{parsed.pipeline_id}` is already unscheduled.")
+    value = _request(deps, parsed, command).encode()
+    return slack_blocks.unschedule_confirmation(pipeline, value=value, expires_in_s=deps.confirm_ttl_s)
+
+
+def _work(deps: BotDeps, parsed: PipelineCommandType, command: dict[str, Any]) -> Message:
+    user = command["user_id"]
+    if isinstance(parsed, ScheduleCommand):
+        return _schedule(deps, parsed, command)
+    if isinstance(parsed, PipelinesCommand):
+        return _list(deps, parsed, user)
+    if isinstance(parsed, PipelineCommand):
+        return slack_blocks.pipeline_detail(deps.daemon.get_pipeline(user, parsed.pipeline_id))
+    if isinstance(parsed, PauseCommand | ResumeCommand):
+        return _change(deps, parsed, user)
+    return _ask_unschedule(deps, parsed, command)
+
+
+def answer(deps: BotDeps, parsed: PipelineCommandType, command: dict[str, Any]) -> Message:
+    """The daemon's answer to a pipeline command (called after the ack)."""
+    word = render(parsed).split(" ", 1)[0]
+    return answer_with(lambda: _work(deps, parsed, command), usage=USAGE[word])
+
+
+# --- buttons -------------------------------------------------------------------------------------------
+
+
+def _checked(deps: BotDeps, body: dict[str, Any], respond: Respond, *, confirm: bool) -> LiveRequest | None:
+    """The request behind a click, if this clicker may answer it now; otherwise say why and None."""
+    try:
+        request = LiveRequest.decode(body["actions"][0]["value"])
+    except ValueError:
+        respond(**slack_blocks.refusal("this button is not one of ours").ephemeral(replace_original=False))
+        return None
+    if body["user"]["id"] != request.requester:
+        note = f":no_entry: Only {slack_blocks.mention(request.requester)} can answer this confirmation."
+        respond(**slack_blocks.notice(note).ephemeral(replace_original=False))
+        return None
+    if confirm and request.expired(deps.clock(), deps.confirm_ttl_s):
+        ttl = render_duration(int(deps.confirm_ttl_s))
+        note = (
+            f":hourglass: This confirmation expired (after {ttl}); nothing was changed. "
+            f"Run `/replay {slack_blocks.escape(request.command)}` again."
+        )
+        respond(**slack_blocks.notice(note).ephemeral(replace_original=True))
+        return None
+    return request
+
+
+def _parsed(request: LiveRequest, kind: type[C]) -> C:
+    parsed = parse(request.command)
+    if not isinstance(parsed, kind):
+        raise GrammarError(f"this confirmation does not hold a {kind.__name__}")
+    return parsed
+
+
+def _unschedule(deps: BotDeps, request: LiveRequest) -> Message:
+    parsed = _parsed(request, UnscheduleCommand)
+    try:
+        pipeline = deps.daemon.pipeline_action(
+            request.requester, parsed.pipeline_id, "unschedule", {"confirm": True}
+        )
+    except Conflict:  # archived already: a second click, or someone else got there first
+        return slack_blocks.notice(
+            f":ok_hand: Pipeline `{parsed.pipeline_id}` is already unscheduled; this click changed nothing."
+        )
+    return slack_blocks.unscheduled(View.of_api(pipeline))
+
+
+def _keep_scheduled(_deps: BotDeps, request: LiveRequest) -> Message:
+    pipeline_id = _parsed(request, UnscheduleCommand).pipeline_id
+    return slack_blocks.notice(f":ok_hand: Kept: `{pipeline_id}` stays scheduled; nothing changed.")
+
+
+def _created_from(deps: BotDeps, request: LiveRequest, parsed: ScheduleCommand) -> dict[str, Any] | None:
+    """The live pipeline this confirmation already created, if any (see the module docstring)."""
+    schedule = schedule_text(every_seconds=parsed.every_seconds, cron=parsed.cron)
+    for pipeline in deps.daemon.list_pipelines(request.requester, owner=request.requester):
+        created = slack_blocks.PipelineView.of_api(pipeline).created_at
+        if (
+            (pipeline["source"], pipeline["schedule"]) == (parsed.source, schedule)
+            and pipeline.get("slack_channel") == (request.channel or None)
+            and pipeline["topic"] != pipeline_topic(pipeline["source"], pipeline["id"])
+            and created is not None
+            and created.timestamp() >= request.issued_at
+        ):
+            return pipeline
+    return None
+
+
+def _schedule_live(deps: BotDeps, request: LiveRequest, lock: threading.Lock) -> Message:
+    parsed = _parsed(request, ScheduleCommand)
+    with lock:
+        existing = _created_from(deps, request, parsed)
+        if existing is not None:
+            pipeline_id = slack_blocks.escape(existing["id"])
+            return slack_blocks.notice(
+                f":repeat: Already scheduled from this confirmation as `{pipeline_id}`; "
+                "this click created nothing new."
+            )
+        body = {**schedule_body(parsed), "confirm_live": True, "slack_channel": request.channel or None}
+        pipeline = deps.daemon.schedule(request.requester, body)
+    view = View.of_api(pipeline)
+    return slack_blocks.pipeline_scheduled_reply(view, announced=bool(pipeline.get("slack_ts")))
+
+
+def on_unschedule_click(deps: BotDeps, body: dict[str, Any], respond: Respond, *, confirm: bool) -> None:
+    request = _checked(deps, body, respond, confirm=confirm)
+    if request is None:
+        return
+    work = _unschedule if confirm else _keep_scheduled
+    message = answer_with(lambda: work(deps, request), usage=USAGE["unschedule"])
+    respond(**message.ephemeral(replace_original=True))
+
+
+def on_live_schedule_click(
+    deps: BotDeps, body: dict[str, Any], respond: Respond, *, confirm: bool, lock: threading.Lock
+) -> None:
+    request = _checked(deps, body, respond, confirm=confirm)
+    if request is None:
+        return
+    if confirm:
+        message = answer_with(lambda: _schedule_live(deps, request, lock), usage=USAGE["schedule"])
+    else:
+        message = slack_blocks.notice(
+            ":no_entry_sign: Dismissed: nothing was scheduled from this confirmation."
+        )
+    respond(**message.ephemeral(replace_original=True))
+
+
+def register(app: App, deps: BotDeps) -> None:
+    live_lock = threading.Lock()  # one live-schedule creation at a time: see the module docstring
+
+    def ack_click(ack: Ack) -> None:
+        ack()
+
+    def unschedule(body: dict[str, Any], respond: Respond) -> None:
+        on_unschedule_click(deps, body, respond, confirm=True)
+
+    def keep_scheduled(body: dict[str, Any], respond: Respond) -> None:
+        on_unschedule_click(deps, body, respond, confirm=False)
+
+    def schedule_live(body: dict[str, Any], respond: Respond) -> None:
+        on_live_schedule_click(deps, body, respond, confirm=True, lock=live_lock)
+
+    def dismiss_live(body: dict[str, Any], respond: Respond) -> None:
+        on_live_schedule_click(deps, body, respond, confirm=False, lock=live_lock)
+
+    app.action(slack_blocks.UNSCHEDULE_CONFIRM_ACTION)(ack=ack_click, lazy=[unschedule])
+    app.action(slack_blocks.UNSCHEDULE_KEEP_ACTION)(ack=ack_click, lazy=[keep_scheduled])
+    app.action(slack_blocks.SCHEDULE_LIVE_CONFIRM_ACTION)(ack=ack_click, lazy=[schedule_live])
+    app.action(slack_blocks.SCHEDULE_LIVE_CANCEL_ACTION)(ack=ack_click, lazy=[dismiss_live])

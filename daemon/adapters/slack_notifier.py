@@ -1,0 +1,211 @@
+"""`SlackNotifier`: a run's story as one Slack thread (announcement, progress, final word).
+
+The parent message goes to the channel the command came from; progress and the final report are
+replies in its thread, and the parent is edited to show the final state. A scheduled pipeline gets
+one thread too: its summary is the parent and each reported run is one line in it (the parent stays
+the pipeline's, never edited by a run). Idle-pipeline questions and farewells go to each owner by DM;
+a DM Slack will not deliver (deactivated user, bot user, DMs closed...) goes to the platform channel
+instead, mentioning the owner, so the question is never silently lost. Rendering is
+`daemon.slack.messages`; delivery is an injected `slack_sdk.WebClient`, given slack_sdk's retry handlers
+so a 429 waits for `Retry-After` and the message arrives once. Every `SlackApiError` is translated to
+`SlackDeliveryError` in `_call`, the one place this adapter touches the Web API.
+
+ReplayError
+└── SlackDeliveryError   Slack refused or could not take a message (method, Slack's error code)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+from slack_sdk.web import SlackResponse
+
+from daemon.config.settings import Settings
+from daemon.core.errors import ReplayError
+from daemon.slack import messages as slack_blocks
+from daemon.usecases.notifier import IdlePrompt, Notifier, RunView
+from store.models import Pipeline
+
+log = structlog.get_logger(__name__)
+
+RATE_LIMIT_RETRIES = 3
+CONNECTION_RETRIES = 2
+# Slack's answers that mean "this person cannot get a DM from us": retrying will not help, a channel will.
+UNDELIVERABLE_DM = frozenset(
+    {
+        "user_not_found",
+        "cannot_dm_bot",
+        "user_disabled",
+        "account_inactive",
+        "messages_tab_disabled",
+        "not_allowed",
+        "channel_not_found",
+        "is_archived",
+    }
+)
+
+
+class SlackDeliveryError(ReplayError):
+    """A Web API call failed for good (after slack_sdk's retries)."""
+
+    def __init__(self, method: str, error: str) -> None:
+        super().__init__(f"Slack {method} failed: {error}")
+        self.method, self.error = method, error
+
+
+def with_retries(client: WebClient) -> WebClient:
+    """Give `client` slack_sdk's 429 and connection-error retry handlers unless it has its own."""
+    kinds = {type(handler) for handler in client.retry_handlers}
+    if RateLimitErrorRetryHandler not in kinds:
+        client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES))
+    if ConnectionErrorRetryHandler not in kinds:
+        client.retry_handlers.append(ConnectionErrorRetryHandler(max_retry_count=CONNECTION_RETRIES))
+    return client
+
+
+def make_web_client(token: str, base_url: str, *, timeout_s: int = 15) -> WebClient:
+    """A WebClient for `base_url` (Slack, or a local stand-in) with the retries above."""
+    return with_retries(WebClient(token=token, base_url=base_url.rstrip("/") + "/", timeout=timeout_s))
+
+
+class SlackNotifier(Notifier):
+    def __init__(self, *, client: WebClient, default_channel: str | None = None) -> None:
+        """`default_channel` (the platform channel) takes runs that came without one (e.g. from the
+        `replay` CLI) and the owner questions a DM could not deliver."""
+        self._client = with_retries(client)
+        self._default_channel = default_channel
+
+    def _call(self, method: str, **params: Any) -> SlackResponse:
+        try:
+            return self._client.api_call(method, json=params)
+        except SlackApiError as exc:
+            error = exc.response.get("error") if exc.response is not None else None
+            status = exc.response.status_code if exc.response is not None else "?"
+            raise SlackDeliveryError(method, str(error or f"HTTP {status}")) from exc
+        except (SlackClientError, OSError) as exc:
+            raise SlackDeliveryError(method, f"{type(exc).__name__}: {exc}") from exc
+
+    def _channel(self, run: RunView) -> str | None:
+        return run.channel or self._default_channel
+
+    def _post(self, channel: str, message: slack_blocks.Message, thread_ts: str | None = None) -> str:
+        extra = {"thread_ts": thread_ts} if thread_ts else {}
+        response = self._call(
+            "chat.postMessage", channel=channel, unfurl_links=False, **message.payload(**extra)
+        )
+        return str(response["ts"])
+
+    def run_started(self, run: RunView) -> str | None:
+        channel = self._channel(run)
+        if channel is None:
+            return None
+        ts = self._post(channel, slack_blocks.run_parent(run))
+        log.info("slack thread started", run_id=run.run_id, channel=channel, ts=ts)
+        return ts
+
+    def run_progress(self, run: RunView) -> None:
+        channel = self._channel(run)
+        if channel is None or run.thread_ts is None:
+            return  # no thread to reply in: progress alone would be noise in the channel
+        self._post(channel, slack_blocks.progress_reply(run), thread_ts=run.thread_ts)
+
+    def run_finished(self, run: RunView) -> None:
+        """Reply with the final report, then edit the parent; one failing does not stop the other."""
+        channel = self._channel(run)
+        if channel is None:
+            return
+        if run.pipeline_id is not None:  # one line in the pipeline's thread; its parent is not the run's
+            self._post(channel, slack_blocks.pipeline_run_line(run), thread_ts=run.thread_ts)
+            return
+        thread_ts = run.thread_ts
+        if thread_ts is None:  # the announcement never went out: post the final card as the parent
+            thread_ts = self._post(channel, slack_blocks.run_parent(run))
+        failures: list[SlackDeliveryError] = []
+        try:
+            self._post(channel, slack_blocks.final_reply(run), thread_ts=thread_ts)
+        except SlackDeliveryError as exc:
+            failures.append(exc)
+        if run.thread_ts is not None:
+            try:
+                self._call(
+                    "chat.update", channel=channel, ts=thread_ts, **slack_blocks.run_parent(run).payload()
+                )
+            except SlackDeliveryError as exc:
+                failures.append(exc)
+        if failures:
+            log.warning("slack final report incomplete", run_id=run.run_id, errors=[str(f) for f in failures])
+            raise failures[0]
+
+    # -- pipelines ----------------------------------------------------------------------------
+
+    def pipeline_scheduled(self, pipeline: Pipeline) -> str | None:
+        """Post the pipeline's summary where it was scheduled; its ts is the thread runs reply in.
+
+        A refused post is logged, not raised: the pipeline exists either way, and its creation must not
+        look failed (a retry would schedule it twice). Its runs then post their lines in the channel.
+        """
+        if pipeline.slack_channel is None:
+            return None
+        view = slack_blocks.PipelineView.of_model(pipeline)
+        try:
+            ts = self._post(pipeline.slack_channel, slack_blocks.pipeline_summary(view))
+        except SlackDeliveryError as exc:
+            log.warning("slack pipeline summary not delivered", pipeline_id=pipeline.id, error=str(exc))
+            return None
+        log.info(
+            "slack pipeline thread started", pipeline_id=pipeline.id, channel=pipeline.slack_channel, ts=ts
+        )
+        return ts
+
+    def idle_prompt(self, prompt: IdlePrompt, owner: str) -> str:
+        view = slack_blocks.PipelineView.of_model(prompt.pipeline)
+        return self._to_owner(
+            owner,
+            lambda mentioned: slack_blocks.idle_prompt(
+                view,
+                idle_since=prompt.idle_since,
+                deadline=prompt.deadline,
+                keep_days=prompt.keep_days,
+                owner=mentioned,
+            ),
+        )
+
+    def pipeline_removed(self, pipeline: Pipeline, owner: str, removed: list[str], reason: str) -> str:
+        view = slack_blocks.PipelineView.of_model(pipeline)
+        return self._to_owner(
+            owner,
+            lambda mentioned: slack_blocks.pipeline_removed(
+                view, removed=removed, reason=reason, owner=mentioned
+            ),
+        )
+
+    def _to_owner(self, owner: str, render: Callable[[str | None], slack_blocks.Message]) -> str:
+        """DM `owner`; if Slack cannot deliver it, the platform channel gets it with a mention.
+
+        `render(None)` is the DM, `render(owner)` the channel copy. Returns the channel it went to.
+        Transient failures (rate limits, network) are raised, so the caller's dedup retries later.
+        """
+        platform = self._default_channel
+        try:
+            channel = str(self._call("conversations.open", users=owner)["channel"]["id"])
+            self._post(channel, render(None))
+            return channel
+        except SlackDeliveryError as exc:
+            if exc.error not in UNDELIVERABLE_DM or platform is None:
+                raise
+            log.warning("slack DM undeliverable: using the platform channel", owner=owner, error=exc.error)
+            self._post(platform, render(owner))
+            return platform
+
+
+def slack_notifier_from_settings(settings: Settings) -> SlackNotifier | None:
+    """The daemon's notifier when a bot token is configured; None means 'use the log notifier'."""
+    if settings.slack_bot_token is None:
+        return None
+    client = make_web_client(settings.slack_bot_token.get_secret_value(), settings.slack_api_url)
+    return SlackNotifier(client=client, default_channel=settings.slack_platform_channel)

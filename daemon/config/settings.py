@@ -1,0 +1,163 @@
+"""One settings object for every entry point, read once from `REPLAY_*` variables at start-up.
+
+Entry points (`replayd`, `replay-bot`, `replay`) call :func:`load_settings` and pass the result
+down; nothing else reads the environment, so a hidden env read fails loudly in tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from daemon.config.emr_settings import EmrSettings
+from daemon.core.errors import ConfigError
+
+ENV_PREFIX = "REPLAY_"
+
+
+def _split_list(value: object) -> object:
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+class Settings(BaseSettings):
+    """Everything the platform's processes need; secrets are `SecretStr` so they never print."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore", frozen=True
+    )
+
+    state_dir: Path = Path(".state")
+    database_url: str | None = Field(
+        default=None, description="SQLAlchemy URL; default: a SQLite file under the state directory"
+    )
+
+    kafka_bootstrap: str = "127.0.0.1:9092"
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    kafka_sasl_mechanism: str | None = None
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: SecretStr | None = None
+    kafka_message_timeout_ms: int | None = Field(
+        default=None, gt=0, description="the job's producer delivery timeout (librdkafka message.timeout.ms)"
+    )
+    topic_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, gt=0)
+    progress_topic: str = "replay.progress"
+    progress_interval_s: float = Field(default=10.0, gt=0)
+
+    catalog_path: Path = Path("examples/sources.yaml")
+    launcher: Literal["local", "emr"] = "local"
+    emr: EmrSettings = Field(
+        default_factory=EmrSettings, description="REPLAY_EMR__<FIELD>, e.g. REPLAY_EMR__BUCKET"
+    )
+    spark_submit: str | None = Field(default=None, description="default: the one installed with pyspark")
+    local_key_dir: Path | None = Field(
+        default=None, description="where local:<name> PII keys live (<name>.key); development only"
+    )
+    local_workers: int = Field(default=2, ge=1, le=64)
+    watcher_poll_s: float = Field(default=1.0, gt=0)
+    lease_ttl_s: float = Field(default=15.0, gt=0)
+    progress_notify_every_s: float = Field(
+        default=15.0, ge=0, description="at most one progress reply this often"
+    )
+    idle_after_days: int = Field(default=30, ge=1, description="a pipeline with no publish this long is idle")
+    idle_grace_days: int = Field(default=7, ge=0, description="days owners have to answer before removal")
+    idle_keep_days: int = Field(default=30, ge=1, description="how long 'Keep' snoozes the question")
+    janitor_schedule: str = Field(default="cron=0 9 * * *", description="when the idle clean-up runs (UTC)")
+    max_tps: int = Field(default=200_000, gt=0)
+    default_tps: int = Field(default=1_000, gt=0)
+    max_workers: int = Field(default=64, ge=1)
+
+    slack_bot_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    slack_app_token: SecretStr | None = None
+    slack_api_url: str = "https://slack.com/api/"
+    slack_platform_channel: str | None = None
+    bot_host: str = "127.0.0.1"
+    bot_port: int = Field(default=3000, ge=0, le=65535)
+
+    instance_id: str | None = Field(default=None, description="lease owner name; default host:port")
+    daemon_url: str = "http://127.0.0.1:8700"
+    daemon_host: str = "127.0.0.1"
+    daemon_port: int = Field(default=8700, ge=0, le=65535)
+    api_token: SecretStr | None = None
+    user: str | None = Field(default=None, description="the CLI user's Slack id (who is asking)")
+    admins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
+    log_format: Literal["console", "json"] = "console"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    _split_admins = field_validator("admins", mode="before")(_split_list)
+
+    @model_validator(mode="after")
+    def _default_database(self) -> Settings:
+        if self.database_url is None:
+            object.__setattr__(self, "database_url", f"sqlite:///{self.state_dir / 'replay.db'}")
+        return self
+
+    @property
+    def db_url(self) -> str:
+        assert self.database_url is not None  # set by the validator
+        return self.database_url
+
+    def kafka_config(self) -> dict[str, str]:
+        """librdkafka client settings shared by the daemon's admin client and the job's producers."""
+        config = {
+            "bootstrap.servers": self.kafka_bootstrap,
+            "security.protocol": self.kafka_security_protocol,
+        }
+        if self.kafka_sasl_mechanism:
+            config["sasl.mechanism"] = self.kafka_sasl_mechanism
+        if self.kafka_sasl_username:
+            config["sasl.username"] = self.kafka_sasl_username
+        if self.kafka_sasl_password:
+            config["sasl.password"] = self.kafka_sasl_password.get_secret_value()
+        return config
+
+    def secret_values(self) -> list[str]:
+        """The configured secrets, handed to the log redactor so their values never reach a log line."""
+        fields = (
+            self.kafka_sasl_password,
+            self.slack_bot_token,
+            self.slack_signing_secret,
+            self.slack_app_token,
+            self.api_token,
+        )
+        return [f.get_secret_value() for f in fields if f is not None]
+
+    def require(self, *names: str) -> None:
+        """Fail at start-up, naming the variable, when an entry point needs a setting left unset."""
+        for name in names:
+            if getattr(self, name) in (None, ""):
+                raise ConfigError(f"{ENV_PREFIX}{name.upper()} is required but not set")
+
+
+def load_settings(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+    """Build settings from `environ` (default: the process environment) and explicit overrides.
+
+    Any validation problem becomes one `ConfigError` line that names the variable.
+    """
+    try:
+        if environ is None:
+            return Settings(**overrides)  # type: ignore[arg-type]
+        values: dict[str, object] = {}
+        for key, value in environ.items():
+            if not key.startswith(ENV_PREFIX):
+                continue
+            name, _, nested = key[len(ENV_PREFIX) :].lower().partition("__")
+            if nested:
+                section = values.setdefault(name, {})
+                if isinstance(section, dict):
+                    section[nested] = value
+            else:
+                values[name] = value
+        values.update(overrides)
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else "?"
+        raise ConfigError(f"{ENV_PREFIX}{field.upper()}: {first['msg']}") from None

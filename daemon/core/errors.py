@@ -1,0 +1,123 @@
+"""The one error tree of the platform: messages a person can act on, each mapped to an HTTP status.
+
+Every layer raises these (the store included), so no call site translates one error into another;
+third-party errors are translated once, in the adapter that talks to that library.
+
+ReplayError                        user-facing message in ``str(exc)``
+├── ConfigError                    bad/missing settings or catalog: exit at start-up
+│   └── CatalogError               names the file, the source and the field
+├── BadRequest (ValueError)        bad input: Slack ephemeral reply, HTTP 400/422, CLI exit 2
+│   ├── UnknownSource (LookupError)
+│   └── EmptyWindow
+├── Forbidden (PermissionError)    not an owner/admin: HTTP 403
+├── NotFound (LookupError)         HTTP 404
+│   ├── RunNotFound                carries ``run_id``
+│   ├── PipelineNotFound           carries ``pipeline_id``
+│   └── NotificationNotFound       carries ``dedup_key``
+├── Conflict                       HTTP 409 (e.g. cancelling a finished run)
+│   ├── StaleUpdate (RuntimeError) optimistic-concurrency conflict: the row's version moved on
+│   └── InvalidTransition (ValueError) the run/pipeline state machine refused the change
+└── Unavailable                    a dependency (broker, daemon, Spark) is down: HTTP 503
+"""
+
+from __future__ import annotations
+
+
+class ReplayError(Exception):
+    """Base of every error whose message is safe and useful to show to a user."""
+
+    http_status = 500
+
+
+class ConfigError(ReplayError):
+    """Settings or catalog are unusable; the process should not start."""
+
+
+class CatalogError(ConfigError):
+    def __init__(self, path: str, source: str | None, field: str | None, problem: str) -> None:
+        where = path
+        if source:
+            where += f": source '{source}'"
+        if field:
+            where += f": field '{field}'"
+        super().__init__(f"{where}: {problem}")
+        self.path, self.source, self.field, self.problem = path, source, field, problem
+
+
+class BadRequest(ReplayError, ValueError):
+    http_status = 400
+
+
+class UnknownSource(BadRequest, LookupError):
+    def __init__(self, name: str, known: list[str]) -> None:
+        listing = ", ".join(sorted(known)) or "none"
+        super().__init__(f"unknown source '{name}' (known sources: {listing})")
+        self.name = name
+
+
+class EmptyWindow(BadRequest):
+    http_status = 422
+
+
+class Forbidden(ReplayError, PermissionError):
+    http_status = 403
+
+
+class NotFound(ReplayError, LookupError):
+    http_status = 404
+
+
+class Conflict(ReplayError):
+    http_status = 409
+
+
+class Unavailable(ReplayError):
+    http_status = 503
+
+
+class RunNotFound(NotFound):
+    """No run has this id."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"no run with id {run_id!r}")
+        self.run_id = run_id
+
+
+class PipelineNotFound(NotFound):
+    """No pipeline has this id."""
+
+    def __init__(self, pipeline_id: str) -> None:
+        super().__init__(f"no pipeline with id {pipeline_id!r}")
+        self.pipeline_id = pipeline_id
+
+
+class NotificationNotFound(NotFound):
+    """No notification was recorded under this dedup key."""
+
+    def __init__(self, dedup_key: str) -> None:
+        super().__init__(f"no notification with dedup key {dedup_key!r}")
+        self.dedup_key = dedup_key
+
+
+class StaleUpdate(Conflict, RuntimeError):
+    """The row changed since the caller read it (its version moved on)."""
+
+    def __init__(self, entity_id: str, expected_version: int, actual_version: int) -> None:
+        super().__init__(
+            f"{entity_id!r} changed since it was read: version {actual_version}, expected {expected_version}"
+        )
+        self.entity_id = entity_id
+        self.expected_version = expected_version
+        self.actual_version = actual_version
+
+
+class InvalidTransition(Conflict, ValueError):
+    """The state machine does not allow this change (e.g. anything after a terminal state)."""
+
+    def __init__(self, entity_id: str, from_state: str, to_state: str, reason: str = "") -> None:
+        from_state, to_state = str(from_state), str(to_state)  # plain values, not enum reprs
+        message = f"{entity_id!r} cannot go from {from_state!r} to {to_state!r}"
+        super().__init__(f"{message}: {reason}" if reason else message)
+        self.entity_id = entity_id
+        self.from_state = from_state
+        self.to_state = to_state

@@ -1,1 +1,0 @@
-"""Launchers: where publisher jobs run (local spark-submit, EMR Serverless)."""

@@ -1,0 +1,131 @@
+"""The sources catalog: which lake tables may be replayed, how, to where, and by whom.
+
+Users only ever type a source name; everything about the table lives here. A bad catalog stops the
+daemon at start-up with one line naming the file, the source and the field.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from daemon.core.errors import CatalogError, UnknownSource
+
+_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+_SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
+
+
+class TableRef(BaseModel):
+    """Where the table lives: a path (local or s3://) or a catalog table name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str | None = None
+    table: str | None = None
+    format: Literal["parquet"] = "parquet"
+
+    @model_validator(mode="after")
+    def _one_location(self) -> TableRef:
+        if (self.path is None) == (self.table is None):
+            raise ValueError("give exactly one of 'path' or 'table'")
+        return self
+
+
+class EncryptedColumn(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key_ref: str = Field(min_length=1, description="KMS key id/ARN, or local:<name> for a local key file")
+
+
+class Source(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = ""
+    table: TableRef
+    partition_column: str = Field(min_length=1)
+    event_time_column: str = Field(min_length=1)
+    key_column: str = Field(min_length=1)
+    event_id_column: str = Field(min_length=1)
+    watermark_column: str | None = None
+    encrypted_columns: dict[str, EncryptedColumn] = Field(default_factory=dict)
+    live_topic: str | None = None
+    owners: list[str] = Field(min_length=1)
+
+    @field_validator("live_topic")
+    @classmethod
+    def _topic_name(cls, value: str | None) -> str | None:
+        if value is not None and not _TOPIC.match(value):
+            raise ValueError(f"'{value}' is not a valid Kafka topic name")
+        return value
+
+    @field_validator("owners")
+    @classmethod
+    def _slack_ids(cls, value: list[str]) -> list[str]:
+        for owner in value:
+            if not _SLACK_USER.match(owner):
+                raise ValueError(f"'{owner}' is not a Slack user id (like U024BE7LH)")
+        return value
+
+    def is_owner(self, user_id: str) -> bool:
+        return user_id in self.owners
+
+
+class Catalog(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    sources: dict[str, Source]
+
+    def get(self, name: str) -> Source:
+        try:
+            return self.sources[name]
+        except KeyError:
+            raise UnknownSource(name, list(self.sources)) from None
+
+    def names(self) -> list[str]:
+        return sorted(self.sources)
+
+
+def load_catalog(path: Path) -> Catalog:
+    """Read and validate the catalog; relative table paths resolve against the catalog's folder."""
+    shown = str(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CatalogError(shown, None, None, "file not found") from None
+    except yaml.YAMLError as exc:
+        raise CatalogError(shown, None, None, f"not valid YAML: {exc}") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("sources"), dict) or not raw["sources"]:
+        raise CatalogError(shown, None, "sources", "expected a non-empty mapping of source name to source")
+    unknown_top = set(raw) - {"sources"}
+    if unknown_top:
+        raise CatalogError(shown, None, sorted(unknown_top)[0], "unknown top-level key")
+
+    sources: dict[str, Source] = {}
+    for name, body in raw["sources"].items():
+        sources[str(name)] = _parse_source(shown, path.parent, str(name), body)
+    return Catalog(path=shown, sources=sources)
+
+
+def _parse_source(shown: str, base: Path, name: str, body: object) -> Source:
+    if not _NAME.match(name):
+        raise CatalogError(shown, name, None, "source names are lower-case letters, digits, '-' and '_'")
+    if not isinstance(body, dict):
+        raise CatalogError(shown, name, None, "expected a mapping of fields")
+    try:
+        source = Source.model_validate({**body, "name": name})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or None
+        raise CatalogError(shown, name, field, first["msg"]) from None
+    path = source.table.path
+    if path is not None and "://" not in path and not Path(path).is_absolute():
+        resolved = TableRef(path=str((base / path).resolve()), format=source.table.format)
+        source = source.model_copy(update={"table": resolved})
+    return source

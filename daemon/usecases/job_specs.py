@@ -1,0 +1,56 @@
+"""Turn a stored run and its catalog source into the publisher's job spec.
+
+The run row keeps the window as resolved UTC bounds and its label; a label that is a day range
+becomes a partition-column window (so Spark prunes partitions), anything else a half-open
+event-time window.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+from daemon.config.settings import Settings
+from daemon.usecases.catalog import Catalog
+from daemon.usecases.pii import decrypt_section
+from spark_job.spec import DayWindow, JobSpec, Progress, Selection, Source, TimeWindow, WatermarkRange
+from store.models import Run
+
+
+def _selection(run: Run, partition_column: str, event_time_column: str) -> Selection:
+    if run.watermark_column is not None:
+        return WatermarkRange(column=run.watermark_column, low=run.watermark_low, high=run.watermark_high)
+    assert run.window_start is not None and run.window_end is not None, "a replay run has a window"
+    start, end = run.window_start, run.window_end
+    whole_days = start.time() == end.time() == start.min.time() and (run.window_label or "")[:5] != "last="
+    if whole_days:
+        last: date = (end - timedelta(days=1)).date()
+        return DayWindow(column=partition_column, start_day=start.date(), end_day=last)
+    return TimeWindow(column=event_time_column, start=start, end=end)
+
+
+def _job_kafka(settings: Settings) -> dict[str, str | int]:
+    config: dict[str, str | int] = dict(settings.kafka_config())
+    if settings.kafka_message_timeout_ms is not None:
+        config["message.timeout.ms"] = settings.kafka_message_timeout_ms
+    return config
+
+
+def build_spec(run: Run, *, catalog: Catalog, settings: Settings, result_uri: str | None) -> JobSpec:
+    source = catalog.get(run.source)
+    options = run.options or {}
+    return JobSpec(
+        run_id=run.id,
+        source=Source(name=source.name, path=source.table.path, table=source.table.table),
+        selection=_selection(run, source.partition_column, source.event_time_column),
+        topic=run.target_topic,
+        kafka=_job_kafka(settings),
+        tps=run.tps,
+        key_column=source.key_column,
+        event_id_column=source.event_id_column,
+        event_time_column=source.event_time_column,
+        headers=dict(options.get("headers") or {}),
+        ordering=options.get("ordering", "entity"),
+        progress=Progress(topic=settings.progress_topic, interval_s=settings.progress_interval_s),
+        result_uri=result_uri,
+        decrypt=decrypt_section(source, options, settings, run.target_topic),
+    )

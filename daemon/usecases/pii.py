@@ -1,0 +1,75 @@
+"""The job spec's ``decrypt`` section for a source that declares encrypted columns.
+
+The catalog names the columns and the KMS key (``key_ref``) each is encrypted under; the table's
+``<table path>/_keys.json`` lists its data keys, each wrapped by such a key. Data keys wrapped by a
+key the catalog does not name for this source are left out, so values under them fail to decrypt
+with "unknown data key id" instead of being opened with a key nobody onboarded. The daemon never
+unwraps a data key itself: only the job's executors do.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from daemon.config.settings import Settings
+from daemon.core.errors import ReplayError
+from daemon.usecases.catalog import Source
+from spark_job.decrypt_spec import DataKeyRef, Decrypt, KmsSettings
+
+KEY_MANIFEST = "_keys.json"
+
+
+class KeyManifestError(ReplayError):
+    """The table's key manifest is missing or unreadable: the run cannot decrypt its PII columns."""
+
+
+def manifest_uri(table_path: str) -> str:
+    return f"{table_path.rstrip('/')}/{KEY_MANIFEST}"
+
+
+def read_manifest(table_path: str, settings: Settings) -> dict[str, Any]:
+    uri = manifest_uri(table_path)
+    try:
+        if uri.startswith("s3://"):
+            import boto3
+
+            bucket, _, key = uri.removeprefix("s3://").partition("/")
+            client = boto3.client("s3", **settings.emr.client_kwargs())
+            text = client.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
+        else:
+            from spark_job.uris import read_text
+
+            text = read_text(uri)
+        document = json.loads(text)
+    except Exception as exc:  # missing file, S3 error, bad JSON: one clear reason
+        raise KeyManifestError(f"cannot read the key manifest {uri}: {type(exc).__name__}") from exc
+    if not isinstance(document, dict):
+        raise KeyManifestError(f"key manifest {uri} is not a JSON object")
+    return document
+
+
+def decrypt_section(
+    source: Source, options: dict[str, Any], settings: Settings, target_topic: str
+) -> Decrypt | None:
+    """``None`` for sources without encrypted columns; options ``on_error`` / ``dlq_topic`` apply."""
+    if not source.encrypted_columns:
+        return None
+    if source.table.path is None:
+        raise KeyManifestError(f"source {source.name}: encrypted columns need a table path for _keys.json")
+    allowed = {column.key_ref for column in source.encrypted_columns.values()}
+    data_keys = {
+        key_id: DataKeyRef(encrypted=str(entry["encrypted"]), key_ref=str(entry["key_ref"]))
+        for key_id, entry in read_manifest(source.table.path, settings).items()
+        if isinstance(entry, dict) and entry.get("key_ref") in allowed and entry.get("encrypted")
+    }
+    on_error = options.get("on_error", "fail")
+    dlq_topic = options.get("dlq_topic") or (f"{target_topic}.dlq" if on_error == "dlq" else None)
+    return Decrypt(
+        columns=tuple(source.encrypted_columns),
+        data_keys=data_keys,
+        kms=KmsSettings(region=settings.emr.region, endpoint_url=settings.emr.endpoint_url),
+        local_key_dir=str(settings.local_key_dir) if settings.local_key_dir else None,
+        on_error=on_error,
+        dlq_topic=dlq_topic,
+    )

@@ -1,0 +1,267 @@
+"""Scheduled incremental pipelines: create, inspect, pause/resume/unschedule, and fire a slot.
+
+A slot's run publishes `(committed - lookback, high]`, where `high` is the watermark column's maximum
+read when the slot fires: rows arriving during the run wait for the next one. Nothing newer than the
+committed mark means a `skipped` run and no Spark job. The watermark moves only when the run succeeds,
+in the same transaction as its final state (`PipelineRepository.commit_watermark`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+import structlog
+
+from daemon.adapters.kafka_admin import KafkaAdmin
+from daemon.adapters.table_stats import column_names, max_value
+from daemon.config.settings import Settings
+from daemon.core.errors import BadRequest, Conflict, Forbidden
+from daemon.core.grammar import ScheduleCommand
+from daemon.core.ids import new_pipeline_id
+from daemon.core.schedules import next_fire, schedule_text, trigger_for
+from daemon.core.states import PipelineState
+from daemon.core.watermarks import encode, has_new_data, low_bound
+from daemon.usecases.audit import Audit
+from daemon.usecases.catalog import Catalog, Source
+from daemon.usecases.notifier import Notifier
+from store import Store
+from store.models import Pipeline, Run
+
+log = structlog.get_logger(__name__)
+
+NO_NEW_DATA = "no new data"
+
+
+@dataclass(frozen=True)
+class PipelineDetail:
+    pipeline: Pipeline
+    runs: list[Run]
+
+
+def pipeline_topic(source: str, pipeline_id: str) -> str:
+    return f"replay.{source}.{pipeline_id}"
+
+
+class PipelineService:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        catalog: Catalog,
+        store: Store,
+        kafka: KafkaAdmin,
+        notifier: Notifier,
+        clock: Callable[[], datetime],
+        wake_watcher: Callable[[], None] = lambda: None,
+        wake_scheduler: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._settings = settings
+        self._catalog = catalog
+        self._store = store
+        self._kafka = kafka
+        self._notifier = notifier
+        self._clock = clock
+        self._wake_watcher = wake_watcher
+        self._wake_scheduler = wake_scheduler
+        self._audit = Audit(store)
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _may_manage(self, actor: str, owners: list[str]) -> bool:
+        return actor in owners or actor in self._settings.admins
+
+    def get_pipeline(self, pipeline_id: str) -> Pipeline:
+        return self._store.pipelines.get(pipeline_id)
+
+    def _table_path(self, source: Source) -> str:
+        if source.table.path is None:
+            raise BadRequest(f"source '{source.name}' is a catalog table; pipelines need a path for now")
+        return source.table.path
+
+    # -- creating -----------------------------------------------------------------------------
+
+    def schedule(
+        self,
+        actor: str,
+        command: ScheduleCommand,
+        *,
+        confirm_live: bool = False,
+        slack_channel: str | None = None,
+    ) -> Pipeline:
+        def work() -> Pipeline:
+            source = self._catalog.get(command.source)
+            if not (source.is_owner(actor) or actor in self._settings.admins):
+                raise Forbidden(f"only the owners of '{source.name}' or a platform admin may schedule it")
+            if source.watermark_column is None:
+                raise BadRequest(f"source '{source.name}' declares no watermark column in the catalog")
+            if command.watermark != source.watermark_column:
+                raise BadRequest(
+                    f"watermark={command.watermark} is not the watermark column of '{source.name}' "
+                    f"in the catalog (it is '{source.watermark_column}')"
+                )
+            if command.watermark not in column_names(self._table_path(source)):
+                raise BadRequest(f"the table of '{source.name}' has no column '{command.watermark}'")
+            schedule = schedule_text(every_seconds=command.every_seconds, cron=command.cron)
+            trigger_for(schedule)  # a bad cron is refused here, before anything exists
+            tps = command.tps if command.tps is not None else self._settings.default_tps
+            if tps > self._settings.max_tps:
+                raise BadRequest(f"tps={tps} is above this platform's maximum of {self._settings.max_tps}")
+            pipeline_id = new_pipeline_id()
+            if command.topic == "live":
+                if source.live_topic is None or self._kafka.describe(source.live_topic) is None:
+                    raise BadRequest(
+                        f"source '{source.name}' has no live topic on the cluster; use topic=auto"
+                    )
+                if not confirm_live:
+                    raise Conflict(
+                        f"publishing into the live topic '{source.live_topic}' needs an explicit "
+                        "confirmation (confirm_live=true)"
+                    )
+                topic, created = source.live_topic, False
+            else:
+                topic, created = pipeline_topic(source.name, pipeline_id), True
+                partitions = self._live_partitions(source)
+                self._kafka.create(
+                    topic,
+                    partitions=partitions,
+                    config={"retention.ms": str(self._settings.topic_retention_ms)},
+                )
+            try:
+                return self._store.pipelines.create(
+                    pipeline_id=pipeline_id,
+                    source=source.name,
+                    schedule=schedule,
+                    watermark_column=command.watermark,
+                    topic=topic,
+                    topic_created=created,
+                    tps=tps,
+                    created_by=actor,
+                    owners=sorted({actor, *source.owners}),
+                    lookback_seconds=command.lookback_seconds,
+                    options={"headers": dict(command.headers), "topic_mode": command.topic},
+                    idle_after_days=command.idle_after_days,
+                    slack_channel=slack_channel,
+                )
+            except Exception:
+                if created:
+                    self._kafka.delete(topic)
+                raise
+
+        pipeline = self._audit.refusing(actor, "schedule", command.source, work)
+        pipeline = self._store.pipelines.update(
+            pipeline.id, next_run_at=next_fire(pipeline.schedule, self._clock())
+        )
+        self._audit.accepted(
+            actor, "schedule", pipeline.id, source=pipeline.source, schedule=pipeline.schedule
+        )
+        thread = self._notifier.pipeline_scheduled(pipeline)
+        if thread is not None:
+            pipeline = self._store.pipelines.update(pipeline.id, slack_ts=thread)
+        self._wake_scheduler()
+        return pipeline
+
+    def _live_partitions(self, source: Source) -> int:
+        live = self._kafka.describe(source.live_topic) if source.live_topic else None
+        return live.partitions if live is not None else 1
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def list(self, *, owner: str | None = None, state: str | None = None) -> list[Pipeline]:
+        return self._store.pipelines.list(owner=owner, state=state)
+
+    def detail(self, pipeline_id: str, *, runs: int = 5) -> PipelineDetail:
+        pipeline = self.get_pipeline(pipeline_id)
+        recent, _ = self._store.runs.list(pipeline_id=pipeline_id, limit=runs)
+        return PipelineDetail(pipeline=pipeline, runs=recent)
+
+    # -- changing -----------------------------------------------------------------------------
+
+    def _change(self, actor: str, action: str, pipeline_id: str, state: PipelineState) -> Pipeline:
+        def work() -> Pipeline:
+            pipeline = self.get_pipeline(pipeline_id)
+            if not self._may_manage(actor, list(pipeline.owners)):
+                raise Forbidden(f"only the owners of pipeline {pipeline_id} or an admin may {action} it")
+            if pipeline.state == PipelineState.ARCHIVED:
+                raise Conflict(f"pipeline {pipeline_id} is unscheduled; it cannot be changed")
+            changed = self._store.pipelines.set_state(pipeline_id, state)
+            if state == PipelineState.ACTIVE:
+                changed = self._store.pipelines.update(
+                    pipeline_id, next_run_at=next_fire(changed.schedule, self._clock())
+                )
+            return changed
+
+        pipeline = self._audit.refusing(actor, action, pipeline_id, work)
+        self._audit.accepted(actor, action, pipeline_id)
+        self._wake_scheduler()
+        return pipeline
+
+    def pause(self, actor: str, pipeline_id: str) -> Pipeline:
+        return self._change(actor, "pause", pipeline_id, PipelineState.PAUSED)
+
+    def resume(self, actor: str, pipeline_id: str) -> Pipeline:
+        return self._change(actor, "resume", pipeline_id, PipelineState.ACTIVE)
+
+    def unschedule(self, actor: str, pipeline_id: str, *, confirm: bool) -> Pipeline:
+        if not confirm:
+            self.get_pipeline(pipeline_id)
+            raise Conflict(
+                f"unscheduling pipeline {pipeline_id} needs an explicit confirmation (confirm=true)"
+            )
+        return self._change(actor, "unschedule", pipeline_id, PipelineState.ARCHIVED)
+
+    def run_now(self, actor: str, pipeline_id: str) -> Pipeline:
+        """Make the next slot due now (the scheduler fires it within a second)."""
+
+        def work() -> Pipeline:
+            pipeline = self.get_pipeline(pipeline_id)
+            if not self._may_manage(actor, list(pipeline.owners)):
+                raise Forbidden(f"only the owners of pipeline {pipeline_id} or an admin may run it")
+            if pipeline.state != PipelineState.ACTIVE:
+                raise Conflict(f"pipeline {pipeline_id} is {pipeline.state}; resume it first")
+            return self._store.pipelines.update(pipeline_id, next_run_at=self._clock())
+
+        pipeline = self._audit.refusing(actor, "run-now", pipeline_id, work)
+        self._audit.accepted(actor, "run-now", pipeline_id)
+        self._wake_scheduler()
+        return pipeline
+
+    # -- firing -------------------------------------------------------------------------------
+
+    def fire(self, pipeline_id: str) -> Run | None:
+        """Fire the pipeline's slot if it is due; the high mark is read before the slot is claimed."""
+        pipeline = self._store.pipelines.get(pipeline_id)
+        now = self._clock()
+        if pipeline.state != PipelineState.ACTIVE or (pipeline.next_run_at and pipeline.next_run_at > now):
+            return None
+        source = self._catalog.get(pipeline.source)
+        high = max_value(self._table_path(source), pipeline.watermark_column)
+        fields = {
+            "source": pipeline.source,
+            "target_topic": pipeline.topic,
+            "tps": pipeline.tps,
+            "requester": pipeline.created_by,
+            "watermark_column": pipeline.watermark_column,
+            "options": {"headers": (pipeline.options or {}).get("headers", {}), "ordering": "entity"},
+            "slack_channel": pipeline.slack_channel,
+            "slack_ts": pipeline.slack_ts,
+        }
+        following = next_fire(pipeline.schedule, now)
+        if not has_new_data(high, pipeline.watermark_value):  # type: ignore[arg-type]
+            run = self._store.pipelines.claim_slot(
+                pipeline_id, now=now, next_run_at=following, run_fields=fields, skipped_reason=NO_NEW_DATA
+            )
+            log.info("pipeline slot: no new data", pipeline_id=pipeline_id, fired=run is not None)
+            return run
+        assert high is not None
+        fields["watermark_low"] = low_bound(pipeline.watermark_value, pipeline.lookback_seconds, high)  # type: ignore[arg-type]
+        fields["watermark_high"] = encode(high)  # type: ignore[arg-type]
+        fields["window_label"] = f"({fields['watermark_low'] or '-inf'}, {fields['watermark_high']}]"
+        run = self._store.pipelines.claim_slot(pipeline_id, now=now, next_run_at=following, run_fields=fields)
+        if run is not None:
+            log.info(
+                "pipeline slot fired", pipeline_id=pipeline_id, run_id=run.id, high=fields["watermark_high"]
+            )
+            self._wake_watcher()
+        return run

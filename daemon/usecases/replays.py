@@ -1,0 +1,298 @@
+"""The Replay Service's use cases: plan, create, inspect, cancel.
+
+Validation happens before anything is created, in this order: source, authorization, window, rate,
+options, topic, rows. A refused request leaves only an audit entry behind. An accepted one creates its
+topic and its `queued` run; launching is the watcher's job, so a crash between the two is harmless.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import structlog
+from sqlalchemy.exc import IntegrityError
+
+from daemon.adapters.kafka_admin import KafkaAdmin, partitions_for_rate
+from daemon.adapters.table_stats import count_window_rows
+from daemon.config.settings import Settings
+from daemon.core.errors import (
+    BadRequest,
+    Conflict,
+    EmptyWindow,
+    Forbidden,
+    InvalidTransition,
+)
+from daemon.core.grammar import PlanCommand, ReplayCommand
+from daemon.core.ids import new_run_id
+from daemon.core.states import RunState
+from daemon.core.windows import DayWindow, TimeWindow, bounds, days, label, resolve
+from daemon.usecases.audit import Audit
+from daemon.usecases.catalog import Catalog, Source
+from store import Store
+from store.models import Run
+
+log = structlog.get_logger(__name__)
+
+TYPICAL_RECORD_BYTES = 512
+LAUNCH_FAILURE = "could not launch the job"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a replay would do; the dry run's answer and the run's announcement."""
+
+    source: str
+    window: str
+    window_start: datetime
+    window_end: datetime
+    rows: int
+    tps: int
+    eta_s: float
+    topic: str
+    topic_mode: str
+    partitions: int
+    workers: int
+    headers: dict[str, str] = field(default_factory=dict)
+    ordering: str = "entity"
+
+
+class _AlreadyCreated(Exception):
+    """Internal: an identical request (same Idempotency-Key) created the run first."""
+
+    def __init__(self, run: Run) -> None:
+        super().__init__(run.id)
+        self.run = run
+
+
+def auto_topic_name(source: str, run_id: str) -> str:
+    return f"replay.{source}.{run_id}"
+
+
+class ReplayService:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        catalog: Catalog,
+        store: Store,
+        kafka: KafkaAdmin,
+        clock: Callable[[], datetime],
+        wake_watcher: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._settings = settings
+        self._catalog = catalog
+        self._store = store
+        self._kafka = kafka
+        self._clock = clock
+        self._wake_watcher = wake_watcher
+        self._audit = Audit(store)
+
+    # -- authorization and audit -------------------------------------------------------------
+
+    def is_admin(self, actor: str) -> bool:
+        return actor in self._settings.admins
+
+    def _authorize_source(self, actor: str, source: Source) -> None:
+        if not (source.is_owner(actor) or self.is_admin(actor)):
+            owners = ", ".join(f"<@{owner}>" for owner in source.owners)
+            raise Forbidden(
+                f"only the owners of '{source.name}' ({owners}) or a platform admin may replay it"
+            )
+
+    # -- planning --------------------------------------------------------------------------
+
+    def _plan(self, actor: str, command: ReplayCommand | PlanCommand) -> tuple[Source, Plan]:
+        source = self._catalog.get(command.source)
+        self._authorize_source(actor, source)
+        window = resolve(command.window, self._clock())
+        start, end = bounds(window)
+        tps = command.tps if command.tps is not None else self._settings.default_tps
+        if tps <= 0:
+            raise BadRequest(f"tps must be at least 1, got {tps}")
+        if tps > self._settings.max_tps:
+            raise BadRequest(f"tps={tps} is above this platform's maximum of {self._settings.max_tps}")
+        workers = command.workers or self._settings.local_workers
+        if workers > self._settings.max_workers:
+            raise BadRequest(f"workers={workers} is above the maximum of {self._settings.max_workers}")
+        if command.ordering == "entity" and not source.key_column:
+            raise BadRequest(f"source '{source.name}' has no entity key column for ordering=entity")
+        rows = self._count_rows(source, window)
+        if rows == 0:
+            raise EmptyWindow(f"no rows of '{source.name}' in {label(command.window)}; nothing to replay")
+        if command.topic == "live":
+            if source.live_topic is None:
+                raise BadRequest(f"source '{source.name}' has no live topic; use topic=auto")
+            live = self._kafka.describe(source.live_topic)
+            if live is None:
+                raise BadRequest(f"the live topic '{source.live_topic}' does not exist on the cluster")
+            topic, partitions = source.live_topic, live.partitions
+        else:
+            topic, partitions = auto_topic_name(source.name, "<run id>"), self._auto_partitions(source, tps)
+        plan = Plan(
+            source=source.name,
+            window=label(command.window),
+            window_start=start,
+            window_end=end,
+            rows=rows,
+            tps=tps,
+            eta_s=rows / tps,
+            topic=topic,
+            topic_mode=command.topic,
+            partitions=partitions,
+            workers=workers,
+            headers=dict(command.headers),
+            ordering=command.ordering,
+        )
+        return source, plan
+
+    def _count_rows(self, source: Source, window: DayWindow | TimeWindow) -> int:
+        assert source.table.path is not None, "catalog tables are resolved by the EMR launcher"
+        if isinstance(window, DayWindow):
+            return count_window_rows(
+                source.table.path, partition_column=source.partition_column, days=days(window)
+            )
+        start, end = bounds(window)
+        return count_window_rows(
+            source.table.path,
+            partition_column=source.partition_column,
+            days=days(window),
+            time_column=source.event_time_column,
+            start=start,
+            end=end,
+        )
+
+    def _auto_partitions(self, source: Source, tps: int) -> int:
+        live = self._kafka.describe(source.live_topic) if source.live_topic else None
+        return live.partitions if live is not None else partitions_for_rate(tps, TYPICAL_RECORD_BYTES)
+
+    def plan(self, actor: str, command: PlanCommand) -> Plan:
+        _, plan = self._audit.refusing(actor, "plan", command.source, lambda: self._plan(actor, command))
+        self._audit.accepted(actor, "plan", command.source, rows=plan.rows, window=plan.window)
+        return plan
+
+    # -- creating ----------------------------------------------------------------------------
+
+    def create_replay(
+        self,
+        actor: str,
+        command: ReplayCommand,
+        *,
+        confirm_live: bool = False,
+        idempotency_key: str | None = None,
+        slack_channel: str | None = None,
+    ) -> tuple[Run, bool]:
+        """Validate, provision the topic, record a queued run. Returns (run, created)."""
+        if idempotency_key is not None:
+            existing = self._store.runs.find_by_idempotency_key(actor, idempotency_key)
+            if existing is not None:
+                return existing, False
+
+        def work() -> Run:
+            source, plan = self._plan(actor, command)
+            if command.topic == "live" and not confirm_live:
+                raise Conflict(
+                    f"publishing into the live topic '{plan.topic}' needs an explicit confirmation "
+                    "(confirm_live=true)"
+                )
+            return self._provision_and_record(actor, source, plan, idempotency_key, slack_channel)
+
+        try:
+            run = self._audit.refusing(actor, "replay", command.source, work)
+        except _AlreadyCreated as raced:
+            return raced.run, False
+        self._audit.accepted(actor, "replay", run.id, source=run.source, window=run.window_label, tps=run.tps)
+        self._wake_watcher()
+        return run, True
+
+    def _provision_and_record(
+        self, actor: str, source: Source, plan: Plan, idempotency_key: str | None, slack_channel: str | None
+    ) -> Run:
+        run_id = new_run_id()
+        topic, created = plan.topic, False
+        if plan.topic_mode == "auto":
+            topic = auto_topic_name(source.name, run_id)
+            self._kafka.create(
+                topic,
+                partitions=plan.partitions,
+                config={
+                    "message.timestamp.type": "LogAppendTime",
+                    "retention.ms": str(self._settings.topic_retention_ms),
+                },
+            )
+            created = True
+        try:
+            return self._store.runs.create(
+                run_id=run_id,
+                kind="replay",
+                source=source.name,
+                target_topic=topic,
+                topic_created=created,
+                tps=plan.tps,
+                requester=actor,
+                window_start=plan.window_start,
+                window_end=plan.window_end,
+                window_label=plan.window,
+                options={
+                    "headers": plan.headers,
+                    "ordering": plan.ordering,
+                    "workers": plan.workers,
+                    "rows": plan.rows,
+                    "partitions": plan.partitions,
+                    "topic_mode": plan.topic_mode,
+                },
+                idempotency_key=idempotency_key,
+                slack_channel=slack_channel,
+            )
+        except Exception as exc:
+            if created:  # never leave a topic behind for a run that does not exist
+                self._kafka.delete(topic)
+            if isinstance(exc, IntegrityError) and idempotency_key is not None:
+                existing = self._store.runs.find_by_idempotency_key(actor, idempotency_key)
+                if existing is not None:  # a concurrent retry of the same request won the race
+                    raise _AlreadyCreated(existing) from exc
+            raise
+
+    # -- reading and cancelling ------------------------------------------------------------
+
+    def get(self, run_id: str) -> Run:
+        return self._store.runs.get(run_id)
+
+    def list(
+        self, *, state: str | None, requester: str | None, limit: int, cursor: str | None
+    ) -> tuple[list[Run], str | None]:
+        try:
+            return self._store.runs.list(state=state, requester=requester, limit=limit, cursor=cursor)
+        except ValueError as exc:
+            raise BadRequest(f"bad list request: {exc}") from exc
+
+    def sources(self) -> list[Source]:
+        return [self._catalog.sources[name] for name in self._catalog.names()]
+
+    def counts_by_state(self) -> dict[str, int]:
+        return {str(state): count for state, count in self._store.runs.count_by_state().items()}
+
+    def totals(self) -> dict[str, int]:
+        return self._store.runs.totals(launch_failure_prefix=LAUNCH_FAILURE)
+
+    def cancel(self, actor: str, run_id: str) -> Run:
+        def work() -> Run:
+            run = self.get(run_id)
+            source = self._catalog.sources.get(run.source)
+            allowed = actor == run.requester or self.is_admin(actor) or (source and source.is_owner(actor))
+            if not allowed:
+                raise Forbidden("only the requester, the source's owners or an admin may cancel this run")
+            if RunState(run.state).terminal:
+                raise Conflict(f"run {run_id} already ended ({run.state})")
+            if run.state == RunState.CANCELLING:
+                return run
+            try:
+                return self._store.runs.transition(run_id, RunState.CANCELLING)
+            except InvalidTransition as exc:
+                raise Conflict(f"run {run_id} can no longer be cancelled ({exc})") from exc
+
+        run = self._audit.refusing(actor, "cancel", run_id, work)
+        self._audit.accepted(actor, "cancel", run_id)
+        self._wake_watcher()
+        return run

@@ -1,0 +1,267 @@
+"""Pipelines: definitions, pause/resume/archive, and the watermark commit.
+
+``commit_watermark`` is the one place a watermark moves, and it moves together with the
+run that earned it: if finishing the run is refused, the watermark stays where it was, so
+the next run re-reads the same rows instead of silently skipping them.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from daemon.core.errors import InvalidTransition, PipelineNotFound
+from daemon.core.ids import new_pipeline_id, new_run_id
+from daemon.core.states import PIPELINE_TRANSITIONS, TERMINAL_RUN_STATES, PipelineState, RunKind, RunState
+from store.models import Pipeline, Run
+from store.transitions import apply_transition, check_version, lock_run, touch
+
+if TYPE_CHECKING:
+    from store.db import Store
+
+# Fields ``update`` may set; state and watermark have dedicated methods.
+UPDATABLE_PIPELINE_FIELDS = frozenset(
+    {
+        "source",
+        "schedule",
+        "lookback_seconds",
+        "tps",
+        "topic",
+        "topic_created",
+        "options",
+        "owners",
+        "idle_after_days",
+        "emr_application_id",
+        "slack_channel",
+        "slack_ts",
+        "next_run_at",
+        "idle_since",
+        "delete_after",
+        "snoozed_until",
+        "snoozed_by",
+    }
+)
+
+
+SLOT_RUN_FIELDS = frozenset(
+    {
+        "source",
+        "target_topic",
+        "tps",
+        "requester",
+        "watermark_column",
+        "watermark_low",
+        "watermark_high",
+        "options",
+        "topic_created",
+        "slack_channel",
+        "slack_ts",
+        "window_label",
+    }
+)
+
+
+def new_run_fields(fields: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """The columns of a freshly fired pipeline run, from what the scheduler knows about it."""
+    unknown = set(fields) - SLOT_RUN_FIELDS
+    if unknown:
+        raise TypeError(f"not run fields for a pipeline slot: {', '.join(sorted(unknown))}")
+    return {
+        "options": {},
+        "topic_created": False,
+        **fields,
+        "confirmed_count": 0,
+        "failed_tasks": 0,
+        "duplicates_reported": 0,
+        "created_at": now,
+        "updated_at": now,
+        "version": 1,
+    }
+
+
+def lock_pipeline(session: Session, pipeline_id: str) -> Pipeline:
+    stmt = select(Pipeline).where(Pipeline.id == pipeline_id).with_for_update(key_share=True)
+    pipeline = session.scalars(stmt).one_or_none()
+    if pipeline is None:
+        raise PipelineNotFound(pipeline_id)
+    return pipeline
+
+
+class PipelineRepository:
+    """All reads and writes of ``pipelines``."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def create(
+        self,
+        *,
+        source: str,
+        schedule: str,
+        watermark_column: str,
+        topic: str,
+        tps: int,
+        created_by: str,
+        owners: Sequence[str] | None = None,
+        watermark_value: str | None = None,
+        lookback_seconds: int = 0,
+        topic_created: bool = False,
+        options: Mapping[str, Any] | None = None,
+        idle_after_days: int | None = None,
+        emr_application_id: str | None = None,
+        slack_channel: str | None = None,
+        slack_ts: str | None = None,
+        pipeline_id: str | None = None,
+    ) -> Pipeline:
+        """Insert an ``active`` pipeline; its owners default to its creator."""
+        now = self._store.now()
+        pipeline = Pipeline(
+            id=pipeline_id or new_pipeline_id(),
+            source=source,
+            schedule=schedule,
+            watermark_column=watermark_column,
+            watermark_value=watermark_value,
+            lookback_seconds=lookback_seconds,
+            tps=tps,
+            topic=topic,
+            topic_created=topic_created,
+            options=dict(options or {}),
+            owners=list(owners) if owners is not None else [created_by],
+            state=PipelineState.ACTIVE,
+            idle_after_days=idle_after_days,
+            created_by=created_by,
+            created_at=now,
+            updated_at=now,
+            emr_application_id=emr_application_id,
+            slack_channel=slack_channel,
+            slack_ts=slack_ts,
+            version=1,
+        )
+        with self._store.session() as session:
+            session.add(pipeline)
+        return pipeline
+
+    def get(self, pipeline_id: str) -> Pipeline:
+        with self._store.session() as session:
+            pipeline = session.get(Pipeline, pipeline_id)
+        if pipeline is None:
+            raise PipelineNotFound(pipeline_id)
+        return pipeline
+
+    def list(self, *, state: str | None = None, owner: str | None = None) -> builtins.list[Pipeline]:
+        """Oldest first; ``owner`` is filtered in Python (pipelines are few, JSON queries vary)."""
+        stmt = select(Pipeline).order_by(Pipeline.created_at, Pipeline.id)
+        if state is not None:
+            stmt = stmt.where(Pipeline.state == PipelineState(state))
+        with self._store.session() as session:
+            pipelines = list(session.scalars(stmt))
+        return [p for p in pipelines if owner is None or owner in p.owners]
+
+    def set_state(self, pipeline_id: str, state: str, *, expected_version: int | None = None) -> Pipeline:
+        """Pause, resume or archive. Archived is final; setting the current state is a no-op."""
+        target = PipelineState(state)
+        with self._store.session() as session:
+            pipeline = lock_pipeline(session, pipeline_id)
+            check_version(pipeline_id, pipeline.version, expected_version)
+            current = PipelineState(pipeline.state)
+            if target is current:
+                return pipeline
+            if target not in PIPELINE_TRANSITIONS[current]:
+                raise InvalidTransition(pipeline_id, current, target, "archived pipelines stay archived")
+            pipeline.state = target
+            touch(pipeline, self._store.now())
+        return pipeline
+
+    def update(self, pipeline_id: str, *, expected_version: int | None = None, **fields: Any) -> Pipeline:
+        """Change settings such as ``tps``, ``schedule`` or ``owners``."""
+        unknown = set(fields) - UPDATABLE_PIPELINE_FIELDS
+        if unknown:
+            raise TypeError(f"cannot set {', '.join(sorted(unknown))} on pipeline {pipeline_id!r}")
+        with self._store.session() as session:
+            pipeline = lock_pipeline(session, pipeline_id)
+            check_version(pipeline_id, pipeline.version, expected_version)
+            for name, value in fields.items():
+                setattr(pipeline, name, value)
+            touch(pipeline, self._store.now())
+        return pipeline
+
+    def commit_watermark(
+        self,
+        pipeline_id: str,
+        run_id: str,
+        high: str | None,
+        final_run_fields: Mapping[str, Any] | None = None,
+    ) -> tuple[Pipeline, Run]:
+        """Finish ``run_id`` and, if ``high`` is given, make it the pipeline's watermark: atomically.
+
+        ``final_run_fields`` may hold ``state`` (default ``succeeded``) plus any field
+        ``RunRepository.transition`` accepts. Only a succeeded run may move the watermark; a
+        ``skipped`` run passes ``high=None``. ``last_published_at`` moves when rows were confirmed.
+        """
+        fields = dict(final_run_fields or {})
+        to_state = RunState(fields.pop("state", RunState.SUCCEEDED))
+        now = self._store.now()
+        with self._store.session() as session:
+            # Pipeline before run, always, so concurrent commits cannot deadlock.
+            pipeline = lock_pipeline(session, pipeline_id)
+            run = lock_run(session, run_id)
+            if run.pipeline_id != pipeline_id:
+                raise InvalidTransition(run_id, run.state, to_state, f"it does not belong to {pipeline_id!r}")
+            if high is not None:
+                if to_state is not RunState.SUCCEEDED:
+                    raise InvalidTransition(run_id, run.state, to_state, "only success advances a watermark")
+                pipeline.watermark_value = high
+                fields.setdefault("watermark_high", high)
+            session.flush()  # the watermark write is in the transaction before the run is judged
+            apply_transition(run, to_state, fields, now)
+            if to_state is RunState.SUCCEEDED and run.confirmed_count > 0:
+                pipeline.last_published_at = now
+            touch(pipeline, now)
+        return pipeline, run
+
+    def claim_slot(
+        self,
+        pipeline_id: str,
+        *,
+        now: datetime,
+        next_run_at: datetime,
+        run_fields: Mapping[str, Any],
+        skipped_reason: str | None = None,
+    ) -> Run | None:
+        """Fire the pipeline's due slot once: create its run and move ``next_run_at`` on, atomically.
+
+        Returns None, creating nothing, when the slot is not due (another daemon fired it first), the
+        pipeline is not active, or one of its runs is still going (the slot is then skipped, never run
+        twice at once). With ``skipped_reason`` the run is recorded as ``skipped`` (no new data).
+        """
+        with self._store.session() as session:
+            pipeline = lock_pipeline(session, pipeline_id)
+            if pipeline.state != PipelineState.ACTIVE:
+                return None
+            slot = pipeline.next_run_at
+            if slot is not None and slot > now:
+                return None
+            pipeline.next_run_at = next_run_at
+            touch(pipeline, now)
+            busy = session.scalars(
+                select(Run.id).where(Run.pipeline_id == pipeline_id, Run.state.not_in(TERMINAL_RUN_STATES))
+            ).first()
+            if busy is not None:
+                return None
+            run = Run(
+                **new_run_fields(run_fields, now),
+                id=new_run_id(),
+                kind=RunKind.PIPELINE,
+                pipeline_id=pipeline_id,
+                scheduled_for=slot or now,
+                state=RunState.SKIPPED if skipped_reason else RunState.QUEUED,
+                failure_reason=skipped_reason,
+                ended_at=now if skipped_reason else None,
+            )
+            session.add(run)
+        return run

@@ -1,0 +1,242 @@
+"""Runs: creation (optionally idempotent), the state machine, progress, and daemon leases.
+
+Every mutation locks the row first (``SELECT ... FOR NO KEY UPDATE`` on PostgreSQL; SQLite
+transactions are ``BEGIN IMMEDIATE`` and so already exclusive), bumps ``version``, and may
+be made conditional with ``expected_version`` for optimistic callers. Lease bookkeeping is
+the exception: it leaves ``version`` and ``updated_at`` alone so renewals do not look like
+changes to the run.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import ColumnElement, and_, case, false, func, or_, select
+from sqlalchemy.exc import IntegrityError
+
+from daemon.core.errors import InvalidTransition, PipelineNotFound, RunNotFound
+from daemon.core.ids import new_run_id
+from daemon.core.states import RunKind, RunState
+from store.leases import RunLeases
+from store.models import Pipeline, Run, RunProgress
+from store.pagination import decode_cursor, encode_cursor
+from store.transitions import COUNTERS, apply_transition, check_version, lock_run, set_fields, touch
+
+if TYPE_CHECKING:
+    from store.db import Store
+
+RunPage = tuple[list[Run], str | None]
+
+
+class RunRepository(RunLeases):
+    """All reads and writes of ``runs`` and ``run_progress`` (leases: see ``store.leases``)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def create(
+        self,
+        *,
+        kind: str,
+        source: str,
+        target_topic: str,
+        tps: int,
+        requester: str,
+        pipeline_id: str | None = None,
+        window_start: datetime | None = None,
+        window_end: datetime | None = None,
+        window_label: str | None = None,
+        watermark_column: str | None = None,
+        watermark_low: str | None = None,
+        watermark_high: str | None = None,
+        topic_created: bool = False,
+        options: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        slack_channel: str | None = None,
+        slack_ts: str | None = None,
+        run_id: str | None = None,
+    ) -> Run:
+        """Insert a ``queued`` run. Unknown ``pipeline_id`` raises PipelineNotFound."""
+        now = self._store.now()
+        run = Run(
+            id=run_id or new_run_id(),
+            kind=RunKind(kind),
+            pipeline_id=pipeline_id,
+            source=source,
+            window_start=window_start,
+            window_end=window_end,
+            window_label=window_label,
+            watermark_column=watermark_column,
+            watermark_low=watermark_low,
+            watermark_high=watermark_high,
+            target_topic=target_topic,
+            topic_created=topic_created,
+            tps=tps,
+            options=dict(options or {}),
+            requester=requester,
+            idempotency_key=idempotency_key,
+            state=RunState.QUEUED,
+            confirmed_count=0,
+            failed_tasks=0,
+            duplicates_reported=0,
+            slack_channel=slack_channel,
+            slack_ts=slack_ts,
+            created_at=now,
+            updated_at=now,
+            version=1,
+        )
+        with self._store.session() as session:
+            if pipeline_id is not None and session.get(Pipeline, pipeline_id) is None:
+                raise PipelineNotFound(pipeline_id)
+            session.add(run)
+        return run
+
+    def create_or_get(self, requester: str, idempotency_key: str, **fields: Any) -> tuple[Run, bool]:
+        """Create once per (requester, key): a retried Slack command gets the first run back.
+
+        Returns ``(run, created)``. The existing run is returned as is, even if ``fields`` differ.
+        """
+        existing = self.find_by_idempotency_key(requester, idempotency_key)
+        if existing is not None:
+            return existing, False
+        try:
+            return self.create(requester=requester, idempotency_key=idempotency_key, **fields), True
+        except IntegrityError:
+            # Lost the race to a concurrent identical request: the unique constraint decided.
+            existing = self.find_by_idempotency_key(requester, idempotency_key)
+            if existing is None:
+                raise
+            return existing, False
+
+    def find_by_idempotency_key(self, requester: str, idempotency_key: str) -> Run | None:
+        """The run this requester already created with this key, if any."""
+        stmt = select(Run).where(Run.requester == requester, Run.idempotency_key == idempotency_key)
+        with self._store.session() as session:
+            return session.scalars(stmt).one_or_none()
+
+    def get(self, run_id: str) -> Run:
+        with self._store.session() as session:
+            run = session.get(Run, run_id)
+        if run is None:
+            raise RunNotFound(run_id)
+        return run
+
+    def list(
+        self,
+        *,
+        state: str | Sequence[str] | None = None,
+        requester: str | None = None,
+        pipeline_id: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunPage:
+        """Newest first, keyset-paginated: pass the returned cursor back for the next page."""
+        if limit < 1:
+            raise ValueError(f"limit must be positive, got {limit}")
+        stmt = select(Run).order_by(Run.created_at.desc(), Run.id.desc()).limit(limit + 1)
+        if isinstance(state, str):
+            stmt = stmt.where(Run.state == RunState(state))
+        elif state is not None:
+            stmt = stmt.where(Run.state.in_([RunState(s) for s in state]))
+        if requester is not None:
+            stmt = stmt.where(Run.requester == requester)
+        if pipeline_id is not None:
+            stmt = stmt.where(Run.pipeline_id == pipeline_id)
+        if cursor is not None:
+            created_at, run_id = decode_cursor(cursor)
+            stmt = stmt.where(
+                or_(Run.created_at < created_at, and_(Run.created_at == created_at, Run.id < run_id))
+            )
+        with self._store.session() as session:
+            runs = list(session.scalars(stmt))
+        if len(runs) > limit:
+            runs = runs[:limit]
+            return runs, encode_cursor(runs[-1].created_at, runs[-1].id)
+        return runs, None
+
+    def transition(
+        self, run_id: str, to_state: str, *, expected_version: int | None = None, **fields: Any
+    ) -> Run:
+        """Move a run along the state machine, setting ``fields`` in the same write.
+
+        Raises InvalidTransition (e.g. leaving a terminal state), StaleUpdate, RunNotFound.
+        """
+        with self._store.session() as session:
+            run = lock_run(session, run_id)
+            check_version(run_id, run.version, expected_version)
+            apply_transition(run, to_state, fields, self._store.now())
+        return run
+
+    def update(self, run_id: str, *, expected_version: int | None = None, **fields: Any) -> Run:
+        """Set non-state fields (e.g. ``slack_ts``, final counters); allowed after the run ended."""
+        with self._store.session() as session:
+            run = lock_run(session, run_id)
+            check_version(run_id, run.version, expected_version)
+            set_fields(run, fields)
+            touch(run, self._store.now())
+        return run
+
+    def add_counts(self, run_id: str, **deltas: int) -> Run:
+        """Increment counters (``confirmed_count``, ``failed_tasks``, ``duplicates_reported``)."""
+        unknown = set(deltas) - COUNTERS
+        if unknown:
+            raise TypeError(f"not counters: {', '.join(sorted(unknown))}")
+        with self._store.session() as session:
+            run = lock_run(session, run_id)
+            for name, delta in deltas.items():
+                setattr(run, name, getattr(run, name) + delta)
+            touch(run, self._store.now())
+        return run
+
+    def update_progress(self, run_id: str, confirmed: int, rate: float) -> Run:
+        """Record a progress sample and set ``confirmed_count``; refused once the run finished."""
+        with self._store.session() as session:
+            run = lock_run(session, run_id)
+            if run.terminal:
+                raise InvalidTransition(run_id, run.state, run.state, "a finished run takes no progress")
+            now = self._store.now()
+            session.add(RunProgress(run_id=run_id, at=now, confirmed=confirmed, rate=rate))
+            run.confirmed_count = confirmed
+            touch(run, now)
+        return run
+
+    def progress(self, run_id: str, limit: int | None = None) -> builtins.list[RunProgress]:
+        """Progress samples, oldest first (the latest ``limit`` if given)."""
+        stmt = select(RunProgress).where(RunProgress.run_id == run_id)
+        stmt = stmt.order_by(RunProgress.at.desc(), RunProgress.id.desc()).limit(limit)
+        with self._store.session() as session:
+            if session.get(Run, run_id) is None:
+                raise RunNotFound(run_id)
+            return list(reversed(session.scalars(stmt).all()))
+
+    def set_handle(self, run_id: str, kind: str, handle: Mapping[str, Any]) -> Run:
+        """Remember how the run was launched (pid and log path, or EMR ids) to poll or cancel it."""
+        return self.update(run_id, launcher_kind=kind, launcher_handle=dict(handle))
+
+    def totals(self, *, launch_failure_prefix: str | None = None) -> dict[str, int]:
+        """Store-wide sums for metrics: ``runs``, ``confirmed`` events, ``launch_failures``.
+
+        A launch failure is a failed run whose ``failure_reason`` starts with the prefix the
+        daemon writes when it could not start the job at all.
+        """
+        failed_to_launch: ColumnElement[bool] = false()
+        if launch_failure_prefix is not None:
+            failed_to_launch = and_(
+                Run.state == RunState.FAILED,
+                Run.failure_reason.startswith(launch_failure_prefix, autoescape=True),
+            )
+        launch_failures = func.sum(case((failed_to_launch, 1), else_=0))
+        stmt = select(func.count(), func.sum(Run.confirmed_count), launch_failures)
+        with self._store.session() as session:
+            runs, confirmed, failures = session.execute(stmt).one()
+        return {"runs": runs, "confirmed": int(confirmed or 0), "launch_failures": int(failures or 0)}
+
+    def count_by_state(self) -> dict[RunState, int]:
+        """Number of runs in every state (zeros included), for metrics and ``/replay status``."""
+        stmt = select(Run.state, func.count()).group_by(Run.state)
+        with self._store.session() as session:
+            counts = {RunState(state): count for state, count in session.execute(stmt)}
+        return {state: counts.get(state, 0) for state in RunState}
