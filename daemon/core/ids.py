@@ -1,15 +1,32 @@
-"""Identifiers the store hands out: short, typed by prefix, safe to paste into Slack."""
+"""Identifiers the platform hands out: short, typed by prefix, safe to paste into Slack.
+
+The patterns are the one definition of what a run or pipeline id looks like; the grammar, Slack
+rendering and the store all use them.
+"""
 
 from __future__ import annotations
 
+import re
 import secrets
+
+ID_HEX_DIGITS = 12
+RUN_ID_PATTERN = re.compile(rf"r-[0-9a-f]{{{ID_HEX_DIGITS}}}")
+PIPELINE_ID_PATTERN = re.compile(rf"p-[0-9a-f]{{{ID_HEX_DIGITS}}}")
 
 
 def new_run_id() -> str:
     """``r-`` + 12 hex digits (48 random bits: collisions are not a practical concern)."""
-    return f"r-{secrets.token_hex(6)}"
+    return f"r-{secrets.token_hex(ID_HEX_DIGITS // 2)}"
 
 
 def new_pipeline_id() -> str:
     """``p-`` + 12 hex digits."""
-    return f"p-{secrets.token_hex(6)}"
+    return f"p-{secrets.token_hex(ID_HEX_DIGITS // 2)}"
+
+
+def is_run_id(text: str) -> bool:
+    return RUN_ID_PATTERN.fullmatch(text) is not None
+
+
+def is_pipeline_id(text: str) -> bool:
+    return PIPELINE_ID_PATTERN.fullmatch(text) is not None

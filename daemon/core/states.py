@@ -1,4 +1,4 @@
-"""Vocabulary of the store: run/pipeline kinds and states, and the run state machine.
+"""Run and pipeline kinds and states, the one set of terminal run states, and the state machines.
 
 The values are plain strings in the database (``StrEnum`` compares equal to them), so other
 components can read the tables without importing this module.
@@ -65,8 +65,3 @@ PIPELINE_TRANSITIONS: dict[PipelineState, frozenset[PipelineState]] = {
     PipelineState.PAUSED: frozenset({PipelineState.ACTIVE, PipelineState.ARCHIVED}),
     PipelineState.ARCHIVED: frozenset(),
 }
-
-
-def can_transition(from_state: str, to_state: str) -> bool:
-    """True when a run may move from ``from_state`` to ``to_state``."""
-    return RunState(to_state) in RUN_TRANSITIONS[RunState(from_state)]
