@@ -12,7 +12,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 
-def _split_s3(uri: str) -> tuple[str, str]:
+def split_s3(uri: str) -> tuple[str, str]:
+    """``s3://bucket/a/b`` -> ``("bucket", "a/b")``; the one place an S3 URI is taken apart."""
     parsed = urlparse(uri)
     return parsed.netloc, parsed.path.lstrip("/")
 
@@ -26,7 +27,7 @@ def read_text(uri: str) -> str:
     if uri.startswith("s3://"):
         import boto3  # only the EMR path needs it
 
-        bucket, key = _split_s3(uri)
+        bucket, key = split_s3(uri)
         body = boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"]
         return body.read().decode()
     return local_path(uri).read_text()
@@ -37,7 +38,7 @@ def write_text(uri: str, text: str) -> None:
     if uri.startswith("s3://"):
         import boto3
 
-        bucket, key = _split_s3(uri)
+        bucket, key = split_s3(uri)
         boto3.client("s3").put_object(
             Bucket=bucket, Key=key, Body=text.encode(), ContentType="application/json"
         )
