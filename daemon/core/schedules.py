@@ -1,52 +1,36 @@
-"""Schedules as text (`every=15m`, `cron=*/15 * * * *`) and their next fire times.
+"""Schedules as text (`every=15m`, `cron=*/15 * * * *`): what a pipeline row stores and shows.
 
-The text form is what the pipeline row stores and what `/replay pipeline` shows; APScheduler's
-triggers compute the times, so every daemon, after any restart, agrees on when a slot is due.
+The text form is what the pipeline row stores and what `/replay pipeline` shows. The core only
+builds and validates it; the fire times are computed outside the core, by the scheduler library
+(see ``daemon.usecases.fire_times``), which accepts every schedule ``check_schedule`` lets through.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from apscheduler.triggers.base import BaseTrigger
-from apscheduler.triggers.cron import CronTrigger
-from apscheduler.triggers.interval import IntervalTrigger
-
+from daemon.core.cron import check_cron
 from daemon.core.errors import BadRequest
-from daemon.core.quantities import parse_duration, render_duration
-
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+from daemon.core.quantities import MINUTE, InvalidValue, parse_duration, render_duration
 
 
 def schedule_text(*, every_seconds: int | None, cron: str | None) -> str:
     if (every_seconds is None) == (cron is None):
         raise BadRequest('give exactly one of every=<duration> or cron="<5 fields>"')
     if every_seconds is not None:
-        if every_seconds < 60:
+        if every_seconds < MINUTE:
             raise BadRequest(f"every={every_seconds}s is too often; the shortest schedule is every=1m")
         return f"every={render_duration(every_seconds)}"
     return f"cron={cron}"
 
 
-def trigger_for(schedule: str) -> BaseTrigger:
-    """The APScheduler trigger of a stored schedule; intervals are anchored at the epoch (UTC)."""
+def check_schedule(schedule: str) -> None:
+    """Refuse a stored schedule the daemon could not fire, with a reason a person can act on."""
     kind, _, value = schedule.partition("=")
     if kind == "every":
-        return IntervalTrigger(seconds=parse_duration(value, minimum=60), start_date=EPOCH, timezone=UTC)
-    if kind == "cron":
+        parse_duration(value, minimum=MINUTE)
+    elif kind == "cron":
         try:
-            return CronTrigger.from_crontab(value, timezone=UTC)
-        except ValueError as exc:
-            raise BadRequest(f'cron="{value}" is not a valid schedule: {exc}') from None
-    raise BadRequest(f"unknown schedule '{schedule}'")
-
-
-def next_fire(schedule: str, after: datetime) -> datetime:
-    """The first fire time strictly after `after`: missed slots collapse into the next one."""
-    trigger = trigger_for(schedule)
-    fire = trigger.get_next_fire_time(None, after)
-    while fire is not None and fire <= after:
-        fire = trigger.get_next_fire_time(fire, fire)
-    if fire is None:
-        raise BadRequest(f"schedule '{schedule}' never fires again")
-    return fire.astimezone(UTC)
+            check_cron(value)
+        except InvalidValue as exc:
+            raise BadRequest(f'cron="{value}" is not a valid schedule: {exc.reason}') from None
+    else:
+        raise BadRequest(f"unknown schedule '{schedule}'")

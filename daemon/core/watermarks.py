@@ -8,6 +8,7 @@ back with the type of the table's current maximum, so comparisons are between va
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import overload
 
 from daemon.core.errors import BadRequest
 
@@ -24,6 +25,10 @@ def encode(value: Value) -> str:
     raise BadRequest(f"a watermark column must hold timestamps or integers, not {type(value).__name__}")
 
 
+@overload
+def decode(text: str, like: datetime) -> datetime: ...
+@overload
+def decode(text: str, like: int) -> int: ...
 def decode(text: str, like: Value) -> Value:
     """Read stored text back as the same type as `like` (the table's current maximum)."""
     if isinstance(like, datetime):
@@ -36,7 +41,11 @@ def has_new_data(high: Value | None, committed: str | None) -> bool:
     """Is anything in the table newer than the committed watermark?"""
     if high is None:
         return False
-    return committed is None or high > decode(committed, high)
+    if committed is None:
+        return True
+    if isinstance(high, datetime):  # two branches so each comparison is between values of one type
+        return high > decode(committed, high)
+    return high > decode(committed, high)
 
 
 def low_bound(committed: str | None, lookback_seconds: int, like: Value) -> str | None:

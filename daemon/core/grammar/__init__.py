@@ -1,0 +1,92 @@
+"""The ``/replay`` command language, shared by the Slack bot and the ``replay`` CLI.
+
+One pure parser (text in, frozen command out) so both front ends accept exactly the same input and
+give the same errors: each names the offending token, says why, and shows the command's usage.
+``render`` is the inverse (``parse(render(c)) == c``), used to echo back what was understood.
+
+help        usage lines and ``help`` text
+values      limits, value checks, headers, ``GrammarError``
+commands    the frozen commands, which check themselves
+tokenizer   text -> tokens (shell quoting, Slack's smart quotes)
+parser      tokens -> command
+renderer    command -> canonical text
+"""
+
+from daemon.core.cron import parse_cron
+from daemon.core.grammar.commands import (
+    RUN_OPTIONS,
+    SCHEDULE_OPTIONS,
+    CancelCommand,
+    Command,
+    HelpCommand,
+    ListCommand,
+    ListFilter,
+    Ordering,
+    PauseCommand,
+    PipelineCommand,
+    PipelineFilter,
+    PipelinesCommand,
+    PlanCommand,
+    ReplayCommand,
+    ReplaySpec,
+    ResumeCommand,
+    ScheduleCommand,
+    StatusCommand,
+    Topic,
+    UnscheduleCommand,
+)
+from daemon.core.grammar.help import GENERAL_USAGE, PREFIX, USAGE, help_text
+from daemon.core.grammar.parser import parse
+from daemon.core.grammar.renderer import render
+from daemon.core.grammar.tokenizer import tokenize
+from daemon.core.grammar.values import (
+    MAX_HEADERS,
+    MAX_IDLE_DAYS,
+    MAX_TPS,
+    MAX_WORKERS,
+    RESERVED,
+    GrammarError,
+    check_headers,
+    parse_headers,
+    render_headers,
+)
+
+__all__ = [
+    "GENERAL_USAGE",
+    "MAX_HEADERS",
+    "MAX_IDLE_DAYS",
+    "MAX_TPS",
+    "MAX_WORKERS",
+    "PREFIX",
+    "RESERVED",
+    "RUN_OPTIONS",
+    "SCHEDULE_OPTIONS",
+    "USAGE",
+    "CancelCommand",
+    "Command",
+    "GrammarError",
+    "HelpCommand",
+    "ListCommand",
+    "ListFilter",
+    "Ordering",
+    "PauseCommand",
+    "PipelineCommand",
+    "PipelineFilter",
+    "PipelinesCommand",
+    "PlanCommand",
+    "ReplayCommand",
+    "ReplaySpec",
+    "ResumeCommand",
+    "ScheduleCommand",
+    "StatusCommand",
+    "Topic",
+    "UnscheduleCommand",
+    "check_headers",
+    "help_text",
+    "parse",
+    "parse_cron",
+    "parse_headers",
+    "render",
+    "render_headers",
+    "tokenize",
+]

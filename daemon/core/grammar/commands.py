@@ -1,0 +1,201 @@
+"""The commands ``parse`` returns: frozen values that check themselves on construction.
+
+A command built in code (the CLI, a test, the API) is held to the same rules as a typed one, and
+each refusal shows the usage line of that command.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from daemon.core.cron import parse_cron
+from daemon.core.grammar.help import USAGE
+from daemon.core.grammar.values import (
+    MAX_IDLE_DAYS,
+    MAX_TPS,
+    MAX_WORKERS,
+    GrammarError,
+    blaming,
+    check_choice,
+    check_column,
+    check_headers,
+    check_id,
+    check_range,
+    check_source,
+)
+from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
+from daemon.core.quantities import MAX_DURATION_SECONDS, MINUTE, InvalidValue
+from daemon.core.windows import DayWindow, RelativeWindow, TimeWindow, Window
+
+Topic = Literal["auto", "live"]
+Ordering = Literal["entity", "none"]
+ListFilter = Literal["all", "mine", "running"]
+PipelineFilter = Literal["all", "mine", "idle"]
+
+RUN_OPTIONS = ("tps", "topic", "headers", "workers", "ordering")
+SCHEDULE_OPTIONS = ("every", "cron", "watermark", "tps", "topic", "lookback", "headers", "idle_after")
+
+
+@dataclass(frozen=True)
+class ReplaySpec:
+    """What to replay; shared by ``ReplayCommand`` and ``PlanCommand`` (which only estimates it)."""
+
+    source: str
+    window: Window
+    tps: int | None = None  # None: the service's default rate
+    topic: Topic = "auto"
+    headers: tuple[tuple[str, str], ...] = ()
+    workers: int | None = None
+    ordering: Ordering = "entity"
+
+    def __post_init__(self) -> None:
+        with blaming(None, USAGE["plan" if isinstance(self, PlanCommand) else "replay"]):
+            check_source(self.source)
+            if not isinstance(self.window, DayWindow | TimeWindow | RelativeWindow):
+                raise InvalidValue(None, "window must be a DayWindow, TimeWindow or RelativeWindow")
+            check_range("tps", self.tps, 1, MAX_TPS)
+            check_choice("topic", self.topic, ("auto", "live"))
+            check_headers(self.headers)
+            check_range("workers", self.workers, 1, MAX_WORKERS)
+            check_choice("ordering", self.ordering, ("entity", "none"))
+
+
+@dataclass(frozen=True)
+class ReplayCommand(ReplaySpec):
+    """Replay a window of a source's history to a topic."""
+
+
+@dataclass(frozen=True)
+class PlanCommand(ReplaySpec):
+    """Dry run: what a replay with these options would read, send and take."""
+
+
+@dataclass(frozen=True)
+class StatusCommand:
+    run_id: str | None = None  # None: the caller's latest run
+
+    def __post_init__(self) -> None:
+        if self.run_id is not None:
+            with blaming(None, USAGE["status"]):
+                check_id(self.run_id, RUN_ID_PATTERN, "run id")
+
+
+@dataclass(frozen=True)
+class ListCommand:
+    filter: ListFilter = "all"
+
+    def __post_init__(self) -> None:
+        with blaming(None, USAGE["list"]):
+            check_choice("filter", self.filter, ("all", "mine", "running"))
+
+
+@dataclass(frozen=True)
+class CancelCommand:
+    run_id: str
+
+    def __post_init__(self) -> None:
+        with blaming(None, USAGE["cancel"]):
+            check_id(self.run_id, RUN_ID_PATTERN, "run id")
+
+
+@dataclass(frozen=True)
+class HelpCommand:
+    topic: str | None = None  # a key of USAGE, or None for everything
+
+    def __post_init__(self) -> None:
+        if self.topic is not None and self.topic not in USAGE:
+            raise GrammarError(f"no help topic '{self.topic}'", usage=USAGE["help"])
+
+
+@dataclass(frozen=True)
+class ScheduleCommand:
+    """An incremental pipeline: every period (or on a cron), replay rows past the watermark."""
+
+    source: str
+    every_seconds: int | None
+    cron: str | None
+    watermark: str
+    tps: int | None = None
+    topic: Topic = "auto"
+    lookback_seconds: int = 0
+    headers: tuple[tuple[str, str], ...] = ()
+    idle_after_days: int | None = None
+
+    def __post_init__(self) -> None:
+        with blaming(None, USAGE["schedule"]):
+            check_source(self.source)
+            if (self.every_seconds is None) == (self.cron is None):
+                raise InvalidValue(None, "give exactly one of every= or cron=")
+            check_range("every", self.every_seconds, MINUTE, MAX_DURATION_SECONDS)
+            if self.cron is not None and parse_cron(self.cron) != self.cron:
+                raise InvalidValue(None, "cron must be five fields separated by single spaces")
+            check_column(self.watermark)
+            check_range("tps", self.tps, 1, MAX_TPS)
+            check_choice("topic", self.topic, ("auto", "live"))
+            check_range("lookback", self.lookback_seconds, 0, MAX_DURATION_SECONDS)
+            check_headers(self.headers)
+            check_range("idle_after days", self.idle_after_days, 1, MAX_IDLE_DAYS)
+
+
+@dataclass(frozen=True)
+class PipelinesCommand:
+    filter: PipelineFilter = "all"
+
+    def __post_init__(self) -> None:
+        with blaming(None, USAGE["pipelines"]):
+            check_choice("filter", self.filter, ("all", "mine", "idle"))
+
+
+@dataclass(frozen=True)
+class PipelineAction:
+    """A command on one pipeline; the subclass decides which (see ``ACTION_WORDS``)."""
+
+    pipeline_id: str
+
+    def __post_init__(self) -> None:
+        with blaming(None, USAGE[ACTION_WORDS[type(self)]]):
+            check_id(self.pipeline_id, PIPELINE_ID_PATTERN, "pipeline id")
+
+
+@dataclass(frozen=True)
+class PipelineCommand(PipelineAction):
+    """Show one pipeline."""
+
+
+@dataclass(frozen=True)
+class PauseCommand(PipelineAction):
+    pass
+
+
+@dataclass(frozen=True)
+class ResumeCommand(PipelineAction):
+    pass
+
+
+@dataclass(frozen=True)
+class UnscheduleCommand(PipelineAction):
+    pass
+
+
+ACTION_WORDS: dict[type[PipelineAction], str] = {
+    PipelineCommand: "pipeline",
+    PauseCommand: "pause",
+    ResumeCommand: "resume",
+    UnscheduleCommand: "unschedule",
+}
+
+Command: TypeAlias = (
+    ReplayCommand
+    | PlanCommand
+    | StatusCommand
+    | ListCommand
+    | CancelCommand
+    | HelpCommand
+    | ScheduleCommand
+    | PipelinesCommand
+    | PipelineCommand
+    | PauseCommand
+    | ResumeCommand
+    | UnscheduleCommand
+)

@@ -1,0 +1,47 @@
+"""How the ``/replay`` commands are written: the usage lines every error and ``help`` shows."""
+
+from __future__ import annotations
+
+PREFIX = "/replay"
+
+USAGE: dict[str, str] = {
+    "replay": f"{PREFIX} <source> <window> [tps=N] [topic=auto|live] [headers=k:v,k2:v2] [workers=N]"
+    " [ordering=entity|none]",
+    "plan": f"{PREFIX} plan <source> <window> [tps=N] [topic=auto|live] [headers=k:v,k2:v2] [workers=N]"
+    " [ordering=entity|none]",
+    "status": f"{PREFIX} status [run-id]",
+    "list": f"{PREFIX} list [mine|running]",
+    "cancel": f"{PREFIX} cancel <run-id>",
+    "schedule": f'{PREFIX} schedule <source> (every=<duration> | cron="<min hour day month weekday>")'
+    " watermark=<column> [tps=N] [topic=auto|live] [lookback=<duration>] [headers=k:v,k2:v2]"
+    " [idle_after=<N>d]",
+    "pipelines": f"{PREFIX} pipelines [mine|idle]",
+    "pipeline": f"{PREFIX} pipeline <pipeline-id>",
+    "pause": f"{PREFIX} pause <pipeline-id>",
+    "resume": f"{PREFIX} resume <pipeline-id>",
+    "unschedule": f"{PREFIX} unschedule <pipeline-id>",
+    "help": f"{PREFIX} help [command]",
+}
+GENERAL_USAGE = (
+    f"{PREFIX} <source> <window> [options], or {PREFIX} <command> with a command among: "
+    + ", ".join(name for name in USAGE if name != "replay")
+)
+_NOTES = (
+    "<window>: 2024-01-01..2024-01-07 (UTC days, inclusive), 2024-01-01T10:00..2024-01-01T12:30"
+    " (UTC, end excluded) or last=6h",
+    "N: 10000, 10k or 1.5m; <duration>: 90s, 15m, 1h, 2d or 1w; ids look like r-0123456789ab (runs)"
+    " and p-0123456789ab (pipelines)",
+)
+_EXAMPLES = (
+    f"{PREFIX} orders 2024-01-01..2024-01-07 tps=10k",
+    f"{PREFIX} plan orders last=6h topic=live",
+    f"{PREFIX} schedule orders every=15m watermark=updated_at lookback=1h",
+)
+
+
+def help_text(topic: str | None = None) -> str:
+    """What the bot and CLI print for ``help``: every usage line (or one), notes and examples."""
+    if topic is not None:
+        return "Usage: " + USAGE[topic]
+    lines = ["Usage:", *(f"  {line}" for line in USAGE.values()), *_NOTES, "Examples:"]
+    return "\n".join([*lines, *(f"  {example}" for example in _EXAMPLES)])

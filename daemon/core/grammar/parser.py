@@ -1,0 +1,267 @@
+"""Tokens to a command: one pure parser for the Slack bot and the ``replay`` CLI.
+
+Both front ends accept exactly the same input and give the same errors: each names the offending
+token, says why, and shows the command's usage. A word that is not a command is a source to replay.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import Literal, TypeVar, cast
+
+from daemon.core.cron import parse_cron
+from daemon.core.grammar.commands import (
+    ACTION_WORDS,
+    RUN_OPTIONS,
+    SCHEDULE_OPTIONS,
+    CancelCommand,
+    Command,
+    HelpCommand,
+    ListCommand,
+    ListFilter,
+    Ordering,
+    PipelineAction,
+    PipelineFilter,
+    PipelinesCommand,
+    PlanCommand,
+    ReplayCommand,
+    ReplaySpec,
+    ScheduleCommand,
+    StatusCommand,
+    Topic,
+)
+from daemon.core.grammar.help import GENERAL_USAGE, USAGE
+from daemon.core.grammar.tokenizer import tokenize
+from daemon.core.grammar.values import (
+    MAX_IDLE_DAYS,
+    MAX_TPS,
+    MAX_WORKERS,
+    RESERVED,
+    GrammarError,
+    blaming,
+    check_column,
+    check_source,
+    parse_headers,
+)
+from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
+from daemon.core.quantities import DAY, MINUTE, InvalidValue, parse_count, parse_duration
+from daemon.core.windows import parse_window
+
+_T = TypeVar("_T")
+
+
+def _options(tokens: list[str], allowed: tuple[str, ...], command: str) -> dict[str, tuple[str, str]]:
+    """``key=value`` tokens -> {key: (token, value)}; keys are case-insensitive, values untouched."""
+    usage = USAGE[command]
+    found: dict[str, tuple[str, str]] = {}
+    for token in tokens:
+        key, equals, value = token.partition("=")
+        name = key.lower().replace("-", "_")
+        if not equals:
+            reason = "expected an option (key=value) here, not a positional argument"
+            if "cron" in found:
+                reason += ' (quote a cron expression: cron="*/15 * * * *")'
+            elif "headers" in found and ":" in token:
+                reason += " (no spaces between headers: headers=k:v,k2:v2)"
+            raise GrammarError(reason, token=token, usage=usage)
+        if name == "last" and command in ("replay", "plan"):
+            raise GrammarError("the window goes right after the source", token=token, usage=usage)
+        if name not in allowed:
+            allowed_list = ", ".join(allowed)
+            raise GrammarError(
+                f"unknown option '{key}' (allowed for {command}: {allowed_list})", token=token, usage=usage
+            )
+        if name in found:
+            raise GrammarError(f"option '{name}' given twice", token=token, usage=usage)
+        found[name] = (token, value)
+    return found
+
+
+def _value(
+    options: dict[str, tuple[str, str]], name: str, convert: Callable[[str], _T], usage: str
+) -> _T | None:
+    if name not in options:
+        return None
+    token, value = options[name]
+    with blaming(token, usage):
+        return convert(value)
+
+
+def _choice(allowed: tuple[str, ...]) -> Callable[[str], str]:
+    def convert(value: str) -> str:
+        if value.lower() not in allowed:
+            raise InvalidValue(value, f"must be one of {', '.join(allowed)}")
+        return value.lower()
+
+    return convert
+
+
+def _column(value: str) -> str:
+    check_column(value)
+    return value
+
+
+def _idle_days(value: str) -> int:
+    seconds = parse_duration(value, minimum=DAY, maximum=MAX_IDLE_DAYS * DAY)
+    if seconds % DAY:
+        raise InvalidValue(value, "must be a whole number of days (e.g. 14d)")
+    return seconds // DAY
+
+
+def _tps(value: str) -> int:
+    return parse_count(value, minimum=1, maximum=MAX_TPS)
+
+
+def _source(token: str, usage: str) -> str:
+    if "=" in token:
+        raise GrammarError("expected a source name first, not an option", token=token, usage=usage)
+    if token[:1].isdigit():
+        raise GrammarError("expected a source name before the window", token=token, usage=usage)
+    with blaming(token, usage):
+        check_source(token)
+    return token
+
+
+def _parse_spec(cls: type[ReplaySpec], command: str, args: list[str]) -> ReplaySpec:
+    usage = USAGE[command]
+    # A bare first word is only known to be a source if it is a good one; else show every command.
+    source = _source(args[0], usage if command == "plan" else GENERAL_USAGE) if args else None
+    if source is None:
+        raise GrammarError("missing source and window", usage=usage)
+    if len(args) < 2:
+        close = difflib.get_close_matches(source, sorted(RESERVED), n=1)
+        if close and command == "replay":
+            raise GrammarError(f"unknown command (did you mean `{close[0]}`?)", token=source)
+        raise GrammarError(f"missing window after the source (e.g. {source} last=6h)", usage=usage)
+    token = args[1]
+    if "=" in token and token[:5].lower() != "last=":
+        raise GrammarError("expected a window before the options (e.g. last=6h)", token=token, usage=usage)
+    with blaming(token, usage):
+        window = parse_window(token)
+    options = _options(args[2:], RUN_OPTIONS, command)
+    return cls(
+        source=source,
+        window=window,
+        tps=_value(options, "tps", _tps, usage),
+        topic=cast(Topic, _value(options, "topic", _choice(("auto", "live")), usage) or "auto"),
+        headers=_value(options, "headers", parse_headers, usage) or (),
+        workers=_value(options, "workers", lambda v: parse_count(v, minimum=1, maximum=MAX_WORKERS), usage),
+        ordering=cast(Ordering, _value(options, "ordering", _choice(("entity", "none")), usage) or "entity"),
+    )
+
+
+def _parse_schedule(args: list[str]) -> ScheduleCommand:
+    usage = USAGE["schedule"]
+    if not args:
+        raise GrammarError("missing source", usage=usage)
+    source = _source(args[0], usage)
+    options = _options(args[1:], SCHEDULE_OPTIONS, "schedule")
+    every = _value(options, "every", lambda v: parse_duration(v, minimum=MINUTE), usage)
+    cron = _value(options, "cron", parse_cron, usage)
+    if every is not None and cron is not None:
+        later = max(("every", "cron"), key=list(options).index)
+        raise GrammarError("give every= or cron=, not both", token=options[later][0], usage=usage)
+    if every is None and cron is None:
+        raise GrammarError('missing every=<duration> or cron="<expression>"', usage=usage)
+    watermark = _value(options, "watermark", _column, usage)
+    if watermark is None:
+        raise GrammarError("missing watermark=<column> (the column that only grows)", usage=usage)
+    return ScheduleCommand(
+        source=source,
+        every_seconds=every,
+        cron=cron,
+        watermark=watermark,
+        tps=_value(options, "tps", _tps, usage),
+        topic=cast(Topic, _value(options, "topic", _choice(("auto", "live")), usage) or "auto"),
+        lookback_seconds=_value(options, "lookback", parse_duration, usage) or 0,
+        headers=_value(options, "headers", parse_headers, usage) or (),
+        idle_after_days=_value(options, "idle_after", _idle_days, usage),
+    )
+
+
+def _at_most(args: list[str], count: int, usage: str) -> None:
+    if len(args) > count:
+        raise GrammarError("unexpected extra argument", token=args[count], usage=usage)
+
+
+def _exactly_one(args: list[str], what: str, usage: str) -> str:
+    if not args:
+        raise GrammarError(f"missing {what}", usage=usage)
+    _at_most(args, 1, usage)
+    return args[0]
+
+
+def _id(token: str, kind: Literal["run", "pipeline"], usage: str) -> str:
+    value = token.strip("`").lower()
+    wanted, other = (
+        (RUN_ID_PATTERN, PIPELINE_ID_PATTERN) if kind == "run" else (PIPELINE_ID_PATTERN, RUN_ID_PATTERN)
+    )
+    if wanted.fullmatch(value):
+        return value
+    example = "r-0123456789ab" if kind == "run" else "p-0123456789ab"
+    if other.fullmatch(value):
+        reason = f"that is a {'pipeline' if kind == 'run' else 'run'} id; this command takes a {kind} id"
+    else:
+        reason = f"not a {kind} id ({example[:2]} and 12 hex digits, e.g. {example})"
+    raise GrammarError(reason, token=token, usage=usage)
+
+
+def _keyword(args: list[str], allowed: tuple[str, ...], usage: str) -> str:
+    _at_most(args, 1, usage)
+    if not args:
+        return "all"
+    if args[0].lower() not in (*allowed, "all"):
+        raise GrammarError(f"expected one of {', '.join(allowed)}", token=args[0], usage=usage)
+    return args[0].lower()
+
+
+def _parse_status(args: list[str]) -> StatusCommand:
+    usage = USAGE["status"]
+    _at_most(args, 1, usage)
+    return StatusCommand(_id(args[0], "run", usage) if args else None)
+
+
+def _parse_help(args: list[str]) -> HelpCommand:
+    usage = USAGE["help"]
+    _at_most(args, 1, usage)
+    if not args:
+        return HelpCommand()
+    if args[0].lower() not in USAGE:
+        raise GrammarError(f"no such command (try one of: {', '.join(USAGE)})", token=args[0], usage=usage)
+    return HelpCommand(args[0].lower())
+
+
+def _pipeline_action(cls: type[PipelineAction], word: str) -> Callable[[list[str]], Command]:
+    def parse_action(args: list[str]) -> Command:
+        usage = USAGE[word]
+        return cast(Command, cls(_id(_exactly_one(args, "pipeline id", usage), "pipeline", usage)))
+
+    return parse_action
+
+
+_COMMANDS: dict[str, Callable[[list[str]], Command]] = {
+    "plan": lambda args: cast(PlanCommand, _parse_spec(PlanCommand, "plan", args)),
+    "status": _parse_status,
+    "list": lambda args: ListCommand(cast(ListFilter, _keyword(args, ("mine", "running"), USAGE["list"]))),
+    "cancel": lambda args: CancelCommand(
+        _id(_exactly_one(args, "run id", USAGE["cancel"]), "run", USAGE["cancel"])
+    ),
+    "help": _parse_help,
+    "schedule": _parse_schedule,
+    "pipelines": lambda args: PipelinesCommand(
+        cast(PipelineFilter, _keyword(args, ("mine", "idle"), USAGE["pipelines"]))
+    ),
+    **{word: _pipeline_action(cls, word) for cls, word in ACTION_WORDS.items()},
+}
+
+
+def parse(text: str) -> Command:
+    """Parse the text after ``/replay`` (or the CLI's argv joined); raises only ``GrammarError``."""
+    tokens = tokenize(text)
+    if not tokens:
+        raise GrammarError("no command given")
+    handler = _COMMANDS.get(tokens[0].lower())
+    if handler is None:
+        return cast(ReplayCommand, _parse_spec(ReplayCommand, "replay", tokens))
+    return handler(tokens[1:])

@@ -1,0 +1,89 @@
+"""Commands back to text: ``parse(render(c)) == c``, used to echo back what was understood.
+
+The text is canonical (fixed option order, defaults omitted), so two ways of typing the same
+command render the same, and a rendered command can be stored and parsed again later.
+"""
+
+from __future__ import annotations
+
+from daemon.core.grammar.commands import (
+    ACTION_WORDS,
+    CancelCommand,
+    Command,
+    HelpCommand,
+    ListCommand,
+    PipelinesCommand,
+    PlanCommand,
+    ReplayCommand,
+    ReplaySpec,
+    ScheduleCommand,
+    StatusCommand,
+)
+from daemon.core.grammar.values import render_headers
+from daemon.core.quantities import render_duration
+from daemon.core.windows import label
+
+_SHELL_SPECIAL = frozenset(" \"'\\")
+
+
+def _quote(value: str) -> str:
+    """Double-quote a value only when the tokenizer would otherwise split or alter it."""
+    if value and not _SHELL_SPECIAL.intersection(value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _render_spec(spec: ReplaySpec) -> list[str]:
+    parts = [spec.source, label(spec.window)]
+    if spec.tps is not None:
+        parts.append(f"tps={spec.tps}")
+    if spec.topic != "auto":
+        parts.append(f"topic={spec.topic}")
+    if spec.headers:
+        parts.append("headers=" + _quote(render_headers(spec.headers)))
+    if spec.workers is not None:
+        parts.append(f"workers={spec.workers}")
+    if spec.ordering != "entity":
+        parts.append(f"ordering={spec.ordering}")
+    return parts
+
+
+def _render_schedule(command: ScheduleCommand) -> list[str]:
+    parts = ["schedule", command.source]
+    if command.every_seconds is not None:
+        parts.append(f"every={render_duration(command.every_seconds)}")
+    if command.cron is not None:
+        parts.append("cron=" + _quote(command.cron))
+    parts.append(f"watermark={command.watermark}")
+    if command.tps is not None:
+        parts.append(f"tps={command.tps}")
+    if command.topic != "auto":
+        parts.append(f"topic={command.topic}")
+    if command.lookback_seconds:
+        parts.append(f"lookback={render_duration(command.lookback_seconds)}")
+    if command.headers:
+        parts.append("headers=" + _quote(render_headers(command.headers)))
+    if command.idle_after_days is not None:
+        parts.append(f"idle_after={command.idle_after_days}d")
+    return parts
+
+
+def render(command: Command) -> str:
+    """Canonical text of a command (fixed option order, defaults omitted); ``parse`` reads it back."""
+    if isinstance(command, PlanCommand):
+        return " ".join(["plan", *_render_spec(command)])
+    if isinstance(command, ReplayCommand):
+        return " ".join(_render_spec(command))
+    if isinstance(command, ScheduleCommand):
+        return " ".join(_render_schedule(command))
+    if isinstance(command, StatusCommand):
+        return "status" if command.run_id is None else f"status {command.run_id}"
+    if isinstance(command, CancelCommand):
+        return f"cancel {command.run_id}"
+    if isinstance(command, ListCommand):
+        return "list" if command.filter == "all" else f"list {command.filter}"
+    if isinstance(command, PipelinesCommand):
+        return "pipelines" if command.filter == "all" else f"pipelines {command.filter}"
+    if isinstance(command, HelpCommand):
+        return "help" if command.topic is None else f"help {command.topic}"
+    return f"{ACTION_WORDS[type(command)]} {command.pipeline_id}"
