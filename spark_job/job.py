@@ -18,16 +18,16 @@ from pyspark import SparkContext, StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from spark_job import transforms
-from spark_job.arrow_map import map_in_arrow
-from spark_job.decrypting import decrypting_body
+from spark_job.arrow_map import ArrowMapFunction, map_in_arrow
 from spark_job.errors import SourceError
 from spark_job.kafka_conf import producer_config
+from spark_job.pii.decrypting import decrypting_body
 from spark_job.progress import AttemptId, Beacon, ProgressReader, duplicates_possible
-from spark_job.publisher import RESULT_SCHEMA, TaskSettings, publish_partition
+from spark_job.publish.publisher import RESULT_SCHEMA, TaskSettings, publish_partition
+from spark_job.publish.slots import partition_count, task_slots
+from spark_job.publish.topics import ensure_topic, topic_partitions
 from spark_job.result import JobFailed, ReplayFailure, ReplayResult, reason_of, utc_now
-from spark_job.slots import partition_count, task_slots
-from spark_job.spec import JobSpec, WatermarkRange, record_headers
-from spark_job.topics import ensure_topic, topic_partitions
+from spark_job.spec.model import JobSpec, WatermarkRange, record_headers
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,7 @@ def select(spark: SparkSession, spec: JobSpec) -> Selected:
 def run_replay(spark: SparkSession, spec: JobSpec) -> ReplayResult:
     started_at = utc_now()
     context = spark.sparkContext
+    assert context.master is not None, "a running SparkContext has a master"
     slots = task_slots(context.master, dict(context.getConf().getAll()))
     selected = select(spark, spec)
     log.info("selected %d rows from %s", selected.rows, spec.selection.describe())
@@ -94,18 +95,17 @@ def _publish(
         run_id=spec.run_id,
         topic=spec.topic,
         producer=producer_config(spec.kafka),
-        headers=record_headers(spec),
+        headers=list(record_headers(spec)),
         sizes=sizes,
         tps=spec.tps,
         slots=slots,
         t0_wall=time.time() + (START_LEAD_S if spec.tps else 0.0),  # unthrottled tasks never wait
         progress_topic=spec.progress.topic,
         progress_interval_s=spec.progress.interval_s,
-        fail_once_after=spec.test_fail_once_after,
     )
     context.setJobGroup(_group(spec.run_id), f"replay {spec.run_id}: publish to {spec.topic}")
     accumulated = context.accumulator(0)
-    body = partial(publish_partition, settings, accumulated)
+    body: ArrowMapFunction = partial(publish_partition, settings, accumulated)
     dead_letters = context.accumulator(0)
     if spec.decrypt is not None:
         body = decrypting_body(spec, body, dead_letters)

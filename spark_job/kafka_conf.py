@@ -1,7 +1,7 @@
 """librdkafka settings: the producer the data path requires, and the subset other clients share.
 
 The spec's ``kafka`` dict carries connection and security settings (and may tune the producer);
-DESIGN rule 3 is not negotiable, so idempotence and ``acks=all`` are forced on top. The defaults
+Rule 3 of docs/rules.md is not negotiable, so idempotence and ``acks=all`` are forced on top. The defaults
 batch generously (linger, lz4), which is what lets a Python task keep up at high TPS, and bound how
 long a record may wait for the broker so an outage fails the task instead of hanging it.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from spark_job.spec import KafkaValue
+from spark_job.spec.model import KafkaValue
 
 PRODUCER_DEFAULTS: dict[str, KafkaValue] = {
     "linger.ms": 10,

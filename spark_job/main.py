@@ -7,8 +7,8 @@ the job and prints exactly one final line, ``REPLAY_RESULT {json}`` or ``REPLAY_
 
 The package need not be installed: run as a script, this file puts its parent directory on
 ``sys.path`` and ships the package to the executors with ``addPyFile``. On EMR Serverless pass the
-package zipped instead (``--py-files spark_job.zip``, built with ``python -m zipfile -c spark_job.zip
-spark_job``) next to ``main.py`` as the entry point.
+package zipped instead (``--py-files spark_job.zip``, built by ``replay package``) next to
+``main.py`` as the entry point. Either way executors get this package's modules and nothing else.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 
 from spark_job.errors import ReplayError, SpecError
 from spark_job.result import JobFailed, ReplayFailure, reason_of, report, utc_now
-from spark_job.spec import JobSpec, load_spec
+from spark_job.spec.model import JobSpec
+from spark_job.spec.parse import load_spec
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,6 +57,19 @@ def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
     return builder
 
 
+def package_modules(package: Path) -> list[Path]:
+    """The package's ``.py`` files, sorted: what executors import (no caches, nothing outside it)."""
+    return sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.relative_to(package).parts)
+
+
+def bundle_package(package: Path, archive: Path) -> Path:
+    """Zip ``package``'s modules as ``spark_job/...`` into ``archive`` (the ``addPyFile`` bundle)."""
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for source in package_modules(package):
+            bundle.write(source, f"spark_job/{source.relative_to(package).as_posix()}")
+    return archive
+
+
 def _ship_package(spark: SparkSession) -> None:
     """Give executors this package when it was imported from a plain directory (not installed).
 
@@ -68,10 +82,7 @@ def _ship_package(spark: SparkSession) -> None:
     if not package.is_dir():
         return  # imported from a zip given with --py-files: executors have it already
     archive = Path(tempfile.mkdtemp(prefix="replay-")) / "spark_job.zip"
-    with zipfile.ZipFile(archive, "w") as bundle:
-        for source in sorted(package.glob("*.py")):
-            bundle.write(source, f"spark_job/{source.name}")
-    spark.sparkContext.addPyFile(str(archive))
+    spark.sparkContext.addPyFile(str(bundle_package(package, archive)))
 
 
 def _session(spec: JobSpec) -> SparkSession:

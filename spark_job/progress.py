@@ -23,7 +23,7 @@ from types import TracebackType
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from spark_job.kafka_conf import client_config
-from spark_job.spec import KafkaValue
+from spark_job.spec.model import KafkaValue
 
 AttemptId = tuple[int, int]  # (partition, Spark task id): task ids grow, so a retry sorts after
 
@@ -157,9 +157,12 @@ class ProgressReader:
             for message in self._consumer.consume(num_messages=1000, timeout=0.2):
                 if message.error() is not None:
                     raise KafkaException(message.error())
-                self._positions[message.partition()] = message.offset() + 1
-                if message.key() == self._key:
-                    self._beacons.append(Beacon.decode(message.value()))
+                where, offset, value = message.partition(), message.offset(), message.value()
+                if where is None or offset is None:
+                    continue  # only error events lack a position, and an error raised above
+                self._positions[where] = offset + 1
+                if message.key() == self._key and value is not None:
+                    self._beacons.append(Beacon.decode(value))
         return self.snapshot()
 
     def snapshot(self) -> Snapshot:

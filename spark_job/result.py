@@ -39,7 +39,7 @@ from spark_job.uris import write_text
 RESULT_PREFIX = "REPLAY_RESULT"
 FAILED_PREFIX = "REPLAY_FAILED"
 _OURS = re.compile(
-    r"^(?:[\w.]+\.)?(?:PublishError|InjectedFailure|ReplayError|SourceError|TopicError|DecryptError)"
+    r"^(?:[\w.]+\.)?(?:PublishError|ReplayError|SourceError|TopicError|DecryptError)"
     r": (.+)$",
     re.M,
 )

@@ -18,7 +18,7 @@ from pyspark.sql.types import DataType, DateType, StringType, TimestampNTZType, 
 
 from spark_job.arrow_map import map_in_arrow
 from spark_job.errors import SourceError
-from spark_job.spec import Bound, DayWindow, JobSpec, Selection, Source, TimeWindow, WatermarkRange
+from spark_job.spec.model import Bound, DayWindow, JobSpec, Selection, Source, TimeWindow, WatermarkRange
 
 KEY = "_replay_key"
 VALUE = "_replay_value"
@@ -121,7 +121,9 @@ def distribute(records: DataFrame, partitions: int, ordering: str) -> DataFrame:
 
 def _count_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     rows = sum(batch.num_rows for batch in batches)
-    partition = TaskContext.get().partitionId()  # type: ignore[union-attr]
+    context = TaskContext.get()
+    assert context is not None, "runs inside a Spark task"
+    partition = context.partitionId()
     yield pa.RecordBatch.from_pydict({"partition": [partition], "rows": [rows]}, schema=_SIZES)
 
 

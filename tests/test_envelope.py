@@ -23,11 +23,11 @@ from daemon.usecases.pii import KeyManifestError, decrypt_section
 from scripts.devtools.encrypt_column import encrypt_table
 from scripts.devtools.sample_pii import email_of
 from scripts.devtools.sample_table import write_sample_table
-from spark_job.decrypt_spec import DataKeyRef, KmsSettings
-from spark_job.envelope import DecryptError, decrypt_value, encrypt_value, new_data_key
 from spark_job.errors import SpecError
-from spark_job.keys import DataKeyCache, KeyResolver
-from spark_job.spec import JobSpec
+from spark_job.pii.envelope import DecryptError, decrypt_value, encrypt_value, new_data_key
+from spark_job.pii.keys import DataKeyCache, KeyResolver
+from spark_job.spec.decrypt import DataKeyRef, KmsSettings
+from spark_job.spec.parse import spec_from_dict, spec_from_json
 from tests.fixtures.aws import REGION, AwsClients
 from tests.fixtures.kms_proxy import CountingProxy, counting_proxy
 
@@ -205,12 +205,12 @@ def spec_document(**decrypt: Any) -> dict[str, Any]:
 
 
 def test_decrypt_section_round_trips() -> None:
-    spec = JobSpec.from_dict(
+    spec = spec_from_dict(
         spec_document(on_error="dlq", dlq_topic="t.dlq", kms={"region": "eu-west-1", "endpoint_url": None})
     )
     assert spec.decrypt is not None and spec.decrypt.columns == ("email",)
-    assert JobSpec.from_json(spec.to_json()) == spec
-    without = JobSpec.from_dict({k: v for k, v in spec_document().items() if k != "decrypt"})
+    assert spec_from_json(spec.to_json()) == spec
+    without = spec_from_dict({k: v for k, v in spec_document().items() if k != "decrypt"})
     assert "decrypt" not in without.to_dict()
 
 
@@ -230,7 +230,7 @@ def test_decrypt_section_round_trips() -> None:
 )
 def test_decrypt_section_is_validated(override: dict[str, Any], field: str) -> None:
     with pytest.raises(SpecError) as caught:
-        JobSpec.from_dict(spec_document(**override))
+        spec_from_dict(spec_document(**override))
     assert caught.value.field == field
 
 
@@ -299,4 +299,4 @@ def test_build_spec_carries_the_decrypt_section(tmp_path: Path) -> None:
     settings = load_settings({"REPLAY_LOCAL_KEY_DIR": str(tmp_path / "keys")})
     spec = build_spec(run, catalog=catalog, settings=settings, result_uri=None)
     assert spec.decrypt is not None and spec.decrypt.dlq_topic == "replay.orders.r-7.dlq"
-    assert JobSpec.from_json(spec.to_json()) == spec
+    assert spec_from_json(spec.to_json()) == spec

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_job.pacing import Pacer, PartitionSchedule, Segment, due_time, schedules, slot_rates
+from spark_job.publish.pacing import Pacer, PartitionSchedule, Segment, due_time, schedules, slot_rates
 
 TPS = st.integers(min_value=1, max_value=1_000_000)
 SLOTS = st.integers(min_value=1, max_value=512)

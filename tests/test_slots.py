@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spark_job.errors import SlotsError
-from spark_job.slots import partition_count, task_slots
+from spark_job.publish.slots import partition_count, task_slots
 
 
 @given(threads=st.integers(1, 4096), failures=st.none() | st.integers(1, 10))

@@ -22,7 +22,7 @@ import pytest
 from scripts.devtools.encrypt_column import encrypt_table
 from scripts.devtools.sample_pii import add_email_column, email_of
 from scripts.devtools.sample_table import write_sample_table
-from spark_job.decrypt_spec import KmsSettings
+from spark_job.spec.decrypt import KmsSettings
 from tests.fixtures.aws import REGION, AwsClients
 from tests.fixtures.kafka import consume_all, create_topic, unique_topic
 from tests.fixtures.kms_proxy import CountingProxy, counting_proxy

@@ -22,6 +22,7 @@ from pyspark.sql import SparkSession
 
 from spark_job import main as job_main
 from spark_job.progress import ProgressReader
+from tests.fixtures.faults import fail_first_attempt
 from tests.fixtures.kafka import LocalBroker, consume_all, create_topic, topic_record_count, unique_topic
 from tests.fixtures.spark import (
     MAIN,
@@ -141,10 +142,12 @@ def test_a_retried_task_is_counted_once_and_its_duplicates_reported(
     kafka_bootstrap: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     topic = unique_topic("replay-retry")
     create_topic(kafka_bootstrap, topic)
-    document = job_spec(sample_table, kafka_bootstrap, topic, ordering="none", _test_fail_once_after=5)
+    fail_first_attempt(monkeypatch, after=5)
+    document = job_spec(sample_table, kafka_bootstrap, topic, ordering="none")
     run = run_in_process(spark, tmp_path, document, capsys)
     assert run.kind == "REPLAY_RESULT", run.document
     assert run.document["confirmed"] == run.document["rows_selected"] == 900

@@ -15,14 +15,15 @@ from pyspark.sql import SparkSession
 from spark_job import transforms
 from spark_job.errors import SourceError
 from spark_job.job import select
-from spark_job.spec import JobSpec
+from spark_job.spec.model import JobSpec
+from spark_job.spec.parse import spec_from_dict
 from tests.fixtures.spark import job_spec
 
 pytestmark = pytest.mark.spark
 
 
 def spec_for(table: Path, **overrides: Any) -> JobSpec:
-    return JobSpec.from_dict(job_spec(table, "127.0.0.1:9", "unused", **overrides))
+    return spec_from_dict(job_spec(table, "127.0.0.1:9", "unused", **overrides))
 
 
 def lake_ids(table: Path, expression: Any) -> set[str]:

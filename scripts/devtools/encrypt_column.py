@@ -2,7 +2,7 @@
 
 ``scripts/encrypt-column --table DIR --column email --key-ref local:dev --local-key-dir KEYS`` or
 ``--key-ref kms:<key id> [--kms-region R] [--kms-endpoint-url URL]``. Every non-null string value of
-the column, in every ``*.parquet`` file under the table, becomes an ``spark_job.envelope`` token
+the column, in every ``*.parquet`` file under the table, becomes an ``spark_job.pii.envelope`` token
 under one fresh data key; the data key, wrapped by the given key, is added to ``<table>/_keys.json``
 (Spark skips ``_``-files when reading the table). A missing local key file is created. Local
 tables only: it rewrites files with pyarrow. Running it twice encrypts twice, so it refuses a
@@ -21,9 +21,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from spark_job.decrypt_spec import DataKeyRef, KmsSettings, is_kms, is_local
-from spark_job.envelope import DecryptError, encrypt_value, new_data_key, token_key_id
-from spark_job.keys import ensure_local_key, kms_client, kms_key_id, wrap_local
+from spark_job.pii.envelope import DecryptError, encrypt_value, new_data_key, token_key_id
+from spark_job.pii.keys import ensure_local_key, kms_client, kms_key_id, wrap_local
+from spark_job.spec.decrypt import DataKeyRef, KmsSettings, is_kms, is_local
 
 MANIFEST = "_keys.json"
 
@@ -38,7 +38,7 @@ def wrap_data_key(
         return DataKeyRef(wrap_local(data_key, key_id, ensure_local_key(local_key_dir, key_ref)), key_ref)
     if not is_kms(key_ref):
         raise ValueError(f"key ref must be local:<name>, kms:<id> or a KMS ARN, got {key_ref!r}")
-    answer = kms_client(kms).encrypt(KeyId=kms_key_id(key_ref), Plaintext=data_key)  # type: ignore[attr-defined]
+    answer = kms_client(kms).encrypt(KeyId=kms_key_id(key_ref), Plaintext=data_key)
     return DataKeyRef(base64.b64encode(answer["CiphertextBlob"]).decode("ascii"), key_ref)
 
 

@@ -15,7 +15,7 @@ DLQ records a successful task had confirmed are added to an accumulator, so
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -24,15 +24,16 @@ import pyarrow as pa
 from confluent_kafka import Producer
 from pyspark import Accumulator
 
-from spark_job.decrypt_spec import Decrypt
-from spark_job.envelope import DecryptError, decrypt_value
+from spark_job.arrow_map import ArrowMapFunction
+from spark_job.errors import PublishError
 from spark_job.kafka_conf import producer_config
-from spark_job.keys import KeyResolver
-from spark_job.publisher import DeliveryCounter
-from spark_job.spec import JobSpec, provenance_headers
-from spark_job.topics import ensure_topic
+from spark_job.pii.envelope import DecryptError, decrypt_value
+from spark_job.pii.keys import KeyResolver
+from spark_job.publish.publisher import DeliveryCounter, Header
+from spark_job.publish.topics import ensure_topic
+from spark_job.spec.decrypt import Decrypt
+from spark_job.spec.model import JobSpec, provenance_headers
 
-ArrowBody = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 DLQ_FLUSH_S = 30.0
 
 
@@ -43,10 +44,10 @@ class DecryptPlan:
     decrypt: Decrypt
     event_id_column: str
     producer: dict[str, Any]
-    headers: list[tuple[str, bytes]]  # provenance headers, for DLQ records
+    headers: list[Header]  # provenance headers, for DLQ records
 
 
-def decrypting_body(spec: JobSpec, body: ArrowBody, dlq_total: Accumulator[int]) -> ArrowBody:
+def decrypting_body(spec: JobSpec, body: ArrowMapFunction, dlq_total: Accumulator[int]) -> ArrowMapFunction:
     """``body`` fed with decrypted batches; creates the DLQ topic when the spec asks for one."""
     assert spec.decrypt is not None
     if spec.decrypt.on_error == "dlq" and spec.decrypt.dlq_topic:
@@ -61,7 +62,7 @@ def decrypting_body(spec: JobSpec, body: ArrowBody, dlq_total: Accumulator[int])
 
 
 def _run(
-    plan: DecryptPlan, body: ArrowBody, dlq_total: Accumulator[int], batches: Iterator[pa.RecordBatch]
+    plan: DecryptPlan, body: ArrowMapFunction, dlq_total: Accumulator[int], batches: Iterator[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
     yield from body(decrypted_batches(plan, batches, dlq_total))
 
@@ -78,7 +79,7 @@ class DeadLetters:
     def send(self, key: bytes | None, value: bytes, error: DecryptError) -> None:
         if self._producer is None:
             self._producer = Producer({**self._plan.producer, "on_delivery": self.counter})
-        headers = [
+        headers: list[Header] = [
             *self._plan.headers,
             ("replay-error", str(error).encode()),
             ("replay-event-id", (error.event_id or "").encode()),
@@ -97,8 +98,6 @@ class DeadLetters:
         if self._producer is not None:
             self._producer.flush(DLQ_FLUSH_S)
             if len(self._producer):
-                from spark_job.errors import PublishError
-
                 raise PublishError(
                     f"{len(self._producer)} record(s) to DLQ topic '{self._topic}' unconfirmed"
                 )

@@ -1,7 +1,7 @@
 """Envelope encryption of single column values: the format, pure (no I/O, no key lookup of its own).
 
 Each value is encrypted with AES-256-GCM under a 32-byte *data key*; the data key itself is stored
-encrypted under a KMS key (or a local development key, see ``spark_job.keys``). A value is stored as
+encrypted under a KMS key (or a local development key, see ``spark_job.pii.keys``). A value is stored as
 standard base64 of::
 
     version (1 byte, 0x01) | key id length (1 byte) | key id (ascii) | nonce (12 bytes)

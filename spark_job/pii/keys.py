@@ -27,12 +27,16 @@ import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from spark_job.decrypt_spec import DataKeyRef, KmsSettings, is_local, local_name
-from spark_job.envelope import KEY_BYTES, NONCE_BYTES, DecryptError
+from spark_job.pii.envelope import KEY_BYTES, NONCE_BYTES, DecryptError
+from spark_job.spec.decrypt import DataKeyRef, KmsSettings, is_local, local_name
+
+if TYPE_CHECKING:
+    from mypy_boto3_kms import KMSClient  # types only (boto3-stubs, a dev dependency)
 
 KEY_FILE_SUFFIX = ".key"
 
@@ -85,19 +89,17 @@ def kms_key_id(key_ref: str) -> str:
     return key_ref.removeprefix("kms:")
 
 
-def kms_client(kms: KmsSettings) -> object:
+def kms_client(kms: KmsSettings) -> KMSClient:
     import boto3  # only runs that decrypt with KMS need it
 
     return boto3.client("kms", region_name=kms.region, endpoint_url=kms.endpoint_url)
 
 
-def unwrap_kms(encrypted: str, key_id: str, key_ref: str, client: object) -> bytes:
+def unwrap_kms(encrypted: str, key_id: str, key_ref: str, client: KMSClient) -> bytes:
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
-        answer = client.decrypt(  # type: ignore[attr-defined]
-            CiphertextBlob=base64.b64decode(encrypted), KeyId=kms_key_id(key_ref)
-        )
+        answer = client.decrypt(CiphertextBlob=base64.b64decode(encrypted), KeyId=kms_key_id(key_ref))
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "error")
         raise DecryptError(f"KMS refused data key '{key_id}' ({code})") from None

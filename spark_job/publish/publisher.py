@@ -2,7 +2,7 @@
 
 Runs inside ``mapInArrow`` (one call per partition task) and yields a single result row, so the
 driver's ``collect()`` only sees the counts of attempts that succeeded (Spark discards the results
-of failed attempts). DESIGN rules 1, 3, 4, 5: idempotent producer with ``acks=all``, key = entity
+of failed attempts). docs/rules.md rules 1, 3, 4, 5: idempotent producer with ``acks=all``, key = entity
 column, provenance headers on every record, and a record counts only when its delivery report came
 back without error; ``flush()`` before the task ends, and any delivery error fails the task with the
 broker's own error text. Beacons report the confirmed count while the task runs.
@@ -21,10 +21,11 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from pyspark import Accumulator, TaskContext
 
 from spark_job.errors import PublishError
-from spark_job.pacing import Pacer, partition_schedule
 from spark_job.progress import Beacon
-from spark_job.spec import KafkaValue
+from spark_job.publish.pacing import Pacer, partition_schedule
+from spark_job.spec.model import KafkaValue
 
+Header = tuple[str, str | bytes | None]  # a record header as confluent-kafka takes it
 RESULT_SCHEMA = (
     "partition int, attempt int, task_id long, confirmed long, skipped_s double, late_start_s double"
 )
@@ -43,10 +44,6 @@ FAILURE_FLUSH_S = 3.0  # on the way out of a failed task: let in-flight reports 
 BEACON_FLUSH_S = 2.0
 
 
-class InjectedFailure(RuntimeError):
-    """Raised by the ``_test_fail_once_after`` hook; never in a real run."""
-
-
 @dataclass(frozen=True)
 class TaskSettings:
     """Everything a task needs, decided once on the driver and shipped with the closure."""
@@ -54,14 +51,13 @@ class TaskSettings:
     run_id: str
     topic: str
     producer: dict[str, KafkaValue]
-    headers: list[tuple[str, bytes]]
+    headers: list[Header]
     sizes: list[int]  # rows of every partition: each task derives its own schedule from them
     tps: int
     slots: int
     t0_wall: float  # job-wide schedule start (epoch seconds), shared by every executor
     progress_topic: str
     progress_interval_s: float
-    fail_once_after: int | None = None
 
 
 class DeliveryCounter:
@@ -136,11 +132,10 @@ def publish_partition(
     t0 = time.monotonic() + (settings.t0_wall - time.time())
     schedule = partition_schedule(settings.sizes, settings.tps, settings.slots, partition)
     pacer = Pacer(schedule, t0, sleep=producer.poll)
-    fail_after = settings.fail_once_after if (partition, attempt) == (0, 0) else None
     try:
         beacons.tick(0, force=True)
         for batch in batches:
-            _publish_batch(producer, settings, batch, pacer, counter, beacons, fail_after)
+            _publish_batch(producer, settings, batch, pacer, counter, beacons)
         while producer.flush(MAX_WAIT_S) > 0:
             counter.raise_if_failed()
             beacons.tick(counter.confirmed)
@@ -175,15 +170,13 @@ def _publish_batch(
     pacer: Pacer,
     counter: DeliveryCounter,
     beacons: BeaconEmitter,
-    fail_after: int | None,
 ) -> None:
     keys: list[Any] = batch.column(0).to_pylist()
     values: list[Any] = batch.column(1).to_pylist()
     produce, topic, headers = producer.produce, settings.topic, settings.headers
     done, rows = 0, len(keys)
     while done < rows:
-        limit = rows - done if fail_after is None else min(rows - done, fail_after - pacer.sent)
-        granted = pacer.take(limit)
+        granted = pacer.take(rows - done)
         if granted:
             for index in range(done, done + granted):
                 while True:
@@ -198,9 +191,3 @@ def _publish_batch(
             pacer.wait(MAX_WAIT_S)
         counter.raise_if_failed()
         beacons.tick(counter.confirmed)
-        if fail_after is not None and pacer.sent >= fail_after:
-            producer.flush()
-            counter.raise_if_failed()
-            raise InjectedFailure(
-                f"_test_fail_once_after: attempt 0 of partition 0 stops after {fail_after} records"
-            )

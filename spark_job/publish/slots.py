@@ -1,4 +1,4 @@
-"""How many tasks run at once: the W that the aggregate TPS is divided by (DESIGN rule 6 and 7).
+"""How many tasks run at once: the W that the aggregate TPS is divided by (docs/rules.md, rules 6 and 7).
 
 Slots are executors x cores, not executors: an executor with 4 cores runs 4 paced tasks. Local
 masters count their threads. With dynamic allocation the count changes under the job's feet, so

@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from spark_job.errors import TopicError
 from spark_job.kafka_conf import client_config
-from spark_job.spec import KafkaValue
+from spark_job.spec.model import KafkaValue
 
 
 def topic_partitions(kafka: Mapping[str, KafkaValue], topic: str, *, timeout_s: float = 15.0) -> int:
@@ -25,10 +25,11 @@ def topic_partitions(kafka: Mapping[str, KafkaValue], topic: str, *, timeout_s: 
     except KafkaException as exc:
         raise TopicError(f"cannot reach Kafka to look up topic '{topic}': {_text(exc)}") from exc
     found = metadata.topics.get(topic)
-    if found is None or found.error is not None:
-        if found is not None and found.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
-            raise TopicError(f"cannot use topic '{topic}': {found.error.str()}")
+    error = None if found is None else found.error
+    if found is None or (error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
         raise TopicError(f"topic '{topic}' does not exist on the cluster")
+    if error is not None:
+        raise TopicError(f"cannot use topic '{topic}': {error.str()}")
     return len(found.partitions)
 
 

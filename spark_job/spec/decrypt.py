@@ -5,26 +5,24 @@ Shape (defaults shown)::
     "decrypt": {
       "columns": ["email"],                       # decrypted before publishing; others untouched
       "data_keys": {"dk-1a2b": {"encrypted": "<base64>", "key_ref": "local:dev"}},
-                                                  # from the table's _keys.json, see spark_job.keys
+                                                  # from the table's _keys.json, see spark_job.pii.keys
       "kms": {"region": null, "endpoint_url": null},
       "local_key_dir": null,                      # required when a key_ref is local:<name>
       "on_error": "fail",                         # or "dlq": undecryptable rows go to dlq_topic
       "dlq_topic": null
     }
 
-Kept apart from ``spark_job.spec`` so that module only grows a field and a validation call.
+The section's shape and rules only (``spark_job.spec.model`` holds it as one field and calls
+``validate_decrypt``); ``spark_job.spec.parse`` reads it from the document.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from spark_job.errors import SpecError
-
-if TYPE_CHECKING:
-    from spark_job.spec_parse import _Fields
 
 LOCAL_PREFIX = "local:"
 KMS_PREFIX = "kms:"
@@ -100,33 +98,3 @@ def validate_decrypt(decrypt: Decrypt, *, value_format: str, protected: tuple[st
         raise SpecError("decrypt.on_error", f"must be 'fail' or 'dlq', got {decrypt.on_error!r}")
     if decrypt.on_error == "dlq" and not decrypt.dlq_topic:
         raise SpecError("decrypt.dlq_topic", "is required when on_error is 'dlq'")
-
-
-def parse_decrypt(doc: _Fields | None) -> Decrypt | None:
-    """The section from the spec reader's fields (``None`` when absent)."""
-    if doc is None:
-        return None
-    columns = doc.get("columns", list, required=True)
-    keys: dict[str, DataKeyRef] = {}
-    for key_id, body in (doc.get("data_keys", dict, required=True)).items():
-        entry = type(doc)(body, doc.path(f"data_keys.{key_id}"))
-        keys[key_id] = DataKeyRef(
-            encrypted=entry.get("encrypted", str, required=True),
-            key_ref=entry.get("key_ref", str, required=True),
-        )
-        entry.done()
-    kms_doc = doc.nested("kms")
-    kms = KmsSettings()
-    if kms_doc is not None:
-        kms = KmsSettings(region=kms_doc.get("region", str), endpoint_url=kms_doc.get("endpoint_url", str))
-        kms_doc.done()
-    decrypt = Decrypt(
-        columns=tuple(columns),
-        data_keys=keys,
-        kms=kms,
-        local_key_dir=doc.get("local_key_dir", str),
-        on_error=doc.get("on_error", str, default="fail"),
-        dlq_topic=doc.get("dlq_topic", str),
-    )
-    doc.done()
-    return decrypt

@@ -1,8 +1,8 @@
 """The job spec: everything one replay run needs, as ONE JSON document (argv[1] of ``main.py``).
 
 The daemon builds a ``JobSpec`` in Python and writes ``spec.to_json()``; the job reads it back with
-``load_spec(uri)`` (a path, ``file://`` or ``s3://``). Unknown fields are refused so a typo fails
-fast instead of being ignored. Shape (optional fields show their defaults)::
+``spark_job.spec.parse.load_spec(uri)`` (a path, ``file://`` or ``s3://``). Unknown fields are
+refused so a typo fails fast instead of being ignored. Shape (optional fields show their defaults)::
 
     {
       "run_id": "r-42",
@@ -27,11 +27,11 @@ fast instead of being ignored. Shape (optional fields show their defaults)::
       "progress": {"topic": "replay.progress", "interval_s": 10},
       "result_uri": null,               # where the REPLAY_RESULT JSON is also written
       "max_partition_multiple": null,   # cap on k in k x slots partitions
-      "decrypt": null                   # PII columns to decrypt, see spark_job.decrypt_spec
+      "decrypt": null                   # PII columns to decrypt, see spark_job.spec.decrypt
     }
 
-``"_test_fail_once_after": N`` is a test-only hook: attempt 0 of partition 0 fails after N records
-were confirmed, to exercise retries. Naive timestamps are read as UTC.
+Naive timestamps are read as UTC. This module is the shape and its invariants only: reading a
+document is ``spark_job.spec.parse``, which imports this module (never the other way round).
 """
 
 from __future__ import annotations
@@ -42,9 +42,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any, Literal
 
-from spark_job.decrypt_spec import Decrypt, validate_decrypt
 from spark_job.errors import SpecError
-from spark_job.uris import read_text
+from spark_job.spec.decrypt import Decrypt, validate_decrypt
 
 KafkaValue = str | int | float | bool
 Bound = str | int | float | None
@@ -122,49 +121,22 @@ class JobSpec:
     progress: Progress = field(default_factory=Progress)
     result_uri: str | None = None
     max_partition_multiple: int | None = None
-    test_fail_once_after: int | None = None
-    decrypt: Decrypt | None = None  # PII columns to decrypt on the executors (spark_job.decrypt_spec)
+    decrypt: Decrypt | None = None  # PII columns to decrypt on the executors (spark_job.spec.decrypt)
 
     def __post_init__(self) -> None:
         _validate(self)
-
-    @classmethod
-    def from_json(cls, text: str) -> JobSpec:
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SpecError("<document>", f"not valid JSON ({exc})") from exc
-        return cls.from_dict(document)
-
-    @classmethod
-    def from_dict(cls, document: object) -> JobSpec:
-        from spark_job.spec_parse import parse_document  # the reader needs these classes
-
-        return parse_document(document)
 
     def to_dict(self) -> dict[str, Any]:
         document = asdict(self)
         selection = document.pop("selection")
         key = "watermark" if isinstance(self.selection, WatermarkRange) else "window"
         document[key] = {k: _iso(v) if isinstance(v, date) else v for k, v in selection.items()}
-        hook = document.pop("test_fail_once_after")
-        if hook is not None:
-            document["_test_fail_once_after"] = hook
         if document["decrypt"] is None:
             del document["decrypt"]  # specs of sources without PII stay as they were
         return document
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
-
-
-def load_spec(uri: str) -> JobSpec:
-    """Read and validate the spec at a path, ``file://`` or ``s3://`` URI."""
-    try:
-        text = read_text(uri)
-    except OSError as exc:
-        raise SpecError("<document>", f"cannot read {uri}: {exc}") from exc
-    return JobSpec.from_json(text)
 
 
 def _validate(spec: JobSpec) -> None:
@@ -204,8 +176,6 @@ def _validate(spec: JobSpec) -> None:
         raise SpecError("progress.interval_s", "must be > 0")
     if spec.max_partition_multiple is not None and spec.max_partition_multiple < 1:
         raise SpecError("max_partition_multiple", "must be >= 1")
-    if spec.test_fail_once_after is not None and spec.test_fail_once_after < 0:
-        raise SpecError("_test_fail_once_after", "must be >= 0")
     if spec.decrypt is not None:
         protected = (spec.key_column, spec.event_id_column)
         validate_decrypt(spec.decrypt, value_format=spec.value_format, protected=protected)

@@ -1,20 +1,48 @@
 """Reading a spec document into ``JobSpec``: every field named by its dotted path when wrong.
 
-Kept apart from ``spark_job.spec`` (the shape and its invariants) because it is only the JSON
-reading; ``JobSpec.from_dict`` / ``from_json`` call ``parse_document``.
+Kept apart from ``spark_job.spec.model`` (the shape and its invariants), which it imports and which
+never imports it: the model stays a plain value the daemon builds, and only the job reads JSON.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, date, datetime
 from typing import Any
 
-from spark_job.decrypt_spec import parse_decrypt
 from spark_job.errors import SpecError
-from spark_job.spec import DayWindow, JobSpec, Progress, Selection, Source, TimeWindow, WatermarkRange
+from spark_job.spec.decrypt import DataKeyRef, Decrypt, KmsSettings
+from spark_job.spec.model import (
+    DayWindow,
+    JobSpec,
+    Progress,
+    Selection,
+    Source,
+    TimeWindow,
+    WatermarkRange,
+)
+from spark_job.uris import read_text
 
 
-def parse_document(document: object) -> JobSpec:
+def load_spec(uri: str) -> JobSpec:
+    """Read and validate the spec at a path, ``file://`` or ``s3://`` URI."""
+    try:
+        text = read_text(uri)
+    except OSError as exc:
+        raise SpecError("<document>", f"cannot read {uri}: {exc}") from exc
+    return spec_from_json(text)
+
+
+def spec_from_json(text: str) -> JobSpec:
+    """A validated ``JobSpec`` from its JSON text (what ``JobSpec.to_json`` wrote)."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError("<document>", f"not valid JSON ({exc})") from exc
+    return spec_from_dict(document)
+
+
+def spec_from_dict(document: object) -> JobSpec:
     """A validated ``JobSpec`` from a decoded JSON document; unknown fields are refused."""
     return _parse(_Fields(document, ""))
 
@@ -83,8 +111,7 @@ def _parse(doc: _Fields) -> JobSpec:
         progress=_parse_progress(progress) if progress else Progress(),
         result_uri=doc.get("result_uri", str),
         max_partition_multiple=doc.get("max_partition_multiple", int),
-        test_fail_once_after=doc.get("_test_fail_once_after", int),
-        decrypt=parse_decrypt(doc.nested("decrypt")),
+        decrypt=_parse_decrypt(doc.nested("decrypt")),
     )
     doc.done()
     return spec
@@ -133,6 +160,36 @@ def _parse_progress(doc: _Fields) -> Progress:
     )
     doc.done()
     return progress
+
+
+def _parse_decrypt(doc: _Fields | None) -> Decrypt | None:
+    """The ``decrypt`` section (``None`` when absent); its rules are checked by the model."""
+    if doc is None:
+        return None
+    columns = doc.get("columns", list, required=True)
+    keys: dict[str, DataKeyRef] = {}
+    for key_id, body in (doc.get("data_keys", dict, required=True)).items():
+        entry = type(doc)(body, doc.path(f"data_keys.{key_id}"))
+        keys[key_id] = DataKeyRef(
+            encrypted=entry.get("encrypted", str, required=True),
+            key_ref=entry.get("key_ref", str, required=True),
+        )
+        entry.done()
+    kms_doc = doc.nested("kms")
+    kms = KmsSettings()
+    if kms_doc is not None:
+        kms = KmsSettings(region=kms_doc.get("region", str), endpoint_url=kms_doc.get("endpoint_url", str))
+        kms_doc.done()
+    decrypt = Decrypt(
+        columns=tuple(columns),
+        data_keys=keys,
+        kms=kms,
+        local_key_dir=doc.get("local_key_dir", str),
+        on_error=doc.get("on_error", str, default="fail"),
+        dlq_topic=doc.get("dlq_topic", str),
+    )
+    doc.done()
+    return decrypt
 
 
 def _parse_day(doc: _Fields, key: str) -> date:
