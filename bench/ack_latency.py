@@ -50,16 +50,27 @@ def standin_daemon(delay_s: float) -> Starlette:
         body = await request.json()
         await asyncio.sleep(delay_s)
         run_id = f"r-{uuid.uuid4().hex[:12]}"
-        run = {
+        run = {  # a `RunCreated` of the wire contract, as the real daemon answers
             "id": run_id,
+            "kind": "replay",
             "state": "queued",
             "source": body["source"],
             "window": body["window"],
             "topic": f"replay.{body['source']}.{run_id}",
             "tps": body.get("tps", 1000),
             "requester": request.headers.get("x-replay-actor"),
-            "rows": 1000,
+            "rows_planned": 1000,
+            "rows_selected": None,
             "confirmed": 0,
+            "achieved_tps": None,
+            "failed_tasks": 0,
+            "duplicates": 0,
+            "failure_reason": None,
+            "created_at": "2024-05-01T10:00:00+00:00",
+            "started_at": None,
+            "ended_at": None,
+            "slack_channel": body.get("slack_channel"),
+            "slack_ts": None,
             "created": True,
         }
         return JSONResponse(run, status_code=201)

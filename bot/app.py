@@ -20,10 +20,10 @@ from slack_sdk import WebClient
 from bot.confirmation import CONFIRM_TTL_S
 from bot.deps import BotDeps
 from bot.listeners import register_all
-from daemon.adapters.slack_notifier import make_web_client
 from daemon.config.settings import Settings
 from daemon.contract.client import DaemonClient
 from daemon.core.errors import ConfigError
+from daemon.slack.web_client import make_web_client
 
 LAZY_WORKERS = 32
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
-from typing import Any
 
 import structlog
 
 from daemon.contract.client import DaemonClient
+from daemon.contract.models import ReplayBody, RunCreated
 from daemon.core.errors import BadRequest, ReplayError, Unavailable
-from daemon.slack import messages as slack_blocks
+from daemon.slack.blocks import Message, notice, refusal, unavailable
 
 log = structlog.get_logger(__name__)
 
@@ -23,34 +23,30 @@ CREATE_ATTEMPTS = 2
 RETRY_PAUSE_S = 1.0
 
 
-def answer_with(
-    work: Callable[[], slack_blocks.Message], *, usage: str | None = None
-) -> slack_blocks.Message:
+def answer_with(work: Callable[[], Message], *, usage: str | None = None) -> Message:
     """Run `work`; a domain error becomes a refusal (with the usage line for bad input)."""
     return outcome_of(work, usage=usage)[0]
 
 
-def outcome_of(
-    work: Callable[[], slack_blocks.Message], *, usage: str | None = None
-) -> tuple[slack_blocks.Message, bool]:
+def outcome_of(work: Callable[[], Message], *, usage: str | None = None) -> tuple[Message, bool]:
     """`answer_with`, also saying whether `work` went through: a button whose action was refused or
     could not reach the daemon stays in place for the next try, one that did its job is replaced."""
     try:
         return work(), True
     except Unavailable as exc:
-        return slack_blocks.unavailable(str(exc)), False
+        return unavailable(str(exc)), False
     except BadRequest as exc:
-        return slack_blocks.refusal(str(exc), usage), False
+        return refusal(str(exc), usage), False
     except ReplayError as exc:  # Forbidden, NotFound, Conflict
-        return slack_blocks.refusal(str(exc)), False
+        return refusal(str(exc)), False
     except Exception:  # a bug: the user still hears back, the traceback goes to the log
         log.exception("listener failed")
-        return slack_blocks.notice(":boom: Something went wrong on our side; it has been logged."), False
+        return notice(":boom: Something went wrong on our side; it has been logged."), False
 
 
 def create_once(
-    daemon: DaemonClient, actor: str, body: dict[str, Any], *, key: str, pause_s: float = RETRY_PAUSE_S
-) -> dict[str, Any]:
+    daemon: DaemonClient, actor: str, body: ReplayBody, *, key: str, pause_s: float = RETRY_PAUSE_S
+) -> RunCreated:
     """`create_replay`, retried once on Unavailable: the Idempotency-Key makes the retry safe.
 
     A timeout leaves the user unsure whether a run exists; asking again with the same key

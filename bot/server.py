@@ -69,12 +69,12 @@ class ServerThread:
         self.thread.join(timeout=10)
 
 
-def start_in_thread(asgi: object, *, host: str = "127.0.0.1", port: int = 0) -> ServerThread:
+def start_in_thread(asgi: Starlette, *, host: str = "127.0.0.1", port: int = 0) -> ServerThread:
     """Bind first (port 0 picks a free one), then serve; returns once uvicorn is accepting."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
-    config = uvicorn.Config(asgi, log_config=None, access_log=False, lifespan="off")  # type: ignore[arg-type]
+    config = uvicorn.Config(asgi, log_config=None, access_log=False, lifespan="off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="uvicorn", daemon=True)
     thread.start()
@@ -105,7 +105,8 @@ def main() -> None:
         raise SystemExit(2) from None
     if settings.slack_app_token is not None:
         log.info("replay-bot connecting over Socket Mode")
-        SocketModeHandler(app, settings.slack_app_token.get_secret_value()).start()
+        handler = SocketModeHandler(app, settings.slack_app_token.get_secret_value())
+        handler.start()  # type: ignore[no-untyped-call]  # slack_bolt leaves SocketModeHandler.start unannotated
         return
     log.info("replay-bot listening", host=settings.bot_host, port=settings.bot_port, path=EVENTS_PATH)
     uvicorn.run(build_asgi(app), host=settings.bot_host, port=settings.bot_port, log_config=None)

@@ -51,8 +51,8 @@ def main() -> int:
     settings = load_settings()
     assert settings.api_token is not None and settings.user is not None
     with DaemonClient(base_url=settings.daemon_url, token=settings.api_token.get_secret_value()) as client:
-        run = client.list_replays(settings.user, requester=settings.user, limit=1)["runs"][0]
-    records = topic_records(args.bootstrap, run["topic"])
+        run = client.list_replays(settings.user, requester=settings.user, limit=1).runs[0]
+    records = topic_records(args.bootstrap, run.topic)
     ids = [record["event_id"] for record in records]
     sample = min(records, key=lambda record: record["event_id"])
     stored = (
@@ -62,9 +62,10 @@ def main() -> int:
     )
     print(f"event {sample['event_id']}: email in the lake  {stored[:48]}…")
     print(f"event {sample['event_id']}: email on the topic {sample['email']}")
-    print(f"run {run['id']}: {run['state']}, broker-confirmed {run['confirmed']:,} of {run['rows']:,} rows")
-    print(f"topic {run['topic']}: {len(ids):,} records, {len(set(ids)):,} distinct event ids")
-    ok = run["state"] == "succeeded" and len(ids) == len(set(ids)) == run["confirmed"] == run["rows"]
+    selected = run.rows_selected
+    print(f"run {run.id}: {run.state}, broker-confirmed {run.confirmed:,} of {selected or 0:,} rows selected")
+    print(f"topic {run.topic}: {len(ids):,} records, {len(set(ids)):,} distinct event ids")
+    ok = run.state == "succeeded" and len(ids) == len(set(ids)) == run.confirmed == selected
     print("OK: the topic holds exactly the confirmed events" if ok else "MISMATCH")
     return 0 if ok else 1
 

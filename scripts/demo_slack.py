@@ -17,8 +17,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from daemon.config.settings import load_settings
 from daemon.contract.client import DaemonClient
-
-TERMINAL = ("succeeded", "failed", "cancelled")
+from daemon.contract.models import RunOut
 
 
 def signed_slash_command(
@@ -75,17 +74,17 @@ def main() -> int:
 
     with DaemonClient(base_url=settings.daemon_url, token=settings.api_token.get_secret_value()) as daemon:
         deadline = time.monotonic() + 600
-        run: dict = {}
+        run: RunOut | None = None
         while time.monotonic() < deadline:
-            runs = daemon.list_replays(args.user, requester=args.user, limit=1)["runs"]
-            run = runs[0] if runs else {}
-            if run.get("state") in TERMINAL:
+            runs = daemon.list_replays(args.user, requester=args.user, limit=1).runs
+            run = runs[0] if runs else None
+            if run is not None and run.terminal:
                 break
             time.sleep(1)
     time.sleep(2)  # the final reply and the parent's update follow the run's end
     print()
     print(httpx.get(f"{args.standin}/_standin/threads", timeout=10).text)
-    return 0 if run.get("state") == "succeeded" else 1
+    return 0 if run is not None and run.state == "succeeded" else 1
 
 
 if __name__ == "__main__":

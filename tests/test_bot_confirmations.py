@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bot.confirmation import CONFIRM_TTL_S, LiveRequest
-from daemon.slack.messages import CANCEL_ACTION, CONFIRM_ACTION
+from daemon.slack.run_messages import CANCEL_ACTION, CONFIRM_ACTION
 from tests.fixtures.slack import OTHER_USER, STANDIN_TOKEN, USER, BotUnderTest, DaemonStandin
 
 LIVE = "orders 2024-01-01..2024-01-02 tps=100 topic=live"

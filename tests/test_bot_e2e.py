@@ -7,13 +7,13 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from daemon.contract.client import DaemonClient
-from daemon.slack.messages import CONFIRM_ACTION
+from daemon.contract.models import ReplayBody, RunOut
+from daemon.slack.run_messages import CONFIRM_ACTION
 from scripts.devtools.slack_standin import SlackStandin
 from scripts.devtools.thread_text import Posted
 from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess
@@ -27,14 +27,14 @@ RUN_TIMEOUT_S = 240.0
 
 
 def _run_ids(client: DaemonClient) -> set[str]:
-    return {run["id"] for run in client.list_replays(OWNER, limit=200)["runs"]}
+    return {run.id for run in client.list_replays(OWNER, limit=200).runs}
 
 
-def _wait_for_state(client: DaemonClient, run_id: str) -> dict[str, Any]:
+def _wait_for_state(client: DaemonClient, run_id: str) -> RunOut:
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while time.monotonic() < deadline:
         run = client.get_replay(OWNER, run_id)
-        if run["state"] in TERMINAL:
+        if run.state in TERMINAL:
             return run
         time.sleep(0.5)
     raise AssertionError(f"run {run_id} did not end in {RUN_TIMEOUT_S}s: {run}")
@@ -59,7 +59,7 @@ def test_a_slash_command_becomes_a_thread_with_progress_and_the_broker_confirmed
     run_id = _accepted_run_id(bot, result.key)
 
     run = _wait_for_state(daemon_client, run_id)
-    assert run["state"] == "succeeded", run["failure_reason"]
+    assert run.state == "succeeded", run.failure_reason
     thread = slack.wait_until(
         lambda: (t := _thread_of(slack, run_id)) and t[0].edits and len(t) >= 2 and t,
         timeout_s=30,
@@ -72,7 +72,7 @@ def test_a_slash_command_becomes_a_thread_with_progress_and_the_broker_confirmed
     assert len(progress) >= 1
     assert all("confirmed (" in reply.text for reply in progress)
     confirmed = int(re.search(r"The broker confirmed \*([\d,]+)\* events", final.text)[1].replace(",", ""))
-    assert confirmed == topic_record_count(kafka_bootstrap, run["topic"]) == run["confirmed"] == 600
+    assert confirmed == topic_record_count(kafka_bootstrap, run.topic) == run.confirmed == 600
 
 
 @pytest.mark.parametrize(
@@ -137,8 +137,8 @@ def test_publishing_to_the_live_topic_waits_for_the_requesters_click_and_a_doubl
 
     [run_id] = _run_ids(daemon_client) - before
     run = _wait_for_state(daemon_client, run_id)
-    assert (run["state"], run["topic"]) == ("succeeded", live_topic), run["failure_reason"]
-    assert topic_record_count(kafka_bootstrap, live_topic) - live_before == run["confirmed"] == 300
+    assert (run.state, run.topic) == ("succeeded", live_topic), run.failure_reason
+    assert topic_record_count(kafka_bootstrap, live_topic) - live_before == run.confirmed == 300
     assert sum("Accepted as" in text for text in outcomes) == 1, outcomes
     assert sum("started nothing new" in text for text in outcomes) == 1, outcomes
 
@@ -146,13 +146,13 @@ def test_publishing_to_the_live_topic_waits_for_the_requesters_click_and_a_doubl
 def test_cancelling_someone_elses_run_is_refused_by_the_daemon_ephemerally(
     bot: BotUnderTest, daemon_client: DaemonClient
 ) -> None:
-    run = daemon_client.create_replay(OWNER, {"source": "orders", "window": "2024-01-05", "tps": 10})
+    run = daemon_client.create_replay(OWNER, ReplayBody(source="orders", window="2024-01-05", tps=10))
 
-    result = bot.slash(f"cancel {run['id']}", user=STRANGER)
+    result = bot.slash(f"cancel {run.id}", user=STRANGER)
 
     [reply] = bot.replies(result.key, timeout_s=60)
     assert reply["response_type"] == "ephemeral"
     assert "may cancel" in reply["text"]
-    [mine] = bot.replies(bot.slash(f"cancel {run['id']}", user=OWNER).key, timeout_s=60)
-    assert f"Cancelling `{run['id']}`" in mine["text"]
-    assert _wait_for_state(daemon_client, run["id"])["state"] == "cancelled"
+    [mine] = bot.replies(bot.slash(f"cancel {run.id}", user=OWNER).key, timeout_s=60)
+    assert f"Cancelling `{run.id}`" in mine["text"]
+    assert _wait_for_state(daemon_client, run.id).state == "cancelled"

@@ -14,10 +14,18 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from daemon.adapters.slack_notifier import SlackNotifier, make_web_client
+from daemon.adapters.slack_notifier import SlackNotifier
 from daemon.contract.client import DaemonClient
-from daemon.slack import messages as slack_blocks
-from daemon.usecases.notifier import IdlePrompt
+from daemon.slack.blocks import when
+from daemon.slack.idle_messages import IDLE_DELETE_ACTION, IDLE_KEEP_ACTION
+from daemon.slack.pipeline_messages import (
+    SCHEDULE_LIVE_CONFIRM_ACTION,
+    UNSCHEDULE_CONFIRM_ACTION,
+    UNSCHEDULE_KEEP_ACTION,
+)
+from daemon.slack.views import IdlePrompt
+from daemon.slack.web_client import make_web_client
+from daemon.usecases.wire import pipeline_out
 from scripts.devtools.slack_standin import SlackStandin
 from store import Store
 from store.models import Pipeline
@@ -41,7 +49,7 @@ def daemon_store(slack_daemon: DaemonProcess) -> Iterator[Store]:
 
 
 def _pipeline_ids(client: DaemonClient) -> set[str]:
-    return {p["id"] for p in client.list_pipelines(OWNER)}
+    return {p.id for p in client.list_pipelines(OWNER)}
 
 
 def _reply(bot: BotUnderTest, text: str, user: str = OWNER) -> dict[str, Any]:
@@ -76,12 +84,12 @@ def test_schedule_answers_with_the_summary_and_next_run_and_the_channel_gets_the
     [reply] = bot.replies(result.key, timeout_s=60)
     pipeline_id = re.search(r"Scheduled as `(p-[0-9a-f]{12})`", reply["text"])[1]
     pipeline = daemon_client.get_pipeline(OWNER, pipeline_id)
-    next_run = slack_blocks.when(datetime.fromisoformat(pipeline["next_run_at"]))
+    next_run = when(pipeline.next_run_at)
     assert reply["response_type"] == "ephemeral"
     assert f"Next run: {next_run}" in reply["text"]
     assert "in the pipeline's thread" in reply["text"]
     [summary] = [m for m in slack.messages(CHANNEL) if pipeline_id in m.text]
-    assert (pipeline["slack_channel"], pipeline["slack_ts"]) == (CHANNEL, summary.ts)
+    assert (pipeline.slack_channel, pipeline.slack_ts) == (CHANNEL, summary.ts)
     assert "50/s" in repr(summary.blocks) and next_run in repr(summary.blocks)
     print(slack.render_thread(CHANNEL, summary.ts))
 
@@ -132,12 +140,12 @@ def test_a_stranger_cannot_pause_a_pipeline_its_owner_can_pause_and_resume(
 
     refused = _reply(bot, f"pause {pipeline_id}", user=STRANGER)
     assert f"only the owners of pipeline {pipeline_id}" in refused["text"]
-    assert daemon_client.get_pipeline(OWNER, pipeline_id)["state"] == "active"
+    assert daemon_client.get_pipeline(OWNER, pipeline_id).state == "active"
 
     assert "no runs until" in _reply(bot, f"pause {pipeline_id}")["text"]
-    assert daemon_client.get_pipeline(OWNER, pipeline_id)["state"] == "paused"
+    assert daemon_client.get_pipeline(OWNER, pipeline_id).state == "paused"
     assert f"Resumed `{pipeline_id}`: next run" in _reply(bot, f"resume {pipeline_id}")["text"]
-    assert daemon_client.get_pipeline(OWNER, pipeline_id)["state"] == "active"
+    assert daemon_client.get_pipeline(OWNER, pipeline_id).state == "active"
 
 
 def test_unschedule_waits_for_the_requesters_click_and_a_second_click_is_harmless(
@@ -147,52 +155,50 @@ def test_unschedule_waits_for_the_requesters_click_and_a_second_click_is_harmles
 
     question = _reply(bot, f"unschedule {pipeline_id}")
     buttons = _buttons(question)
-    assert set(buttons) == {slack_blocks.UNSCHEDULE_CONFIRM_ACTION, slack_blocks.UNSCHEDULE_KEEP_ACTION}
-    assert daemon_client.get_pipeline(OWNER, pipeline_id)["state"] == "active"
+    assert set(buttons) == {UNSCHEDULE_CONFIRM_ACTION, UNSCHEDULE_KEEP_ACTION}
+    assert daemon_client.get_pipeline(OWNER, pipeline_id).state == "active"
 
-    value = buttons[slack_blocks.UNSCHEDULE_CONFIRM_ACTION]
-    refused = _click(bot, slack_blocks.UNSCHEDULE_CONFIRM_ACTION, value, user=STRANGER)
+    value = buttons[UNSCHEDULE_CONFIRM_ACTION]
+    refused = _click(bot, UNSCHEDULE_CONFIRM_ACTION, value, user=STRANGER)
     assert f"Only <@{OWNER}> can answer" in refused["text"] and refused["replace_original"] is False
-    assert daemon_client.get_pipeline(OWNER, pipeline_id)["state"] == "active"
+    assert daemon_client.get_pipeline(OWNER, pipeline_id).state == "active"
 
-    done = _click(bot, slack_blocks.UNSCHEDULE_CONFIRM_ACTION, value)
-    again = _click(bot, slack_blocks.UNSCHEDULE_CONFIRM_ACTION, value)
+    done = _click(bot, UNSCHEDULE_CONFIRM_ACTION, value)
+    again = _click(bot, UNSCHEDULE_CONFIRM_ACTION, value)
     assert f"Unscheduled `{pipeline_id}`" in done["text"] and done["replace_original"] is True
-    assert daemon_client.get_pipeline(OWNER, pipeline_id)["state"] == "archived"
+    assert daemon_client.get_pipeline(OWNER, pipeline_id).state == "archived"
     assert "already unscheduled; this click changed nothing" in again["text"]
 
 
 def test_keep_it_leaves_the_pipeline_scheduled(bot: BotUnderTest, daemon_client: DaemonClient) -> None:
     pipeline_id = _schedule(bot)
-    value = _buttons(_reply(bot, f"unschedule {pipeline_id}"))[slack_blocks.UNSCHEDULE_KEEP_ACTION]
+    value = _buttons(_reply(bot, f"unschedule {pipeline_id}"))[UNSCHEDULE_KEEP_ACTION]
 
-    kept = _click(bot, slack_blocks.UNSCHEDULE_KEEP_ACTION, value)
+    kept = _click(bot, UNSCHEDULE_KEEP_ACTION, value)
 
     assert f"`{pipeline_id}` stays scheduled" in kept["text"]
-    assert daemon_client.get_pipeline(OWNER, pipeline_id)["state"] == "active"
+    assert daemon_client.get_pipeline(OWNER, pipeline_id).state == "active"
 
 
 def test_a_live_schedule_waits_for_the_requesters_click_and_a_double_click_creates_one_pipeline(
     bot: BotUnderTest, daemon_client: DaemonClient
 ) -> None:
-    live_topic = next(s["live_topic"] for s in daemon_client.sources(OWNER) if s["name"] == "orders")
+    live_topic = next(s.live_topic for s in daemon_client.sources(OWNER) if s.name == "orders")
     before = _pipeline_ids(daemon_client)
 
     question = _reply(bot, f"schedule orders {YEARLY} watermark=updated_at topic=live")
-    value = _buttons(question)[slack_blocks.SCHEDULE_LIVE_CONFIRM_ACTION]
+    value = _buttons(question)[SCHEDULE_LIVE_CONFIRM_ACTION]
     assert f"*live* topic `{live_topic}`" in question["text"]
     assert _pipeline_ids(daemon_client) == before
 
-    refused = _click(bot, slack_blocks.SCHEDULE_LIVE_CONFIRM_ACTION, value, user=STRANGER)
+    refused = _click(bot, SCHEDULE_LIVE_CONFIRM_ACTION, value, user=STRANGER)
     assert f"Only <@{OWNER}> can answer" in refused["text"]
     assert _pipeline_ids(daemon_client) == before
 
     outcomes: list[str] = []
     clicks = [
         threading.Thread(
-            target=lambda: outcomes.append(
-                _click(bot, slack_blocks.SCHEDULE_LIVE_CONFIRM_ACTION, value)["text"]
-            )
+            target=lambda: outcomes.append(_click(bot, SCHEDULE_LIVE_CONFIRM_ACTION, value)["text"])
         )
         for _ in range(2)
     ]
@@ -202,7 +208,7 @@ def test_a_live_schedule_waits_for_the_requesters_click_and_a_double_click_creat
         click.join()
 
     [created] = _pipeline_ids(daemon_client) - before
-    assert daemon_client.get_pipeline(OWNER, created)["topic"] == live_topic
+    assert daemon_client.get_pipeline(OWNER, created).topic == live_topic
     assert sum(f"Scheduled as `{created}`" in text for text in outcomes) == 1, outcomes
     assert sum("created nothing new" in text for text in outcomes) == 1, outcomes
 
@@ -225,7 +231,7 @@ def _idle_prompt(slack: SlackStandin, store: Store, pipeline_id: str) -> dict[st
     notifier = SlackNotifier(client=make_web_client(BOT_TOKEN, slack.base_url))
     now = datetime.now(UTC)
     prompt = IdlePrompt(
-        pipeline=store.pipelines.get(pipeline_id),
+        pipeline=pipeline_out(store.pipelines.get(pipeline_id)),
         idle_since=now,
         deadline=now + timedelta(days=7),
         keep_days=KEEP_DAYS,
@@ -240,15 +246,15 @@ def test_keep_clicked_by_an_owner_snoozes_an_idle_pipeline(
 ) -> None:
     pipeline_id = _schedule(bot, "idle_after=1d")
     _age(daemon_store, pipeline_id, days=2)
-    assert pipeline_id in {p["id"] for p in daemon_client.idle_pipelines(OWNER)}
+    assert pipeline_id in {p.id for p in daemon_client.idle_pipelines(OWNER)}
     assert "unless kept" in _reply(bot, "pipelines idle")["text"]
     buttons = _idle_prompt(slack, daemon_store, pipeline_id)
 
-    kept = _click(bot, slack_blocks.IDLE_KEEP_ACTION, buttons[slack_blocks.IDLE_KEEP_ACTION])
+    kept = _click(bot, IDLE_KEEP_ACTION, buttons[IDLE_KEEP_ACTION])
 
     assert kept["replace_original"] is True
     assert f"Kept `{pipeline_id}` for {KEEP_DAYS} more days" in kept["text"]
-    assert pipeline_id not in {p["id"] for p in daemon_client.idle_pipelines(OWNER)}
+    assert pipeline_id not in {p.id for p in daemon_client.idle_pipelines(OWNER)}
     snoozed = daemon_store.pipelines.get(pipeline_id)
     assert snoozed.snoozed_by == OWNER
     assert snoozed.snoozed_until is not None and snoozed.snoozed_until > datetime.now(UTC) + timedelta(
@@ -260,22 +266,22 @@ def test_delete_now_is_refused_to_a_stranger_and_archives_the_pipeline_for_an_ow
     bot: BotUnderTest, slack: SlackStandin, daemon_client: DaemonClient, daemon_store: Store
 ) -> None:
     pipeline_id = _schedule(bot)
-    value = _idle_prompt(slack, daemon_store, pipeline_id)[slack_blocks.IDLE_DELETE_ACTION]
+    value = _idle_prompt(slack, daemon_store, pipeline_id)[IDLE_DELETE_ACTION]
 
-    refused = _click(bot, slack_blocks.IDLE_DELETE_ACTION, value, user=STRANGER)
+    refused = _click(bot, IDLE_DELETE_ACTION, value, user=STRANGER)
     assert refused["response_type"] == "ephemeral" and refused["replace_original"] is False
     assert f"only the owners of pipeline {pipeline_id}" in refused["text"]
-    assert daemon_client.get_pipeline(OWNER, pipeline_id)["state"] == "active"
+    assert daemon_client.get_pipeline(OWNER, pipeline_id).state == "active"
 
-    deleted = _click(bot, slack_blocks.IDLE_DELETE_ACTION, value)
+    deleted = _click(bot, IDLE_DELETE_ACTION, value)
     assert deleted["replace_original"] is True and f"Deleted `{pipeline_id}` now" in deleted["text"]
-    assert daemon_client.get_pipeline(OWNER, pipeline_id)["state"] == "archived"
+    assert daemon_client.get_pipeline(OWNER, pipeline_id).state == "archived"
     slack.wait_until(
         lambda: [m for m in slack.messages("D0OWNER1") if pipeline_id in m.text and "removed" in m.text],
         what="the daemon's removal DM",
     )
 
-    again = _click(bot, slack_blocks.IDLE_DELETE_ACTION, value)
+    again = _click(bot, IDLE_DELETE_ACTION, value)
     assert f"`{pipeline_id}` was already removed; this click changed nothing" in again["text"]
 
 
@@ -288,7 +294,7 @@ def test_a_daemon_that_is_down_gets_a_clear_message_and_leaves_the_prompt_in_pla
     bot = start_bot("http://127.0.0.1:9", STANDIN_TOKEN)  # discard port: connection refused
 
     listed = bot.replies(bot.slash("pipelines").key)[0]
-    _, key = bot.click(slack_blocks.IDLE_KEEP_ACTION, "p-0123456789ab:14")
+    _, key = bot.click(IDLE_KEEP_ACTION, "p-0123456789ab:14")
     [click] = bot.replies(key)
 
     assert "The Replay Service did not answer" in listed["text"]

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from daemon.cli.main import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, main
-from tests.fixtures.aws import AwsClients
 from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess
 from tests.fixtures.kafka import consume_all
 from tests.test_daemon_api import window_event_ids
@@ -56,14 +55,14 @@ def test_followed_replay_exits_zero_and_the_topic_holds_the_window(
     ],
 )
 def test_bad_input_exits_two_naming_the_token(cli_env: DaemonProcess, argv: list[str], token: str) -> None:
-    before = cli_env.client().list_replays(OWNER)["runs"]
+    before = cli_env.client().list_replays(OWNER).runs
 
     code, _, err = _run(argv)
 
     assert code == EXIT_BAD_INPUT
     assert token in err
     assert "Usage: /replay" in err
-    assert cli_env.client().list_replays(OWNER)["runs"] == before
+    assert cli_env.client().list_replays(OWNER).runs == before
 
 
 def test_unknown_source_from_the_daemon_exits_two(cli_env: DaemonProcess) -> None:
@@ -98,30 +97,6 @@ def test_daemon_down_exits_one_with_a_clear_message(monkeypatch: pytest.MonkeyPa
 
     assert code == EXIT_FAILED
     assert "is not reachable" in err
-
-
-def test_package_uploads_the_job_under_its_content_hash(
-    monkeypatch: pytest.MonkeyPatch, aws: AwsClients
-) -> None:
-    aws.s3.create_bucket(Bucket="replay-artifacts")
-    for key, value in {
-        "REPLAY_EMR__BUCKET": "replay-artifacts",
-        "REPLAY_EMR__ENDPOINT_URL": aws.endpoint_url,
-        "REPLAY_EMR__EXECUTION_ROLE_ARN": "arn:aws:iam::123456789012:role/replay",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-    }.items():
-        monkeypatch.setenv(key, value)
-
-    code, out, err = _run(["package"])
-    again, out_again, _ = _run(["package"])
-
-    uris = json.loads(out)
-    assert (code, again) == (EXIT_OK, EXIT_OK), err
-    assert uris == json.loads(out_again)
-    assert uris["entry_point"].startswith("s3://replay-artifacts/replay/artifacts/")
-    keys = [o["Key"] for o in aws.s3.list_objects_v2(Bucket="replay-artifacts")["Contents"]]
-    assert sorted(keys) == sorted(u.removeprefix("s3://replay-artifacts/") for u in uris.values())
 
 
 def test_pipeline_life_from_the_command_line(cli_env: DaemonProcess) -> None:

@@ -13,6 +13,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from daemon.contract.client import DaemonClient
+from daemon.contract.models import ReplayBody, RunOut
 from daemon.core.errors import BadRequest, Forbidden
 from store import Store
 from tests.fixtures.daemon import ADMIN, OWNER, STRANGER, DaemonProcess
@@ -25,6 +26,10 @@ TERMINAL = {"succeeded", "failed", "cancelled"}
 
 def _body(**overrides: Any) -> dict[str, Any]:
     return {"source": "orders", "window": "2024-01-02..2024-01-03", "tps": 5000, **overrides}
+
+
+def _request(**overrides: Any) -> ReplayBody:
+    return ReplayBody.model_validate(_body(**overrides))
 
 
 def _replay_topics(bootstrap: str) -> set[str]:
@@ -42,11 +47,11 @@ def window_event_ids(table: Path, first: str, last: str) -> set[str]:
     return set(rows.column("event_id").to_pylist())
 
 
-def wait_for(client: DaemonClient, run_id: str, states: set[str], timeout_s: float = 240.0) -> dict[str, Any]:
+def wait_for(client: DaemonClient, run_id: str, states: set[str], timeout_s: float = 240.0) -> RunOut:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         run = client.get_replay(OWNER, run_id)
-        if run["state"] in states:
+        if run.state in states:
             return run
         time.sleep(0.5)
     raise AssertionError(f"run {run_id} did not reach {states}: {run}")
@@ -84,8 +89,8 @@ def test_bad_request_is_refused_with_a_clear_message_and_creates_nothing(
 
     assert response.status_code == status, response.text
     assert message in response.json()["error"]
-    runs_after = replay_daemon.client().list_replays(OWNER)["runs"]
-    assert [r["id"] for r in runs_after] == [r["id"] for r in runs_before]
+    runs_after = replay_daemon.client().list_replays(OWNER).runs
+    assert [r.id for r in runs_after] == [r["id"] for r in runs_before]
     assert _replay_topics(kafka_bootstrap) == topics_before
 
 
@@ -101,7 +106,7 @@ def test_missing_or_wrong_token_is_401(replay_daemon: DaemonProcess, authorizati
 
 def test_unauthorized_user_is_refused_and_audited(replay_daemon: DaemonProcess) -> None:
     with pytest.raises(Forbidden, match="only the owners of 'orders'"):
-        replay_daemon.client().create_replay(STRANGER, _body())
+        replay_daemon.client().create_replay(STRANGER, _request())
 
     with _store(replay_daemon) as store:
         entries = store.audit.list(actor=STRANGER)
@@ -112,49 +117,49 @@ def test_unauthorized_user_is_refused_and_audited(replay_daemon: DaemonProcess) 
 def test_plan_counts_rows_from_metadata_without_creating_anything(
     replay_daemon: DaemonProcess, sample_table: Path
 ) -> None:
-    plan = replay_daemon.client().plan(OWNER, _body(tps=100))
+    plan = replay_daemon.client().plan(OWNER, _request(tps=100))
 
     expected = len(window_event_ids(sample_table, "2024-01-02", "2024-01-03"))
-    assert plan["rows"] == expected
-    assert plan["eta_s"] == pytest.approx(expected / 100)
-    assert plan["topic_mode"] == "auto"
-    assert replay_daemon.client().list_replays(OWNER, state="queued")["runs"] == []
+    assert plan.rows == expected
+    assert plan.eta_s == pytest.approx(expected / 100)
+    assert plan.topic_mode == "auto"
+    assert replay_daemon.client().list_replays(OWNER, state="queued").runs == []
 
 
 def test_plan_refuses_a_bad_window_like_a_replay(replay_daemon: DaemonProcess) -> None:
     with pytest.raises(BadRequest, match="window ends before it starts"):
-        replay_daemon.client().plan(OWNER, _body(window="2024-01-03..2024-01-02"))
+        replay_daemon.client().plan(OWNER, _request(window="2024-01-03..2024-01-02"))
 
 
 def test_sources_lists_the_catalog(replay_daemon: DaemonProcess) -> None:
     sources = replay_daemon.client().sources(OWNER)
 
-    assert [s["name"] for s in sources] == ["orders"]
-    assert sources[0]["owners"] == [OWNER]
+    assert [s.name for s in sources] == ["orders"]
+    assert sources[0].owners == [OWNER]
 
 
 def test_idempotency_key_retry_returns_the_same_run(replay_daemon: DaemonProcess) -> None:
     client = replay_daemon.client()
 
-    first = client.create_replay(ADMIN, _body(tps=200), idempotency_key="slack-trigger-1")
-    second = client.create_replay(ADMIN, _body(tps=200), idempotency_key="slack-trigger-1")
+    first = client.create_replay(ADMIN, _request(tps=200), idempotency_key="slack-trigger-1")
+    second = client.create_replay(ADMIN, _request(tps=200), idempotency_key="slack-trigger-1")
 
-    assert second["id"] == first["id"]
-    assert (first["created"], second["created"]) == (True, False)
-    assert [r["id"] for r in client.list_replays(ADMIN, requester=ADMIN)["runs"]].count(first["id"]) == 1
-    client.cancel_replay(ADMIN, first["id"])
-    assert wait_for(client, first["id"], TERMINAL)["state"] in TERMINAL
+    assert second.id == first.id
+    assert (first.created, second.created) == (True, False)
+    assert [r.id for r in client.list_replays(ADMIN, requester=ADMIN).runs].count(first.id) == 1
+    client.cancel_replay(ADMIN, first.id)
+    assert wait_for(client, first.id, TERMINAL).state in TERMINAL
 
 
 def test_cancel_by_a_stranger_is_refused(replay_daemon: DaemonProcess) -> None:
     client = replay_daemon.client()
-    run = client.create_replay(OWNER, _body(tps=100))
+    run = client.create_replay(OWNER, _request(tps=100))
 
     with pytest.raises(Forbidden, match="only the requester"):
-        client.cancel_replay(STRANGER, run["id"])
+        client.cancel_replay(STRANGER, run.id)
 
-    client.cancel_replay(OWNER, run["id"])
-    assert wait_for(client, run["id"], TERMINAL)["state"] == "cancelled"
+    client.cancel_replay(OWNER, run.id)
+    assert wait_for(client, run.id, TERMINAL).state == "cancelled"
 
 
 def test_metrics_report_runs_by_state(replay_daemon: DaemonProcess) -> None:
@@ -169,13 +174,14 @@ def test_replay_end_to_end_lands_exactly_the_window(
     replay_daemon: DaemonProcess, kafka_bootstrap: str, sample_table: Path
 ) -> None:
     client = replay_daemon.client()
-    created = client.create_replay(OWNER, _body(window="2024-01-05..2024-01-06", tps=2000))
+    created = client.create_replay(OWNER, _request(window="2024-01-05..2024-01-06", tps=2000))
 
-    run = wait_for(client, created["id"], TERMINAL)
+    run = wait_for(client, created.id, TERMINAL)
 
     expected = window_event_ids(sample_table, "2024-01-05", "2024-01-06")
-    assert run["state"] == "succeeded", run
-    assert run["confirmed"] == len(expected)
-    landed = consume_all(kafka_bootstrap, run["topic"], expected=len(expected))
+    assert run.state == "succeeded", run
+    assert run.confirmed == len(expected)
+    assert (run.rows_planned, run.rows_selected) == (len(expected), len(expected))
+    landed = consume_all(kafka_bootstrap, run.topic, expected=len(expected))
     assert {json.loads(m.value())["event_id"] for m in landed} == expected
-    assert {dict(m.headers())["replay-run-id"] for m in landed} == {run["id"].encode()}
+    assert {dict(m.headers())["replay-run-id"] for m in landed} == {run.id.encode()}

@@ -3,31 +3,29 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import socket
+from datetime import timedelta
 
 import pytest
 from slack_sdk import WebClient
 from slack_sdk.http_retry import RateLimitErrorRetryHandler
 
-from daemon.adapters.slack_notifier import SlackDeliveryError, SlackNotifier, make_web_client
-from daemon.usecases.notifier import RunView
+from daemon.adapters.slack_notifier import SlackDeliveryError, SlackNotifier
+from daemon.contract.models import RunOut
+from daemon.slack.web_client import make_web_client
 from scripts.devtools.slack_standin import SlackStandin
-from tests.fixtures.slack import BOT_TOKEN, CHANNEL
+from tests.fixtures.slack import BOT_TOKEN, CHANNEL, CREATED, wire_run
 
-RUN = RunView(
-    run_id="r-0123456789ab",
-    source="orders",
-    window="2024-01-01..2024-01-02",
-    topic="replay.orders.r-0123456789ab",
-    tps=100,
-    requester="U0ALICE",
-    state="running",
-    rows=600,
-    eta_s=6.0,
-    channel=CHANNEL,
-)
+RUN = wire_run(started_at=CREATED)  # 600 rows planned at 100/s: a 6-second ETA
+
+
+def _run(**changes: object) -> RunOut:
+    return RunOut.model_validate({**RUN.model_dump(), **changes})
+
+
+def _ended(seconds: float, **changes: object) -> RunOut:
+    return _run(ended_at=CREATED + timedelta(seconds=seconds), **changes)
 
 
 @pytest.fixture
@@ -63,10 +61,8 @@ def test_progress_and_the_final_report_are_replies_in_the_thread_and_the_parent_
     notifier: SlackNotifier, slack_standin: SlackStandin
 ) -> None:
     ts = notifier.run_started(RUN)
-    notifier.run_progress(dataclasses.replace(RUN, thread_ts=ts, confirmed=300, rate=98.0))
-    final = dataclasses.replace(
-        RUN, thread_ts=ts, state="succeeded", confirmed=600, achieved_tps=99.5, duration_s=6.1
-    )
+    notifier.run_progress(_run(slack_ts=ts, confirmed=300), rate=98.0)
+    final = _ended(6.1, slack_ts=ts, state="succeeded", rows_selected=600, confirmed=600, achieved_tps=99.5)
     notifier.run_finished(final)
 
     parent, progress, report = slack_standin.thread(CHANNEL, ts)
@@ -88,8 +84,8 @@ def test_a_failed_run_reports_the_reason_and_a_next_step(
     notifier: SlackNotifier, slack_standin: SlackStandin
 ) -> None:
     ts = notifier.run_started(RUN)
-    failed = dataclasses.replace(
-        RUN, thread_ts=ts, state="failed", confirmed=120, reason="delivery failed: broker <down> & out"
+    failed = _run(
+        slack_ts=ts, state="failed", confirmed=120, failure_reason="delivery failed: broker <down> & out"
     )
 
     notifier.run_finished(failed)
@@ -117,7 +113,7 @@ def test_slack_refusing_a_channel_is_one_translated_error_without_retries(
     notifier: SlackNotifier, slack_standin: SlackStandin
 ) -> None:
     with pytest.raises(SlackDeliveryError) as caught:
-        notifier.run_started(dataclasses.replace(RUN, channel="C0GONE404"))
+        notifier.run_started(_run(slack_channel="C0GONE404"))
 
     assert (caught.value.method, caught.value.error) == ("chat.postMessage", "channel_not_found")
     assert len(slack_standin.calls("chat.postMessage")) == 1
@@ -129,7 +125,7 @@ def test_rate_limited_for_good_ends_in_the_translated_error(slack_standin: Slack
     notifier = SlackNotifier(client=client)
 
     with pytest.raises(SlackDeliveryError, match="ratelimited"):
-        notifier.run_started(dataclasses.replace(RUN, channel="C0BUSY429"))
+        notifier.run_started(_run(slack_channel="C0BUSY429"))
 
     assert [c.status for c in slack_standin.calls("chat.postMessage")] == [429, 429]
 
@@ -145,11 +141,11 @@ def test_an_unreachable_slack_is_the_translated_error() -> None:
 
 
 def test_a_run_without_a_channel_posts_nothing(notifier: SlackNotifier, slack_standin: SlackStandin) -> None:
-    headless = dataclasses.replace(RUN, channel=None)
+    headless = _run(slack_channel=None)
 
     assert notifier.run_started(headless) is None
-    notifier.run_progress(headless)
-    notifier.run_finished(dataclasses.replace(headless, state="succeeded"))
+    notifier.run_progress(headless, rate=None)
+    notifier.run_finished(_run(slack_channel=None, state="succeeded"))
     assert slack_standin.calls() == []
 
 
@@ -158,7 +154,7 @@ def test_a_run_without_a_channel_goes_to_the_default_channel(slack_standin: Slac
         client=make_web_client(BOT_TOKEN, slack_standin.base_url), default_channel="C0PLATFORM"
     )
 
-    ts = notifier.run_started(dataclasses.replace(RUN, channel=None))
+    ts = notifier.run_started(_run(slack_channel=None))
 
     assert [m.ts for m in slack_standin.messages("C0PLATFORM")] == [ts]
 
@@ -166,7 +162,7 @@ def test_a_run_without_a_channel_goes_to_the_default_channel(slack_standin: Slac
 def test_progress_without_a_thread_is_not_posted(
     notifier: SlackNotifier, slack_standin: SlackStandin
 ) -> None:
-    notifier.run_progress(dataclasses.replace(RUN, confirmed=10))
+    notifier.run_progress(_run(confirmed=10), rate=None)
 
     assert slack_standin.calls() == []
 
@@ -174,7 +170,7 @@ def test_progress_without_a_thread_is_not_posted(
 def test_a_final_report_without_an_announcement_starts_its_own_thread(
     notifier: SlackNotifier, slack_standin: SlackStandin
 ) -> None:
-    notifier.run_finished(dataclasses.replace(RUN, state="failed", reason="could not launch the job: boom"))
+    notifier.run_finished(_run(state="failed", failure_reason="could not launch the job: boom"))
 
     parent, report = slack_standin.messages(CHANNEL)
     assert report.thread_ts == parent.ts
@@ -190,6 +186,6 @@ def test_a_failed_parent_update_still_leaves_the_final_report(
     slack_standin.fail_next("chat.update", error="cant_update_message")
 
     with pytest.raises(SlackDeliveryError, match="cant_update_message"):
-        notifier.run_finished(dataclasses.replace(RUN, thread_ts=ts, state="succeeded", confirmed=600))
+        notifier.run_finished(_run(slack_ts=ts, state="succeeded", rows_selected=600, confirmed=600))
 
     assert "The broker confirmed *600* events" in slack_standin.thread(CHANNEL, ts)[-1].text

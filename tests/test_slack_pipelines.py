@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
 
-from daemon.adapters.slack_notifier import SlackDeliveryError, SlackNotifier, make_web_client
-from daemon.slack import messages as slack_blocks
-from daemon.usecases.notifier import IdlePrompt, RunView
+from daemon.adapters.slack_notifier import SlackDeliveryError, SlackNotifier
+from daemon.contract.models import PipelineOut, RunOut
+from daemon.slack.idle_messages import IDLE_DELETE_ACTION, IDLE_KEEP_ACTION
+from daemon.slack.views import IdlePrompt
+from daemon.slack.web_client import make_web_client
 from scripts.devtools.slack_standin import SlackStandin
-from store.models import Pipeline
-from tests.fixtures.slack import BOT_TOKEN, CHANNEL
+from tests.fixtures.slack import BOT_TOKEN, CHANNEL, wire_pipeline, wire_run
 
 OWNER = "U0OWNER1"
 PLATFORM_CHANNEL = "C0PLATFORM"
@@ -23,41 +25,33 @@ PIPELINE_ID = "p-0123456789ab"
 CREATED = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 IDLE_SINCE = datetime(2024, 3, 31, 9, 0, tzinfo=UTC)
 DEADLINE = datetime(2024, 4, 7, 9, 0, tzinfo=UTC)
-RUN = RunView(
-    run_id="r-00000000beef",
-    source="orders",
+RUN = wire_run(
+    id="r-00000000beef",
+    kind="pipeline",
     window="(2024-01-07T00:00:00, 2024-01-08T00:00:00]",
     topic=f"replay.orders.{PIPELINE_ID}",
     tps=500,
     requester=OWNER,
     state="succeeded",
-    rows=1_200,
+    rows_planned=None,
+    rows_selected=1_200,
     confirmed=1_200,
-    channel=CHANNEL,
     pipeline_id=PIPELINE_ID,
 )
 
 
-def _pipeline(**changes: object) -> Pipeline:
-    """A pipeline row as the store hands it to the notifier (detached: no database needed)."""
-    fields: dict[str, object] = {
-        "id": PIPELINE_ID,
-        "source": "orders",
-        "schedule": "every=15m",
-        "watermark_column": "updated_at",
-        "watermark_value": None,
-        "tps": 500,
-        "topic": f"replay.orders.{PIPELINE_ID}",
+def _run(**changes: Any) -> RunOut:
+    return RunOut.model_validate({**RUN.model_dump(), **changes})
+
+
+def _pipeline(**changes: Any) -> PipelineOut:
+    """A pipeline as the daemon hands it to the notifier."""
+    fields: dict[str, Any] = {
         "owners": [OWNER, "U0COOWNER"],
-        "state": "active",
-        "created_by": OWNER,
         "created_at": CREATED,
         "next_run_at": datetime(2024, 3, 1, 9, 15, tzinfo=UTC),
-        "last_published_at": None,
-        "slack_channel": CHANNEL,
     }
-    fields.update(changes)
-    return Pipeline(**fields)
+    return wire_pipeline(**{**fields, **changes})
 
 
 PROMPT = IdlePrompt(pipeline=_pipeline(), idle_since=IDLE_SINCE, deadline=DEADLINE, keep_days=14)
@@ -112,7 +106,7 @@ def test_a_pipeline_run_is_one_line_in_the_pipeline_thread_and_the_summary_is_no
 ) -> None:
     ts = notifier.pipeline_scheduled(_pipeline())
 
-    notifier.run_finished(dataclasses.replace(RUN, thread_ts=ts))
+    notifier.run_finished(_run(slack_ts=ts))
 
     summary, line = slack_standin.thread(CHANNEL, ts)
     assert line.text == (
@@ -128,8 +122,8 @@ def test_a_failed_pipeline_run_gives_the_reason_and_a_next_step_in_the_thread(
     notifier: SlackNotifier, slack_standin: SlackStandin
 ) -> None:
     ts = notifier.pipeline_scheduled(_pipeline())
-    failed = dataclasses.replace(
-        RUN, thread_ts=ts, state="failed", confirmed=3, reason="could not launch the job: no spark"
+    failed = _run(
+        slack_ts=ts, state="failed", confirmed=3, failure_reason="could not launch the job: no spark"
     )
 
     notifier.run_finished(failed)
@@ -167,8 +161,8 @@ def test_the_idle_prompt_is_a_dm_with_keep_and_delete_buttons(
     assert "never published anything since it was created on 2024-03-01 09:00 UTC" in prompt.text
     assert "de-provisioned after *2024-04-07 09:00 UTC*" in prompt.text
     assert _buttons(prompt.blocks) == {
-        slack_blocks.IDLE_KEEP_ACTION: f"{PIPELINE_ID}:14",
-        slack_blocks.IDLE_DELETE_ACTION: PIPELINE_ID,
+        IDLE_KEEP_ACTION: f"{PIPELINE_ID}:14",
+        IDLE_DELETE_ACTION: PIPELINE_ID,
     }
     assert "Keep for 14 more days" in repr(prompt.blocks)
     assert slack_standin.messages(PLATFORM_CHANNEL) == []
@@ -208,7 +202,7 @@ def test_an_undeliverable_dm_goes_to_the_platform_channel_mentioning_the_owner(
     assert channel == PLATFORM_CHANNEL
     [prompt] = slack_standin.messages(PLATFORM_CHANNEL)
     assert prompt.text.startswith(":zzz: <@U0OWNER1>: Pipeline `p-0123456789ab`")
-    assert set(_buttons(prompt.blocks)) == {slack_blocks.IDLE_KEEP_ACTION, slack_blocks.IDLE_DELETE_ACTION}
+    assert set(_buttons(prompt.blocks)) == {IDLE_KEEP_ACTION, IDLE_DELETE_ACTION}
     assert slack_standin.messages("D0OWNER1") == []
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 
@@ -12,10 +11,10 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
 
-from daemon.adapters.slack_notifier import SlackNotifier, make_web_client
-from daemon.usecases.notifier import RunView
+from daemon.adapters.slack_notifier import SlackNotifier
+from daemon.slack.web_client import make_web_client
 from scripts.devtools.slack_standin import SlackStandin
-from tests.fixtures.slack import BOT_TOKEN, CHANNEL
+from tests.fixtures.slack import BOT_TOKEN, CHANNEL, wire_run
 
 
 @pytest.fixture
@@ -82,20 +81,10 @@ def test_response_urls_answer_ok_and_keep_what_was_posted(slack_standin: SlackSt
 
 def test_render_thread_reads_like_slack(slack_standin: SlackStandin) -> None:
     notifier = SlackNotifier(client=make_web_client(BOT_TOKEN, slack_standin.base_url))
-    run = RunView(
-        run_id="r-0123456789ab",
-        source="orders",
-        window="2024-01-01",
-        topic="replay.orders.r-0123456789ab",
-        tps=100,
-        requester="U0ALICE",
-        state="running",
-        rows=300,
-        channel=CHANNEL,
-    )
+    run = wire_run(window="2024-01-01", rows_planned=300)
     ts = notifier.run_started(run)
     assert ts is not None
-    notifier.run_progress(dataclasses.replace(run, thread_ts=ts, confirmed=150, rate=100.0))
+    notifier.run_progress(run.model_copy(update={"slack_ts": ts, "confirmed": 150}), rate=100.0)
 
     text = slack_standin.render_thread(CHANNEL, ts)
 

@@ -16,7 +16,7 @@ from slack_bolt import Ack, App, Respond
 from bot.deps import BotDeps
 from bot.listeners import confirmations, pipeline_actions
 from bot.replies import answer_with, create_once, key_for
-from daemon.cli.main import request_body
+from daemon.contract.models import ReplayBody
 from daemon.core.grammar import (
     USAGE,
     CancelCommand,
@@ -32,7 +32,8 @@ from daemon.core.grammar import (
     parse,
     render,
 )
-from daemon.slack import messages as slack_blocks
+from daemon.slack import run_messages
+from daemon.slack.blocks import Message, code, help_message, input_error, notice
 
 COMMAND = "/replay"
 _LIST_TITLES = {"all": "latest", "mine": "yours", "running": "running"}
@@ -44,61 +45,61 @@ def slack_text(command: dict[str, Any]) -> str:
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
-def _immediate(command: Command) -> slack_blocks.Message | None:
+def _immediate(command: Command) -> Message | None:
     """What the ack itself says for a command that parsed; None for a silent ack."""
     if isinstance(command, HelpCommand):
-        return slack_blocks.help_message(help_text(command.topic))
+        return help_message(help_text(command.topic))
     if isinstance(command, ReplayCommand | PlanCommand | ScheduleCommand):
-        echo = slack_blocks.code(f"{COMMAND} {render(command)}", limit=400)
-        return slack_blocks.notice(f"{echo} · asking the Replay Service…")
+        echo = code(f"{COMMAND} {render(command)}", limit=400)
+        return notice(f"{echo} · asking the Replay Service…")
     return None  # status, list, cancel and the pipeline commands: the answer follows the ack
 
 
-def acknowledgement(text: str) -> slack_blocks.Message | None:
+def acknowledgement(text: str) -> Message | None:
     try:
         return _immediate(parse(text))
     except GrammarError as err:
-        return slack_blocks.input_error(err.token, err.reason, err.usage)
+        return input_error(err.token, err.reason, err.usage)
 
 
-def _replay(deps: BotDeps, parsed: ReplayCommand, command: dict[str, Any]) -> slack_blocks.Message:
+def _replay(deps: BotDeps, parsed: ReplayCommand, command: dict[str, Any]) -> Message:
     if parsed.topic == "live":
         return confirmations.ask(deps, parsed, command)
     user = command["user_id"]
-    body = {**request_body(parsed), "slack_channel": command.get("channel_id")}
+    body = ReplayBody.of(parsed, slack_channel=command.get("channel_id"))
     key = key_for("slack-cmd", str(command.get("trigger_id") or command.get("response_url") or ""))
     run = create_once(deps.daemon, user, body, key=key)
-    return slack_blocks.accepted(run, created=bool(run.get("created", True)))
+    return run_messages.accepted(run, created=run.created)
 
 
-def _plan(deps: BotDeps, parsed: PlanCommand, user: str) -> slack_blocks.Message:
-    return slack_blocks.plan_summary(deps.daemon.plan(user, request_body(parsed)))
+def _plan(deps: BotDeps, parsed: PlanCommand, user: str) -> Message:
+    return run_messages.plan_summary(deps.daemon.plan(user, ReplayBody.of(parsed)))
 
 
-def _cancel(deps: BotDeps, parsed: CancelCommand, user: str) -> slack_blocks.Message:
-    return slack_blocks.cancelling(deps.daemon.cancel_replay(user, parsed.run_id))
+def _cancel(deps: BotDeps, parsed: CancelCommand, user: str) -> Message:
+    return run_messages.cancelling(deps.daemon.cancel_replay(user, parsed.run_id))
 
 
-def _status(deps: BotDeps, parsed: StatusCommand, user: str) -> slack_blocks.Message:
+def _status(deps: BotDeps, parsed: StatusCommand, user: str) -> Message:
     run_id = parsed.run_id
     if run_id is None:
-        runs = deps.daemon.list_replays(user, requester=user, limit=1)["runs"]
+        runs = deps.daemon.list_replays(user, requester=user, limit=1).runs
         if not runs:
-            return slack_blocks.notice("You have no runs yet.")
-        run_id = runs[0]["id"]
-    return slack_blocks.run_status(deps.daemon.get_replay(user, run_id))
+            return notice("You have no runs yet.")
+        run_id = runs[0].id
+    return run_messages.run_status(deps.daemon.get_replay(user, run_id))
 
 
-def _list(deps: BotDeps, parsed: ListCommand, user: str) -> slack_blocks.Message:
+def _list(deps: BotDeps, parsed: ListCommand, user: str) -> Message:
     page = deps.daemon.list_replays(
         user,
         requester=user if parsed.filter == "mine" else None,
         state="running" if parsed.filter == "running" else None,
     )
-    return slack_blocks.run_list(page["runs"], _LIST_TITLES[parsed.filter])
+    return run_messages.run_list(page.runs, _LIST_TITLES[parsed.filter])
 
 
-def answer(deps: BotDeps, parsed: Command, command: dict[str, Any]) -> slack_blocks.Message | None:
+def answer(deps: BotDeps, parsed: Command, command: dict[str, Any]) -> Message | None:
     """The daemon's answer to a parsed command, as a message; None when the ack said it all."""
     user = command["user_id"]
     if isinstance(parsed, ReplayCommand):

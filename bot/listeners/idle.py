@@ -17,32 +17,40 @@ from slack_bolt import Ack, App, Respond
 from bot.deps import BotDeps
 from bot.replies import outcome_of
 from daemon.core.errors import Conflict
-from daemon.slack import messages as slack_blocks
+from daemon.slack.blocks import Message, refusal
+from daemon.slack.idle_messages import (
+    IDLE_DELETE_ACTION,
+    IDLE_KEEP_ACTION,
+    already_removed,
+    deleted,
+    kept,
+    read_idle_button,
+)
+from daemon.slack.views import PipelineView
 
 
-def _keep(deps: BotDeps, clicker: str, pipeline_id: str, days: int | None) -> slack_blocks.Message:
-    deps.daemon.pipeline_action(clicker, pipeline_id, "keep", {"days": days} if days else {})
-    return slack_blocks.kept(pipeline_id, days)
+def _keep(deps: BotDeps, clicker: str, pipeline_id: str, days: int | None) -> Message:
+    deps.daemon.keep(clicker, pipeline_id, days)
+    return kept(pipeline_id, days)
 
 
-def _delete(deps: BotDeps, clicker: str, pipeline_id: str) -> slack_blocks.Message:
-    pipeline = deps.daemon.pipeline_action(clicker, pipeline_id, "delete")
-    return slack_blocks.deleted(slack_blocks.PipelineView.of_api(pipeline))
+def _delete(deps: BotDeps, clicker: str, pipeline_id: str) -> Message:
+    return deleted(PipelineView.of(deps.daemon.pipeline_action(clicker, pipeline_id, "delete")))
 
 
 def on_click(deps: BotDeps, body: dict[str, Any], respond: Respond, *, keep: bool) -> None:
     clicker = body["user"]["id"]
     try:
-        pipeline_id, days = slack_blocks.read_idle_button(body["actions"][0]["value"])
+        pipeline_id, days = read_idle_button(body["actions"][0]["value"])
     except ValueError:
-        respond(**slack_blocks.refusal("this button is not one of ours").ephemeral(replace_original=False))
+        respond(**refusal("this button is not one of ours").ephemeral(replace_original=False))
         return
 
-    def work() -> slack_blocks.Message:
+    def work() -> Message:
         try:
             return _keep(deps, clicker, pipeline_id, days) if keep else _delete(deps, clicker, pipeline_id)
         except Conflict:
-            return slack_blocks.already_removed(pipeline_id)
+            return already_removed(pipeline_id)
 
     message, done = outcome_of(work)
     if done:
@@ -61,5 +69,5 @@ def register(app: App, deps: BotDeps) -> None:
     def delete_pipeline(body: dict[str, Any], respond: Respond) -> None:
         on_click(deps, body, respond, keep=False)
 
-    app.action(slack_blocks.IDLE_KEEP_ACTION)(ack=ack_click, lazy=[keep_pipeline])
-    app.action(slack_blocks.IDLE_DELETE_ACTION)(ack=ack_click, lazy=[delete_pipeline])
+    app.action(IDLE_KEEP_ACTION)(ack=ack_click, lazy=[keep_pipeline])
+    app.action(IDLE_DELETE_ACTION)(ack=ack_click, lazy=[delete_pipeline])

@@ -24,7 +24,8 @@ from slack_bolt import Ack, App, Respond
 from bot.confirmation import LiveRequest
 from bot.deps import BotDeps
 from bot.replies import answer_with, key_for
-from daemon.cli.main import schedule_body
+from daemon.contract.client import PipelineAction
+from daemon.contract.models import PipelineOut, ScheduleBody
 from daemon.core.errors import BadRequest, Conflict, UnknownSource
 from daemon.core.grammar import (
     USAGE,
@@ -41,8 +42,21 @@ from daemon.core.grammar import (
 )
 from daemon.core.quantities import render_duration
 from daemon.core.schedules import schedule_text
-from daemon.slack import messages as slack_blocks
-from daemon.usecases.pipeline_service import pipeline_topic
+from daemon.slack.blocks import MAX_BUTTON_VALUE, Message, escape, mention, notice, refusal
+from daemon.slack.pipeline_messages import (
+    SCHEDULE_LIVE_CANCEL_ACTION,
+    SCHEDULE_LIVE_CONFIRM_ACTION,
+    UNSCHEDULE_CONFIRM_ACTION,
+    UNSCHEDULE_KEEP_ACTION,
+    live_schedule_confirmation,
+    pipeline_changed,
+    pipeline_detail,
+    pipeline_list,
+    pipeline_scheduled_reply,
+    unschedule_confirmation,
+    unscheduled,
+)
+from daemon.slack.views import PipelineView
 
 PIPELINE_COMMANDS = (
     ScheduleCommand,
@@ -57,8 +71,6 @@ _LIST_TITLES = {"all": "scheduled", "mine": "yours", "idle": "idle: de-provision
 PipelineCommandType = (
     ScheduleCommand | PipelinesCommand | PipelineCommand | PauseCommand | ResumeCommand | UnscheduleCommand
 )
-Message = slack_blocks.Message
-View = slack_blocks.PipelineView
 C = TypeVar("C", UnscheduleCommand, ScheduleCommand)
 
 
@@ -75,54 +87,61 @@ def _request(deps: BotDeps, parsed: Command, command: dict[str, Any]) -> LiveReq
     )
 
 
+def _scheduled(pipeline: PipelineOut) -> Message:
+    return pipeline_scheduled_reply(PipelineView.of(pipeline), announced=pipeline.slack_ts is not None)
+
+
 def _schedule(deps: BotDeps, parsed: ScheduleCommand, command: dict[str, Any]) -> Message:
     if parsed.topic == "live":
         return _ask_live(deps, parsed, command)
-    body = {**schedule_body(parsed), "slack_channel": command.get("channel_id")}
-    pipeline = deps.daemon.schedule(command["user_id"], body)
-    return slack_blocks.pipeline_scheduled_reply(
-        View.of_api(pipeline), announced=bool(pipeline.get("slack_ts"))
-    )
+    body = ScheduleBody.of(parsed, slack_channel=command.get("channel_id"))
+    return _scheduled(deps.daemon.schedule(command["user_id"], body))
+
+
+def _live_topic(deps: BotDeps, user: str, source: str) -> str:
+    """The source's live topic, from the catalog; refused when it has none."""
+    sources = {s.name: s for s in deps.daemon.sources(user)}
+    found = sources.get(source)
+    if found is None:
+        raise UnknownSource(source, list(sources))
+    if not found.live_topic:
+        raise BadRequest(f"source '{source}' has no live topic; use topic=auto")
+    return found.live_topic
 
 
 def _ask_live(deps: BotDeps, parsed: ScheduleCommand, command: dict[str, Any]) -> Message:
     """The schedule and the buttons; only the catalog is read, so nothing can be created yet."""
-    user = command["user_id"]
-    sources = {s["name"]: s for s in deps.daemon.sources(user)}
-    source = sources.get(parsed.source)
-    if source is None:
-        raise UnknownSource(parsed.source, list(sources))
-    if not source.get("live_topic"):
-        raise BadRequest(f"source '{parsed.source}' has no live topic; use topic=auto")
+    live_topic = _live_topic(deps, command["user_id"], parsed.source)
     value = _request(deps, parsed, command).encode()
-    if len(value) > slack_blocks.MAX_BUTTON_VALUE:
-        return slack_blocks.refusal("this command is too long for a confirmation button; shorten its headers")
-    return slack_blocks.live_schedule_confirmation(
-        schedule_body(parsed), live_topic=source["live_topic"], value=value, expires_in_s=deps.confirm_ttl_s
+    if len(value) > MAX_BUTTON_VALUE:
+        return refusal("this command is too long for a confirmation button; shorten its headers")
+    return live_schedule_confirmation(
+        ScheduleBody.of(parsed), live_topic=live_topic, value=value, expires_in_s=deps.confirm_ttl_s
     )
 
 
 def _list(deps: BotDeps, parsed: PipelinesCommand, user: str) -> Message:
+    found: list[PipelineOut]
     if parsed.filter == "idle":
-        found = deps.daemon.idle_pipelines(user)
+        found = list(deps.daemon.idle_pipelines(user))
     else:
         owner = user if parsed.filter == "mine" else None
-        found = [p for p in deps.daemon.list_pipelines(user, owner=owner) if p["state"] != "archived"]
-    return slack_blocks.pipeline_list(found, _LIST_TITLES[parsed.filter])
+        found = [p for p in deps.daemon.list_pipelines(user, owner=owner) if p.state != "archived"]
+    return pipeline_list(found, _LIST_TITLES[parsed.filter])
 
 
 def _change(deps: BotDeps, parsed: PauseCommand | ResumeCommand, user: str) -> Message:
-    action = "pause" if isinstance(parsed, PauseCommand) else "resume"
+    action: PipelineAction = "pause" if isinstance(parsed, PauseCommand) else "resume"
     pipeline = deps.daemon.pipeline_action(user, parsed.pipeline_id, action)
-    return slack_blocks.pipeline_changed(View.of_api(pipeline), action)
+    return pipeline_changed(PipelineView.of(pipeline), action)
 
 
 def _ask_unschedule(deps: BotDeps, parsed: UnscheduleCommand, command: dict[str, Any]) -> Message:
-    pipeline = View.of_api(deps.daemon.get_pipeline(command["user_id"], parsed.pipeline_id))
+    pipeline = PipelineView.of(deps.daemon.get_pipeline(command["user_id"], parsed.pipeline_id))
     if pipeline.state == "archived":
-        return slack_blocks.notice(f"Pipeline `{parsed.pipeline_id}` is already unscheduled.")
+        return notice(f"Pipeline `{parsed.pipeline_id}` is already unscheduled.")
     value = _request(deps, parsed, command).encode()
-    return slack_blocks.unschedule_confirmation(pipeline, value=value, expires_in_s=deps.confirm_ttl_s)
+    return unschedule_confirmation(pipeline, value=value, expires_in_s=deps.confirm_ttl_s)
 
 
 def _work(deps: BotDeps, parsed: PipelineCommandType, command: dict[str, Any]) -> Message:
@@ -132,7 +151,7 @@ def _work(deps: BotDeps, parsed: PipelineCommandType, command: dict[str, Any]) -
     if isinstance(parsed, PipelinesCommand):
         return _list(deps, parsed, user)
     if isinstance(parsed, PipelineCommand):
-        return slack_blocks.pipeline_detail(deps.daemon.get_pipeline(user, parsed.pipeline_id))
+        return pipeline_detail(deps.daemon.get_pipeline(user, parsed.pipeline_id))
     if isinstance(parsed, PauseCommand | ResumeCommand):
         return _change(deps, parsed, user)
     return _ask_unschedule(deps, parsed, command)
@@ -152,19 +171,19 @@ def _checked(deps: BotDeps, body: dict[str, Any], respond: Respond, *, confirm: 
     try:
         request = LiveRequest.decode(body["actions"][0]["value"])
     except ValueError:
-        respond(**slack_blocks.refusal("this button is not one of ours").ephemeral(replace_original=False))
+        respond(**refusal("this button is not one of ours").ephemeral(replace_original=False))
         return None
     if body["user"]["id"] != request.requester:
-        note = f":no_entry: Only {slack_blocks.mention(request.requester)} can answer this confirmation."
-        respond(**slack_blocks.notice(note).ephemeral(replace_original=False))
+        note = f":no_entry: Only {mention(request.requester)} can answer this confirmation."
+        respond(**notice(note).ephemeral(replace_original=False))
         return None
     if confirm and request.expired(deps.clock(), deps.confirm_ttl_s):
         ttl = render_duration(int(deps.confirm_ttl_s))
         note = (
             f":hourglass: This confirmation expired (after {ttl}); nothing was changed. "
-            f"Run `/replay {slack_blocks.escape(request.command)}` again."
+            f"Run `/replay {escape(request.command)}` again."
         )
-        respond(**slack_blocks.notice(note).ephemeral(replace_original=True))
+        respond(**notice(note).ephemeral(replace_original=True))
         return None
     return request
 
@@ -179,32 +198,28 @@ def _parsed(request: LiveRequest, kind: type[C]) -> C:
 def _unschedule(deps: BotDeps, request: LiveRequest) -> Message:
     parsed = _parsed(request, UnscheduleCommand)
     try:
-        pipeline = deps.daemon.pipeline_action(
-            request.requester, parsed.pipeline_id, "unschedule", {"confirm": True}
-        )
+        pipeline = deps.daemon.unschedule(request.requester, parsed.pipeline_id, confirm=True)
     except Conflict:  # archived already: a second click, or someone else got there first
-        return slack_blocks.notice(
+        return notice(
             f":ok_hand: Pipeline `{parsed.pipeline_id}` is already unscheduled; this click changed nothing."
         )
-    return slack_blocks.unscheduled(View.of_api(pipeline))
+    return unscheduled(PipelineView.of(pipeline))
 
 
 def _keep_scheduled(_deps: BotDeps, request: LiveRequest) -> Message:
     pipeline_id = _parsed(request, UnscheduleCommand).pipeline_id
-    return slack_blocks.notice(f":ok_hand: Kept: `{pipeline_id}` stays scheduled; nothing changed.")
+    return notice(f":ok_hand: Kept: `{pipeline_id}` stays scheduled; nothing changed.")
 
 
-def _created_from(deps: BotDeps, request: LiveRequest, parsed: ScheduleCommand) -> dict[str, Any] | None:
+def _created_from(deps: BotDeps, request: LiveRequest, parsed: ScheduleCommand) -> PipelineOut | None:
     """The live pipeline this confirmation already created, if any (see the module docstring)."""
     schedule = schedule_text(every_seconds=parsed.every_seconds, cron=parsed.cron)
+    live_topic = _live_topic(deps, request.requester, parsed.source)
     for pipeline in deps.daemon.list_pipelines(request.requester, owner=request.requester):
-        created = slack_blocks.PipelineView.of_api(pipeline).created_at
         if (
-            (pipeline["source"], pipeline["schedule"]) == (parsed.source, schedule)
-            and pipeline.get("slack_channel") == (request.channel or None)
-            and pipeline["topic"] != pipeline_topic(pipeline["source"], pipeline["id"])
-            and created is not None
-            and created.timestamp() >= request.issued_at
+            (pipeline.source, pipeline.schedule, pipeline.topic) == (parsed.source, schedule, live_topic)
+            and pipeline.slack_channel == (request.channel or None)
+            and pipeline.created_at.timestamp() >= request.issued_at
         ):
             return pipeline
     return None
@@ -215,15 +230,13 @@ def _schedule_live(deps: BotDeps, request: LiveRequest, lock: threading.Lock) ->
     with lock:
         existing = _created_from(deps, request, parsed)
         if existing is not None:
-            pipeline_id = slack_blocks.escape(existing["id"])
-            return slack_blocks.notice(
-                f":repeat: Already scheduled from this confirmation as `{pipeline_id}`; "
+            return notice(
+                f":repeat: Already scheduled from this confirmation as `{escape(existing.id)}`; "
                 "this click created nothing new."
             )
-        body = {**schedule_body(parsed), "confirm_live": True, "slack_channel": request.channel or None}
+        body = ScheduleBody.of(parsed, confirm_live=True, slack_channel=request.channel or None)
         pipeline = deps.daemon.schedule(request.requester, body)
-    view = View.of_api(pipeline)
-    return slack_blocks.pipeline_scheduled_reply(view, announced=bool(pipeline.get("slack_ts")))
+    return _scheduled(pipeline)
 
 
 def on_unschedule_click(deps: BotDeps, body: dict[str, Any], respond: Respond, *, confirm: bool) -> None:
@@ -244,9 +257,7 @@ def on_live_schedule_click(
     if confirm:
         message = answer_with(lambda: _schedule_live(deps, request, lock), usage=USAGE["schedule"])
     else:
-        message = slack_blocks.notice(
-            ":no_entry_sign: Dismissed: nothing was scheduled from this confirmation."
-        )
+        message = notice(":no_entry_sign: Dismissed: nothing was scheduled from this confirmation.")
     respond(**message.ephemeral(replace_original=True))
 
 
@@ -268,7 +279,7 @@ def register(app: App, deps: BotDeps) -> None:
     def dismiss_live(body: dict[str, Any], respond: Respond) -> None:
         on_live_schedule_click(deps, body, respond, confirm=False, lock=live_lock)
 
-    app.action(slack_blocks.UNSCHEDULE_CONFIRM_ACTION)(ack=ack_click, lazy=[unschedule])
-    app.action(slack_blocks.UNSCHEDULE_KEEP_ACTION)(ack=ack_click, lazy=[keep_scheduled])
-    app.action(slack_blocks.SCHEDULE_LIVE_CONFIRM_ACTION)(ack=ack_click, lazy=[schedule_live])
-    app.action(slack_blocks.SCHEDULE_LIVE_CANCEL_ACTION)(ack=ack_click, lazy=[dismiss_live])
+    app.action(UNSCHEDULE_CONFIRM_ACTION)(ack=ack_click, lazy=[unschedule])
+    app.action(UNSCHEDULE_KEEP_ACTION)(ack=ack_click, lazy=[keep_scheduled])
+    app.action(SCHEDULE_LIVE_CONFIRM_ACTION)(ack=ack_click, lazy=[schedule_live])
+    app.action(SCHEDULE_LIVE_CANCEL_ACTION)(ack=ack_click, lazy=[dismiss_live])

@@ -5,9 +5,10 @@ replies in its thread, and the parent is edited to show the final state. A sched
 one thread too: its summary is the parent and each reported run is one line in it (the parent stays
 the pipeline's, never edited by a run). Idle-pipeline questions and farewells go to each owner by DM;
 a DM Slack will not deliver (deactivated user, bot user, DMs closed...) goes to the platform channel
-instead, mentioning the owner, so the question is never silently lost. Rendering is
-`daemon.slack.messages`; delivery is an injected `slack_sdk.WebClient`, given slack_sdk's retry handlers
-so a 429 waits for `Retry-After` and the message arrives once. Every `SlackApiError` is translated to
+instead, mentioning the owner, so the question is never silently lost. Rendering is `daemon.slack`
+(from the wire models, through `RunView` / `PipelineView`); delivery is an injected `slack_sdk.WebClient`,
+given slack_sdk's retry handlers (`daemon.slack.web_client`) so a 429 waits for `Retry-After` and the
+message arrives once. Every `SlackApiError` is translated to
 `SlackDeliveryError` in `_call`, the one place this adapter touches the Web API.
 
 ReplayError
@@ -22,19 +23,21 @@ from typing import Any
 import structlog
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
-from slack_sdk.http_retry import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 from slack_sdk.web import SlackResponse
 
 from daemon.config.settings import Settings
+from daemon.contract.models import PipelineOut, RunOut
 from daemon.core.errors import ReplayError
-from daemon.slack import messages as slack_blocks
-from daemon.usecases.notifier import IdlePrompt, Notifier, RunView
-from store.models import Pipeline
+from daemon.slack import idle_messages
+from daemon.slack.blocks import Message
+from daemon.slack.pipeline_messages import pipeline_run_line, pipeline_summary
+from daemon.slack.run_messages import final_reply, progress_reply, run_parent
+from daemon.slack.views import IdlePrompt, PipelineView, RunView
+from daemon.slack.web_client import make_web_client, with_retries
+from daemon.usecases.ports import Notifier
 
 log = structlog.get_logger(__name__)
 
-RATE_LIMIT_RETRIES = 3
-CONNECTION_RETRIES = 2
 # Slack's answers that mean "this person cannot get a DM from us": retrying will not help, a channel will.
 UNDELIVERABLE_DM = frozenset(
     {
@@ -58,21 +61,6 @@ class SlackDeliveryError(ReplayError):
         self.method, self.error = method, error
 
 
-def with_retries(client: WebClient) -> WebClient:
-    """Give `client` slack_sdk's 429 and connection-error retry handlers unless it has its own."""
-    kinds = {type(handler) for handler in client.retry_handlers}
-    if RateLimitErrorRetryHandler not in kinds:
-        client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES))
-    if ConnectionErrorRetryHandler not in kinds:
-        client.retry_handlers.append(ConnectionErrorRetryHandler(max_retry_count=CONNECTION_RETRIES))
-    return client
-
-
-def make_web_client(token: str, base_url: str, *, timeout_s: int = 15) -> WebClient:
-    """A WebClient for `base_url` (Slack, or a local stand-in) with the retries above."""
-    return with_retries(WebClient(token=token, base_url=base_url.rstrip("/") + "/", timeout=timeout_s))
-
-
 class SlackNotifier(Notifier):
     def __init__(self, *, client: WebClient, default_channel: str | None = None) -> None:
         """`default_channel` (the platform channel) takes runs that came without one (e.g. from the
@@ -90,60 +78,59 @@ class SlackNotifier(Notifier):
         except (SlackClientError, OSError) as exc:
             raise SlackDeliveryError(method, f"{type(exc).__name__}: {exc}") from exc
 
-    def _channel(self, run: RunView) -> str | None:
-        return run.channel or self._default_channel
+    def _channel(self, run: RunOut) -> str | None:
+        return run.slack_channel or self._default_channel
 
-    def _post(self, channel: str, message: slack_blocks.Message, thread_ts: str | None = None) -> str:
+    def _post(self, channel: str, message: Message, thread_ts: str | None = None) -> str:
         extra = {"thread_ts": thread_ts} if thread_ts else {}
         response = self._call(
             "chat.postMessage", channel=channel, unfurl_links=False, **message.payload(**extra)
         )
         return str(response["ts"])
 
-    def run_started(self, run: RunView) -> str | None:
+    def run_started(self, run: RunOut) -> str | None:
         channel = self._channel(run)
         if channel is None:
             return None
-        ts = self._post(channel, slack_blocks.run_parent(run))
-        log.info("slack thread started", run_id=run.run_id, channel=channel, ts=ts)
+        ts = self._post(channel, run_parent(RunView.of(run)))
+        log.info("slack thread started", run_id=run.id, channel=channel, ts=ts)
         return ts
 
-    def run_progress(self, run: RunView) -> None:
+    def run_progress(self, run: RunOut, *, rate: float | None) -> None:
         channel = self._channel(run)
-        if channel is None or run.thread_ts is None:
+        if channel is None or run.slack_ts is None:
             return  # no thread to reply in: progress alone would be noise in the channel
-        self._post(channel, slack_blocks.progress_reply(run), thread_ts=run.thread_ts)
+        self._post(channel, progress_reply(RunView.of(run, rate=rate)), thread_ts=run.slack_ts)
 
-    def run_finished(self, run: RunView) -> None:
+    def run_finished(self, run: RunOut) -> None:
         """Reply with the final report, then edit the parent; one failing does not stop the other."""
         channel = self._channel(run)
         if channel is None:
             return
+        view = RunView.of(run)
         if run.pipeline_id is not None:  # one line in the pipeline's thread; its parent is not the run's
-            self._post(channel, slack_blocks.pipeline_run_line(run), thread_ts=run.thread_ts)
+            self._post(channel, pipeline_run_line(view), thread_ts=run.slack_ts)
             return
-        thread_ts = run.thread_ts
+        thread_ts = run.slack_ts
         if thread_ts is None:  # the announcement never went out: post the final card as the parent
-            thread_ts = self._post(channel, slack_blocks.run_parent(run))
+            thread_ts = self._post(channel, run_parent(view))
         failures: list[SlackDeliveryError] = []
         try:
-            self._post(channel, slack_blocks.final_reply(run), thread_ts=thread_ts)
+            self._post(channel, final_reply(view), thread_ts=thread_ts)
         except SlackDeliveryError as exc:
             failures.append(exc)
-        if run.thread_ts is not None:
+        if run.slack_ts is not None:
             try:
-                self._call(
-                    "chat.update", channel=channel, ts=thread_ts, **slack_blocks.run_parent(run).payload()
-                )
+                self._call("chat.update", channel=channel, ts=thread_ts, **run_parent(view).payload())
             except SlackDeliveryError as exc:
                 failures.append(exc)
         if failures:
-            log.warning("slack final report incomplete", run_id=run.run_id, errors=[str(f) for f in failures])
+            log.warning("slack final report incomplete", run_id=run.id, errors=[str(f) for f in failures])
             raise failures[0]
 
     # -- pipelines ----------------------------------------------------------------------------
 
-    def pipeline_scheduled(self, pipeline: Pipeline) -> str | None:
+    def pipeline_scheduled(self, pipeline: PipelineOut) -> str | None:
         """Post the pipeline's summary where it was scheduled; its ts is the thread runs reply in.
 
         A refused post is logged, not raised: the pipeline exists either way, and its creation must not
@@ -151,9 +138,9 @@ class SlackNotifier(Notifier):
         """
         if pipeline.slack_channel is None:
             return None
-        view = slack_blocks.PipelineView.of_model(pipeline)
+        view = PipelineView.of(pipeline)
         try:
-            ts = self._post(pipeline.slack_channel, slack_blocks.pipeline_summary(view))
+            ts = self._post(pipeline.slack_channel, pipeline_summary(view))
         except SlackDeliveryError as exc:
             log.warning("slack pipeline summary not delivered", pipeline_id=pipeline.id, error=str(exc))
             return None
@@ -163,10 +150,10 @@ class SlackNotifier(Notifier):
         return ts
 
     def idle_prompt(self, prompt: IdlePrompt, owner: str) -> str:
-        view = slack_blocks.PipelineView.of_model(prompt.pipeline)
+        view = PipelineView.of(prompt.pipeline)
         return self._to_owner(
             owner,
-            lambda mentioned: slack_blocks.idle_prompt(
+            lambda mentioned: idle_messages.idle_prompt(
                 view,
                 idle_since=prompt.idle_since,
                 deadline=prompt.deadline,
@@ -175,16 +162,16 @@ class SlackNotifier(Notifier):
             ),
         )
 
-    def pipeline_removed(self, pipeline: Pipeline, owner: str, removed: list[str], reason: str) -> str:
-        view = slack_blocks.PipelineView.of_model(pipeline)
+    def pipeline_removed(self, pipeline: PipelineOut, owner: str, removed: list[str], reason: str) -> str:
+        view = PipelineView.of(pipeline)
         return self._to_owner(
             owner,
-            lambda mentioned: slack_blocks.pipeline_removed(
+            lambda mentioned: idle_messages.pipeline_removed(
                 view, removed=removed, reason=reason, owner=mentioned
             ),
         )
 
-    def _to_owner(self, owner: str, render: Callable[[str | None], slack_blocks.Message]) -> str:
+    def _to_owner(self, owner: str, render: Callable[[str | None], Message]) -> str:
         """DM `owner`; if Slack cannot deliver it, the platform channel gets it with a mention.
 
         `render(None)` is the DM, `render(owner)` the channel copy. Returns the channel it went to.

@@ -1,16 +1,38 @@
-"""`DaemonClient`: the Replay Service's HTTP API as Python calls, for the CLI and the Slack app.
+"""`DaemonClient`: the Replay Service's HTTP API as typed Python calls, for the CLI and the Slack app.
 
-HTTP failures are translated here into the same domain errors the service raises, so the edges
-(an ephemeral Slack reply, a CLI exit code) handle a refusal the same way whether it was local or remote.
+Every call sends a request model and returns an answer model of `daemon.contract.models`, so nothing
+untyped crosses between a client and the daemon. HTTP failures are translated here into the same domain
+errors the service raises, so the edges (an ephemeral Slack reply, a CLI exit code) handle a refusal the
+same way whether it was local or remote.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import httpx
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from daemon.contract.models import (
+    HealthOut,
+    IdlePipelineOut,
+    KeepBody,
+    PipelineDetailOut,
+    PipelineOut,
+    PlanOut,
+    ReplayBody,
+    RunCreated,
+    RunOut,
+    RunPageOut,
+    ScheduleBody,
+    SourceOut,
+    SourcesOut,
+    UnscheduleBody,
+)
 from daemon.core.errors import BadRequest, Conflict, Forbidden, NotFound, ReplayError, Unavailable
+
+Model = TypeVar("Model")
+PipelineAction = Literal["pause", "resume", "run", "delete"]
 
 _BY_STATUS: dict[int, type[ReplayError]] = {
     400: BadRequest,
@@ -20,6 +42,16 @@ _BY_STATUS: dict[int, type[ReplayError]] = {
     422: BadRequest,
     503: Unavailable,
 }
+_PLAN = TypeAdapter(PlanOut)
+_CREATED = TypeAdapter(RunCreated)
+_RUN = TypeAdapter(RunOut)
+_RUN_PAGE = TypeAdapter(RunPageOut)
+_SOURCES = TypeAdapter(SourcesOut)
+_HEALTH = TypeAdapter(HealthOut)
+_PIPELINE = TypeAdapter(PipelineOut)
+_PIPELINE_DETAIL = TypeAdapter(PipelineDetailOut)
+_PIPELINES = TypeAdapter(list[PipelineOut])
+_IDLE_PIPELINES = TypeAdapter(list[IdlePipelineOut])
 
 
 class DaemonClient:
@@ -50,19 +82,20 @@ class DaemonClient:
 
     def _call(
         self,
+        answer: TypeAdapter[Model],
         method: str,
         path: str,
         *,
         actor: str,
-        json: dict[str, Any] | None = None,
+        body: BaseModel | None = None,
         params: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
-    ) -> Any:
+    ) -> Model:
         try:
             response = self._http.request(
                 method,
                 path,
-                json=json,
+                json=body.model_dump(mode="json", exclude_none=True) if body is not None else None,
                 params={k: v for k, v in (params or {}).items() if v is not None},
                 headers={"X-Replay-Actor": actor, **(headers or {})},
             )
@@ -71,10 +104,13 @@ class DaemonClient:
         except httpx.TransportError as exc:
             raise Unavailable(f"the Replay Service at {self._base_url} is not reachable ({exc})") from exc
         if response.is_success:
-            return response.json()
+            try:
+                return answer.validate_json(response.content)
+            except ValidationError as exc:
+                raise Unavailable(f"the Replay Service answered {path} in an unknown shape: {exc}") from exc
         try:
             message = response.json().get("error") or response.text
-        except ValueError:
+        except (ValueError, AttributeError):
             message = response.text
         if response.status_code == 401:
             raise Forbidden(f"the Replay Service refused our credentials: {message}")
@@ -82,17 +118,17 @@ class DaemonClient:
             raise Unavailable(f"the Replay Service failed ({response.status_code}): {message}")
         raise _BY_STATUS.get(response.status_code, BadRequest)(message)
 
-    def plan(self, actor: str, request: dict[str, Any]) -> dict[str, Any]:
-        return self._call("POST", "/v1/plans", actor=actor, json=request)
+    def plan(self, actor: str, request: ReplayBody) -> PlanOut:
+        return self._call(_PLAN, "POST", "/v1/plans", actor=actor, body=request)
 
     def create_replay(
-        self, actor: str, request: dict[str, Any], *, idempotency_key: str | None = None
-    ) -> dict[str, Any]:
+        self, actor: str, request: ReplayBody, *, idempotency_key: str | None = None
+    ) -> RunCreated:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-        return self._call("POST", "/v1/replays", actor=actor, json=request, headers=headers)
+        return self._call(_CREATED, "POST", "/v1/replays", actor=actor, body=request, headers=headers)
 
-    def get_replay(self, actor: str, run_id: str) -> dict[str, Any]:
-        return self._call("GET", f"/v1/replays/{run_id}", actor=actor)
+    def get_replay(self, actor: str, run_id: str) -> RunOut:
+        return self._call(_RUN, "GET", f"/v1/replays/{run_id}", actor=actor)
 
     def list_replays(
         self,
@@ -102,34 +138,45 @@ class DaemonClient:
         requester: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> RunPageOut:
         params = {"state": state, "requester": requester, "limit": limit, "cursor": cursor}
-        return self._call("GET", "/v1/replays", actor=actor, params=params)
+        return self._call(_RUN_PAGE, "GET", "/v1/replays", actor=actor, params=params)
 
-    def cancel_replay(self, actor: str, run_id: str) -> dict[str, Any]:
-        return self._call("POST", f"/v1/replays/{run_id}/cancel", actor=actor)
+    def cancel_replay(self, actor: str, run_id: str) -> RunOut:
+        return self._call(_RUN, "POST", f"/v1/replays/{run_id}/cancel", actor=actor)
 
-    def sources(self, actor: str) -> list[dict[str, Any]]:
-        return self._call("GET", "/v1/sources", actor=actor)["sources"]
+    def sources(self, actor: str) -> list[SourceOut]:
+        return self._call(_SOURCES, "GET", "/v1/sources", actor=actor).sources
 
-    def health(self) -> dict[str, Any]:
-        return self._call("GET", "/healthz", actor="-")
+    def health(self) -> HealthOut:
+        return self._call(_HEALTH, "GET", "/healthz", actor="-")
 
-    def schedule(self, actor: str, request: dict[str, Any]) -> dict[str, Any]:
-        return self._call("POST", "/v1/pipelines", actor=actor, json=request)
+    def schedule(self, actor: str, request: ScheduleBody) -> PipelineOut:
+        return self._call(_PIPELINE, "POST", "/v1/pipelines", actor=actor, body=request)
 
-    def list_pipelines(self, actor: str, *, owner: str | None = None, state: str | None = None) -> list[Any]:
-        return self._call("GET", "/v1/pipelines", actor=actor, params={"owner": owner, "state": state})
+    def list_pipelines(
+        self, actor: str, *, owner: str | None = None, state: str | None = None
+    ) -> list[PipelineOut]:
+        params = {"owner": owner, "state": state}
+        return self._call(_PIPELINES, "GET", "/v1/pipelines", actor=actor, params=params)
 
-    def get_pipeline(self, actor: str, pipeline_id: str) -> dict[str, Any]:
-        return self._call("GET", f"/v1/pipelines/{pipeline_id}", actor=actor)
+    def get_pipeline(self, actor: str, pipeline_id: str) -> PipelineDetailOut:
+        return self._call(_PIPELINE_DETAIL, "GET", f"/v1/pipelines/{pipeline_id}", actor=actor)
 
-    def pipeline_action(
-        self, actor: str, pipeline_id: str, action: str, body: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
-        """`pause`, `resume`, `run` (now), `unschedule` (`{"confirm": true}`), `keep` (`{"days": N}`),
-        or `delete` (de-provision now)."""
-        return self._call("POST", f"/v1/pipelines/{pipeline_id}/{action}", actor=actor, json=body)
+    def pipeline_action(self, actor: str, pipeline_id: str, action: PipelineAction) -> PipelineOut:
+        """`pause`, `resume`, `run` (now) or `delete` (de-provision now)."""
+        return self._call(_PIPELINE, "POST", f"/v1/pipelines/{pipeline_id}/{action}", actor=actor)
 
-    def idle_pipelines(self, actor: str) -> list[Any]:
-        return self._call("GET", "/v1/idle-pipelines", actor=actor)
+    def unschedule(self, actor: str, pipeline_id: str, *, confirm: bool) -> PipelineOut:
+        """Stop a pipeline for good; the daemon refuses without `confirm`."""
+        body = UnscheduleBody(confirm=confirm)
+        path = f"/v1/pipelines/{pipeline_id}/unschedule"
+        return self._call(_PIPELINE, "POST", path, actor=actor, body=body)
+
+    def keep(self, actor: str, pipeline_id: str, days: int | None = None) -> PipelineOut:
+        """Keep an idle pipeline for `days` more days (None: the platform's default)."""
+        path = f"/v1/pipelines/{pipeline_id}/keep"
+        return self._call(_PIPELINE, "POST", path, actor=actor, body=KeepBody(days=days))
+
+    def idle_pipelines(self, actor: str) -> list[IdlePipelineOut]:
+        return self._call(_IDLE_PIPELINES, "GET", "/v1/idle-pipelines", actor=actor)

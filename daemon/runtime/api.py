@@ -7,220 +7,46 @@ Every /v1 call carries a bearer token (compared in constant time) and the acting
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable
-from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
-from pydantic import BaseModel, ConfigDict, Field
 
+from daemon.contract.models import (
+    HealthOut,
+    IdlePipelineOut,
+    KeepBody,
+    PipelineDetailOut,
+    PipelineOut,
+    PlanOut,
+    ReplayBody,
+    RunCreated,
+    RunOut,
+    RunPageOut,
+    ScheduleBody,
+    SourcesOut,
+    UnscheduleBody,
+)
 from daemon.core.errors import BadRequest, ReplayError
-from daemon.core.grammar import PlanCommand, ReplayCommand, ScheduleCommand, parse_cron
-from daemon.core.quantities import parse_duration
+from daemon.core.grammar import PlanCommand, ReplayCommand
 from daemon.core.states import PipelineState, RunState
-from daemon.core.windows import parse_window
 from daemon.runtime.metrics import render_metrics
 from daemon.usecases.janitor import Janitor
 from daemon.usecases.pipeline_service import PipelineService
-from daemon.usecases.replays import Plan, ReplayService
-from store.models import Pipeline, Run
+from daemon.usecases.replays import ReplayService
+from daemon.usecases.wire import (
+    idle_pipeline_out,
+    pipeline_detail_out,
+    pipeline_out,
+    plan_out,
+    run_out,
+    source_out,
+)
 
 
 class _Unauthorized(Exception):
     """Raised by the auth dependency; answered with 401 (not a domain error: no details leak)."""
-
-
-class ReplayBody(BaseModel):
-    """A replay or plan request: the same fields as the `/replay` command."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    source: str = Field(min_length=1, max_length=63)
-    window: str = Field(min_length=1, max_length=80, examples=["2024-01-01..2024-01-07", "last=6h"])
-    tps: int | None = Field(default=None, description="events per second across the whole job")
-    topic: Literal["auto", "live"] = "auto"
-    headers: dict[str, str] = Field(default_factory=dict)
-    workers: int | None = Field(default=None, ge=1, le=512)
-    ordering: Literal["entity", "none"] = "entity"
-    confirm_live: bool = False
-    slack_channel: str | None = Field(default=None, max_length=64)
-
-    def command(self, kind: type[ReplayCommand] | type[PlanCommand]) -> ReplayCommand | PlanCommand:
-        return kind(
-            source=self.source,
-            window=parse_window(self.window),
-            tps=self.tps,
-            topic=self.topic,
-            headers=tuple(sorted(self.headers.items())),
-            workers=self.workers,
-            ordering=self.ordering,
-        )
-
-
-class RunOut(BaseModel):
-    id: str
-    kind: str
-    state: str
-    source: str
-    window: str | None
-    topic: str
-    tps: int
-    requester: str
-    rows: int | None
-    confirmed: int
-    achieved_tps: float | None
-    failed_tasks: int
-    duplicates: int
-    failure_reason: str | None
-    created_at: datetime
-    started_at: datetime | None
-    ended_at: datetime | None
-    slack_channel: str | None
-    slack_ts: str | None
-
-    @classmethod
-    def of(cls, run: Run) -> RunOut:
-        return cls(
-            id=run.id,
-            kind=str(run.kind),
-            state=str(run.state),
-            source=run.source,
-            window=run.window_label,
-            topic=run.target_topic,
-            tps=run.tps,
-            requester=run.requester,
-            rows=run.rows_selected if run.rows_selected is not None else (run.options or {}).get("rows"),
-            confirmed=run.confirmed_count,
-            achieved_tps=run.achieved_tps,
-            failed_tasks=run.failed_tasks,
-            duplicates=run.duplicates_reported,
-            failure_reason=run.failure_reason,
-            created_at=run.created_at,
-            started_at=run.started_at,
-            ended_at=run.ended_at,
-            slack_channel=run.slack_channel,
-            slack_ts=run.slack_ts,
-        )
-
-
-class RunCreated(RunOut):
-    created: bool
-
-
-class RunPageOut(BaseModel):
-    runs: list[RunOut]
-    next_cursor: str | None
-
-
-class ScheduleBody(BaseModel):
-    """A scheduled pipeline: the same fields as `/replay schedule`."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    source: str = Field(min_length=1, max_length=63)
-    every: str | None = Field(default=None, max_length=20, examples=["15m", "1h", "1d"])
-    cron: str | None = Field(default=None, max_length=120, examples=["*/15 * * * *"])
-    watermark: str = Field(min_length=1, max_length=128)
-    tps: int | None = None
-    topic: Literal["auto", "live"] = "auto"
-    lookback: str | None = Field(default=None, max_length=20, examples=["1h"])
-    headers: dict[str, str] = Field(default_factory=dict)
-    idle_after_days: int | None = Field(default=None, ge=1, le=3660)
-    confirm_live: bool = False
-    slack_channel: str | None = Field(default=None, max_length=64)
-
-    def command(self) -> ScheduleCommand:
-        return ScheduleCommand(
-            source=self.source,
-            every_seconds=_option("every", self.every, lambda v: parse_duration(v, minimum=60)),
-            cron=_option("cron", self.cron, parse_cron),
-            watermark=self.watermark,
-            tps=self.tps,
-            topic=self.topic,
-            lookback_seconds=_option("lookback", self.lookback, parse_duration) or 0,
-            headers=tuple(sorted(self.headers.items())),
-            idle_after_days=self.idle_after_days,
-        )
-
-
-def _option(name: str, value: str | None, parse: Callable[[str], Any]) -> Any:
-    """Parse one option's text; an error names the option as the user wrote it (`every=0m`)."""
-    if value is None:
-        return None
-    try:
-        return parse(value)
-    except BadRequest as exc:
-        reason = getattr(exc, "reason", str(exc))
-        raise BadRequest(f"`{name}={value}`: {reason}") from None
-
-
-class PipelineOut(BaseModel):
-    id: str
-    source: str
-    schedule: str
-    state: str
-    watermark_column: str
-    watermark: str | None
-    lookback_seconds: int
-    tps: int
-    topic: str
-    owners: list[str]
-    next_run_at: datetime | None
-    last_published_at: datetime | None
-    created_at: datetime
-    slack_channel: str | None
-    slack_ts: str | None
-
-    @classmethod
-    def of(cls, pipeline: Pipeline) -> PipelineOut:
-        return cls(
-            id=pipeline.id,
-            source=pipeline.source,
-            schedule=pipeline.schedule,
-            state=str(pipeline.state),
-            watermark_column=pipeline.watermark_column,
-            watermark=pipeline.watermark_value,
-            lookback_seconds=pipeline.lookback_seconds,
-            tps=pipeline.tps,
-            topic=pipeline.topic,
-            owners=list(pipeline.owners),
-            next_run_at=pipeline.next_run_at,
-            last_published_at=pipeline.last_published_at,
-            created_at=pipeline.created_at,
-            slack_channel=pipeline.slack_channel,
-            slack_ts=pipeline.slack_ts,
-        )
-
-
-class PipelineDetailOut(PipelineOut):
-    runs: list[RunOut]
-
-
-class KeepBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    days: int | None = Field(default=None, ge=1, le=365)
-
-
-class IdlePipelineOut(PipelineOut):
-    deadline: datetime
-
-
-class UnscheduleBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    confirm: bool = False
-
-
-class SourceOut(BaseModel):
-    name: str
-    description: str
-    live_topic: str | None
-    owners: list[str]
-    partition_column: str
-    watermark_column: str | None
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -280,18 +106,18 @@ def create_api(
         response.headers["WWW-Authenticate"] = "Bearer"
         return response
 
-    @app.get("/healthz")
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
+    @app.get("/healthz", response_model=HealthOut)
+    def healthz() -> HealthOut:
+        return HealthOut(status="ok")
 
     @app.get("/metrics", response_class=PlainTextResponse)
     def metrics_endpoint() -> PlainTextResponse:
         body, content_type = metrics(service)
         return PlainTextResponse(body, media_type=content_type)
 
-    @app.post("/v1/plans", response_model=Plan)
-    def plan(body: ReplayBody, who: Actor) -> Plan:
-        return service.plan(who, body.command(PlanCommand))  # type: ignore[arg-type]
+    @app.post("/v1/plans", response_model=PlanOut)
+    def plan(body: ReplayBody, who: Actor) -> PlanOut:
+        return plan_out(service.plan(who, body.command(PlanCommand)))
 
     @app.post("/v1/replays", response_model=RunCreated, status_code=201)
     def create(
@@ -299,19 +125,18 @@ def create_api(
         who: Actor,
         idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
     ) -> RunCreated:
-        command = body.command(ReplayCommand)
         run, created = service.create_replay(
             who,
-            command,  # type: ignore[arg-type]
+            body.command(ReplayCommand),
             confirm_live=body.confirm_live,
             idempotency_key=idempotency_key,
             slack_channel=body.slack_channel,
         )
-        return RunCreated(**RunOut.of(run).model_dump(), created=created)
+        return RunCreated(**dict(run_out(run)), created=created)
 
     @app.get("/v1/replays/{run_id}", response_model=RunOut)
     def get(run_id: str, who: Actor) -> RunOut:
-        return RunOut.of(service.get(run_id))
+        return run_out(service.get(run_id))
 
     @app.get("/v1/replays", response_model=RunPageOut)
     def list_runs(
@@ -322,27 +147,15 @@ def create_api(
         cursor: Annotated[str | None, Query(max_length=200)] = None,
     ) -> RunPageOut:
         runs, next_cursor = service.list(state=state, requester=requester, limit=limit, cursor=cursor)
-        return RunPageOut(runs=[RunOut.of(run) for run in runs], next_cursor=next_cursor)
+        return RunPageOut(runs=[run_out(run) for run in runs], next_cursor=next_cursor)
 
     @app.post("/v1/replays/{run_id}/cancel", response_model=RunOut)
     def cancel(run_id: str, who: Actor) -> RunOut:
-        return RunOut.of(service.cancel(who, run_id))
+        return run_out(service.cancel(who, run_id))
 
-    @app.get("/v1/sources")
-    def sources(who: Actor) -> dict[str, list[SourceOut]]:
-        return {
-            "sources": [
-                SourceOut(
-                    name=s.name,
-                    description=s.description,
-                    live_topic=s.live_topic,
-                    owners=list(s.owners),
-                    partition_column=s.partition_column,
-                    watermark_column=s.watermark_column,
-                )
-                for s in service.sources()
-            ]
-        }
+    @app.get("/v1/sources", response_model=SourcesOut)
+    def sources(who: Actor) -> SourcesOut:
+        return SourcesOut(sources=[source_out(source) for source in service.sources()])
 
     if pipelines is not None:
         _pipeline_routes(app, pipelines)
@@ -357,7 +170,7 @@ def _pipeline_routes(app: FastAPI, pipelines: PipelineService) -> None:
         pipeline = pipelines.schedule(
             who, body.command(), confirm_live=body.confirm_live, slack_channel=body.slack_channel
         )
-        return PipelineOut.of(pipeline)
+        return pipeline_out(pipeline)
 
     @app.get("/v1/pipelines", response_model=list[PipelineOut])
     def list_pipelines(
@@ -365,44 +178,38 @@ def _pipeline_routes(app: FastAPI, pipelines: PipelineService) -> None:
         owner: Annotated[str | None, Query(max_length=64)] = None,
         state: Annotated[PipelineState | None, Query()] = None,
     ) -> list[PipelineOut]:
-        return [PipelineOut.of(p) for p in pipelines.list(owner=owner, state=state)]
+        return [pipeline_out(p) for p in pipelines.list(owner=owner, state=state)]
 
     @app.get("/v1/pipelines/{pipeline_id}", response_model=PipelineDetailOut)
     def get_pipeline(pipeline_id: str, who: Actor) -> PipelineDetailOut:
-        detail = pipelines.detail(pipeline_id)
-        return PipelineDetailOut(
-            **PipelineOut.of(detail.pipeline).model_dump(), runs=[RunOut.of(r) for r in detail.runs]
-        )
+        return pipeline_detail_out(pipelines.detail(pipeline_id))
 
     @app.post("/v1/pipelines/{pipeline_id}/pause", response_model=PipelineOut)
     def pause(pipeline_id: str, who: Actor) -> PipelineOut:
-        return PipelineOut.of(pipelines.pause(who, pipeline_id))
+        return pipeline_out(pipelines.pause(who, pipeline_id))
 
     @app.post("/v1/pipelines/{pipeline_id}/resume", response_model=PipelineOut)
     def resume(pipeline_id: str, who: Actor) -> PipelineOut:
-        return PipelineOut.of(pipelines.resume(who, pipeline_id))
+        return pipeline_out(pipelines.resume(who, pipeline_id))
 
     @app.post("/v1/pipelines/{pipeline_id}/run", response_model=PipelineOut)
     def run_now(pipeline_id: str, who: Actor) -> PipelineOut:
-        return PipelineOut.of(pipelines.run_now(who, pipeline_id))
+        return pipeline_out(pipelines.run_now(who, pipeline_id))
 
     @app.post("/v1/pipelines/{pipeline_id}/unschedule", response_model=PipelineOut)
     def unschedule(pipeline_id: str, body: UnscheduleBody, who: Actor) -> PipelineOut:
-        return PipelineOut.of(pipelines.unschedule(who, pipeline_id, confirm=body.confirm))
+        return pipeline_out(pipelines.unschedule(who, pipeline_id, confirm=body.confirm))
 
 
 def _janitor_routes(app: FastAPI, janitor: Janitor) -> None:
     @app.get("/v1/idle-pipelines", response_model=list[IdlePipelineOut])
     def idle(who: Actor) -> list[IdlePipelineOut]:
-        return [
-            IdlePipelineOut(**PipelineOut.of(p).model_dump(), deadline=deadline)
-            for p, deadline in janitor.idle_pipelines()
-        ]
+        return [idle_pipeline_out(p, deadline) for p, deadline in janitor.idle_pipelines()]
 
     @app.post("/v1/pipelines/{pipeline_id}/keep", response_model=PipelineOut)
     def keep(pipeline_id: str, body: KeepBody, who: Actor) -> PipelineOut:
-        return PipelineOut.of(janitor.keep(who, pipeline_id, body.days))
+        return pipeline_out(janitor.keep(who, pipeline_id, body.days))
 
     @app.post("/v1/pipelines/{pipeline_id}/delete", response_model=PipelineOut)
     def delete_now(pipeline_id: str, who: Actor) -> PipelineOut:
-        return PipelineOut.of(janitor.delete_now(who, pipeline_id))
+        return pipeline_out(janitor.delete_now(who, pipeline_id))

@@ -1,0 +1,255 @@
+"""The Replay Service's wire contract: every request and answer between the daemon and its clients.
+
+The daemon's routes declare these, the `DaemonClient` parses its answers into them, and Slack rendering
+reads them, so the bot, the CLI and the API cannot drift apart. Requests are built from the same
+parsed commands both front ends use (`ReplayBody.of(command)`), and read back into them
+(`body.command(...)`). Only the core and pydantic are imported here: a store row becomes one of these in
+`daemon.usecases.wire`, in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from daemon.core.cron import parse_cron
+from daemon.core.errors import BadRequest
+from daemon.core.grammar import PlanCommand, ReplayCommand, ScheduleCommand
+from daemon.core.quantities import parse_duration, render_duration
+from daemon.core.states import PipelineState, RunKind, RunState
+from daemon.core.windows import label, parse_window
+
+T = TypeVar("T")
+Spec = TypeVar("Spec", ReplayCommand, PlanCommand)
+
+
+class ReplayBody(BaseModel):
+    """A replay or plan request: the same fields as the `/replay` command."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(min_length=1, max_length=63)
+    window: str = Field(min_length=1, max_length=80, examples=["2024-01-01..2024-01-07", "last=6h"])
+    tps: int | None = Field(default=None, description="events per second across the whole job")
+    topic: Literal["auto", "live"] = "auto"
+    headers: dict[str, str] = Field(default_factory=dict)
+    workers: int | None = Field(default=None, ge=1, le=512)
+    ordering: Literal["entity", "none"] = "entity"
+    confirm_live: bool = False
+    slack_channel: str | None = Field(default=None, max_length=64)
+
+    @classmethod
+    def of(
+        cls,
+        command: ReplayCommand | PlanCommand,
+        *,
+        confirm_live: bool = False,
+        slack_channel: str | None = None,
+    ) -> ReplayBody:
+        """The request for a parsed replay or plan command."""
+        return cls(
+            source=command.source,
+            window=label(command.window),
+            tps=command.tps,
+            topic=command.topic,
+            headers=dict(command.headers),
+            workers=command.workers,
+            ordering=command.ordering,
+            confirm_live=confirm_live,
+            slack_channel=slack_channel,
+        )
+
+    def command(self, kind: type[Spec]) -> Spec:
+        """The request read back as the command it came from (`ReplayCommand` or `PlanCommand`)."""
+        return kind(
+            source=self.source,
+            window=parse_window(self.window),
+            tps=self.tps,
+            topic=self.topic,
+            headers=tuple(sorted(self.headers.items())),
+            workers=self.workers,
+            ordering=self.ordering,
+        )
+
+
+class ScheduleBody(BaseModel):
+    """A scheduled pipeline: the same fields as `/replay schedule`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(min_length=1, max_length=63)
+    every: str | None = Field(default=None, max_length=20, examples=["15m", "1h", "1d"])
+    cron: str | None = Field(default=None, max_length=120, examples=["*/15 * * * *"])
+    watermark: str = Field(min_length=1, max_length=128)
+    tps: int | None = None
+    topic: Literal["auto", "live"] = "auto"
+    lookback: str | None = Field(default=None, max_length=20, examples=["1h"])
+    headers: dict[str, str] = Field(default_factory=dict)
+    idle_after_days: int | None = Field(default=None, ge=1, le=3660)
+    confirm_live: bool = False
+    slack_channel: str | None = Field(default=None, max_length=64)
+
+    @classmethod
+    def of(
+        cls, command: ScheduleCommand, *, confirm_live: bool = False, slack_channel: str | None = None
+    ) -> ScheduleBody:
+        """The request for a parsed `schedule` command."""
+        every = command.every_seconds
+        return cls(
+            source=command.source,
+            every=render_duration(every) if every is not None else None,
+            cron=command.cron,
+            watermark=command.watermark,
+            tps=command.tps,
+            topic=command.topic,
+            lookback=render_duration(command.lookback_seconds) if command.lookback_seconds else None,
+            headers=dict(command.headers),
+            idle_after_days=command.idle_after_days,
+            confirm_live=confirm_live,
+            slack_channel=slack_channel,
+        )
+
+    def command(self) -> ScheduleCommand:
+        return ScheduleCommand(
+            source=self.source,
+            every_seconds=_option("every", self.every, lambda v: parse_duration(v, minimum=60)),
+            cron=_option("cron", self.cron, parse_cron),
+            watermark=self.watermark,
+            tps=self.tps,
+            topic=self.topic,
+            lookback_seconds=_option("lookback", self.lookback, parse_duration) or 0,
+            headers=tuple(sorted(self.headers.items())),
+            idle_after_days=self.idle_after_days,
+        )
+
+
+def _option(name: str, value: str | None, parse: Callable[[str], T]) -> T | None:
+    """Parse one option's text; an error names the option as the user wrote it (`every=0m`)."""
+    if value is None:
+        return None
+    try:
+        return parse(value)
+    except BadRequest as exc:
+        reason = getattr(exc, "reason", str(exc))
+        raise BadRequest(f"`{name}={value}`: {reason}") from None
+
+
+class KeepBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    days: int | None = Field(default=None, ge=1, le=365)
+
+
+class UnscheduleBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    confirm: bool = False
+
+
+class PlanOut(BaseModel):
+    """What a replay would do: the dry run's answer, and what a live confirmation shows."""
+
+    source: str
+    window: str
+    window_start: datetime
+    window_end: datetime
+    rows: int = Field(description="rows in the window, counted from the table's metadata")
+    tps: int
+    eta_s: float
+    topic: str
+    topic_mode: Literal["auto", "live"]
+    partitions: int
+    workers: int
+    headers: dict[str, str] = Field(default_factory=dict)
+    ordering: Literal["entity", "none"] = "entity"
+
+
+class RunOut(BaseModel):
+    """A run. Two row counts, never merged: the plan's (known at once, from metadata) and the job's
+    own (known once it reported); `confirmed` is what the broker acknowledged, the count that matters."""
+
+    id: str
+    kind: RunKind
+    state: RunState
+    source: str
+    window: str | None
+    topic: str
+    tps: int
+    requester: str
+    rows_planned: int | None = Field(description="rows the plan counted; None for a pipeline run")
+    rows_selected: int | None = Field(description="rows the job selected; None until it reports")
+    confirmed: int = Field(description="events the broker confirmed")
+    achieved_tps: float | None
+    failed_tasks: int
+    duplicates: int
+    failure_reason: str | None
+    pipeline_id: str | None = None
+    created_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None
+    slack_channel: str | None
+    slack_ts: str | None
+
+    @property
+    def terminal(self) -> bool:
+        return self.state.terminal
+
+    @property
+    def rows(self) -> int | None:
+        """The best count known: the job's own once it reported, the plan's until then, else None."""
+        return self.rows_selected if self.rows_selected is not None else self.rows_planned
+
+
+class RunCreated(RunOut):
+    created: bool
+
+
+class RunPageOut(BaseModel):
+    runs: list[RunOut]
+    next_cursor: str | None
+
+
+class PipelineOut(BaseModel):
+    id: str
+    source: str
+    schedule: str
+    state: PipelineState
+    watermark_column: str
+    watermark: str | None
+    lookback_seconds: int
+    tps: int
+    topic: str
+    owners: list[str]
+    next_run_at: datetime | None
+    last_published_at: datetime | None
+    created_at: datetime
+    slack_channel: str | None
+    slack_ts: str | None
+
+
+class PipelineDetailOut(PipelineOut):
+    runs: list[RunOut]
+
+
+class IdlePipelineOut(PipelineOut):
+    deadline: datetime
+
+
+class SourceOut(BaseModel):
+    name: str
+    description: str
+    live_topic: str | None
+    owners: list[str]
+    partition_column: str
+    watermark_column: str | None
+
+
+class SourcesOut(BaseModel):
+    sources: list[SourceOut]
+
+
+class HealthOut(BaseModel):
+    status: str

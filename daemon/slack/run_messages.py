@@ -1,0 +1,241 @@
+"""A run's messages: its thread (announcement, progress, final word), status lines, and plans.
+
+The thread is posted by the daemon's notifier; the replies (`accepted`, `run_status`, lists, plans and
+the live-topic confirmation) by the bot. Both read a `RunView`, so a run looks the same everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from daemon.contract.models import PlanOut, RunOut
+from daemon.core.states import TERMINAL_RUN_STATES
+from daemon.slack.blocks import (
+    MAX_LINE,
+    Message,
+    buttons,
+    clip,
+    context,
+    count,
+    escape,
+    fields,
+    header,
+    human_duration,
+    mention,
+    message,
+    notice,
+    rate,
+    section,
+)
+from daemon.slack.views import RunView
+
+MAX_LISTED_RUNS = 15
+CONFIRM_ACTION = "replay_live_confirm"
+CANCEL_ACTION = "replay_live_cancel"
+
+_STATE_ICON = {
+    "queued": ":hourglass_flowing_sand:",
+    "submitted": ":hourglass_flowing_sand:",
+    "running": ":arrow_forward:",
+    "cancelling": ":octagonal_sign:",
+    "succeeded": ":white_check_mark:",
+    "failed": ":x:",
+    "cancelled": ":no_entry_sign:",
+    "skipped": ":fast_forward:",
+}
+
+
+def run_icon(state: str) -> str:
+    return _STATE_ICON.get(state, ":grey_question:")
+
+
+def _rerun(run: RunView) -> str:
+    live = "" if run.topic.startswith("replay.") else " topic=live"
+    return f"/replay {run.source} {run.window} tps={run.tps}{live}"
+
+
+def _out_of(run: RunView) -> str:
+    """What the confirmed count is out of, saying whose count it is."""
+    if run.rows_selected is not None:
+        return f"of {count(run.rows_selected)} selected"
+    if run.rows is not None:
+        return f"of {count(run.rows)} planned"
+    return "the job reported no row count"
+
+
+def next_step(run: RunView) -> str:
+    """A suggestion for a failed or cancelled run, from its reason; never empty."""
+    reason = (run.reason or "").lower()
+    if run.state == "cancelled":
+        return f"run `{escape(_rerun(run))}` to start again (a new run publishes the whole window again)"
+    if "launch" in reason or "spark" in reason:
+        return (
+            "the job never started: ask the platform team to check the launcher, then run the command again"
+        )
+    if "lost" in reason:
+        return "the job process disappeared (host restart?); run the command again"
+    if any(word in reason for word in ("broker", "kafka", "timed out", "timeout", "delivery")):
+        return (
+            "the broker refused or timed out: check the cluster, then re-run; duplicates of what was "
+            "already confirmed carry the same event ids and are absorbable"
+        )
+    return f"see the job's output with `/replay status {run.run_id}`, then re-run `{escape(_rerun(run))}`"
+
+
+# --- the run's thread -----------------------------------------------------------------------------------
+
+
+def run_parent(run: RunView) -> Message:
+    """The channel message of a run: what, how much, where, how fast; final counts once it ended."""
+    icon, final = run_icon(run.state), run.state in TERMINAL_RUN_STATES
+    pairs = [
+        ("Source", escape(run.source)),
+        ("Window", f"`{escape(run.window)}` (UTC)"),
+        ("Rows", count(run.rows)),
+        ("Target topic", f"`{escape(run.topic)}`"),
+        ("Rate", f"{run.tps:,}/s"),
+        ("ETA", human_duration(run.eta_s)),
+        ("Requested by", mention(run.requester)),
+        ("State", f"{icon} {escape(run.state)}"),
+    ]
+    if final:
+        pairs[5] = ("Took", human_duration(run.duration_s))
+        pairs.append(("Confirmed by the broker", f"{count(run.confirmed)} ({_out_of(run)})"))
+        pairs.append(("Achieved rate", rate(run.achieved_tps)))
+        footer = "Final report in the thread."
+    else:
+        footer = f"Progress follows in the thread · `/replay cancel {escape(run.run_id)}` stops it."
+    title = f"Replay {run.run_id} · {run.source} · {run.state}"
+    text = (
+        f"{icon} Replay {run.run_id}: {escape(run.source)} {escape(run.window)} → {escape(run.topic)} "
+        f"at {run.tps:,}/s ({count(run.rows)} rows) — {run.state}"
+    )
+    return message(text, header(title), fields(pairs), context(footer))
+
+
+def progress_reply(run: RunView) -> Message:
+    """One line in the thread: confirmed so far, the current rate and the time left."""
+    done = f"*{count(run.confirmed)}*"
+    rows = run.rows
+    if rows:
+        percent = min(100.0, 100.0 * run.confirmed / rows)
+        done += f" of {count(rows)} confirmed ({percent:.0f}%)"
+        left = max(rows - run.confirmed, 0)
+        speed = run.rate if run.rate else run.tps
+        tail = f" · about {human_duration(left / speed)} left" if speed and left else ""
+    else:
+        done += " confirmed"
+        tail = ""
+    speed_shown = rate(run.rate) if run.rate else f"target {run.tps:,}/s"  # no rate before a 2nd sample
+    text = f":hourglass_flowing_sand: {done} · {speed_shown}{tail}"
+    return message(text, section(text))
+
+
+def final_reply(run: RunView) -> Message:
+    """The last word in the thread: the broker-confirmed count, or why it stopped and what to do."""
+    confirmed, rows = f"*{count(run.confirmed)}*", count(run.rows)
+    if run.state == "succeeded":
+        lines = [
+            f":white_check_mark: *Done.* The broker confirmed {confirmed} events "
+            f"({_out_of(run)}) into `{escape(run.topic)}`.",
+            f"Achieved {rate(run.achieved_tps)} (asked {run.tps:,}/s) in {human_duration(run.duration_s)}.",
+        ]
+    elif run.state == "cancelled":
+        lines = [
+            f":no_entry_sign: *Cancelled.* {confirmed} of {rows} events were confirmed before it stopped; "
+            f"they stay in `{escape(run.topic)}`.",
+            f"*Next step:* {next_step(run)}",
+        ]
+    else:
+        reason = escape(clip(run.reason or "no reason was reported", 1500))
+        lines = [
+            f"{run_icon(run.state)} *{escape(run.state.capitalize())}* after {confirmed} of {rows} events "
+            "were confirmed.",
+            f"*Reason:* {reason}",
+            f"*Next step:* {next_step(run)}",
+        ]
+    text = "\n".join(lines)
+    return message(text, section(text))
+
+
+# --- the bot's answers about runs -----------------------------------------------------------------------
+
+
+def accepted(run: RunOut, *, created: bool) -> Message:
+    view = RunView.of(run)
+    if created:
+        text = (
+            f":rocket: Accepted as `{escape(view.run_id)}`: {count(view.rows)} rows of "
+            f"{escape(view.source)} `{escape(view.window)}` → `{escape(view.topic)}` at {view.tps:,}/s. "
+            "Progress follows in this channel, in the run's thread."
+        )
+    else:
+        text = f":repeat: Already accepted as `{escape(view.run_id)}` ({escape(view.state)}); nothing new."
+    return message(text, section(text))
+
+
+def run_status(run: RunOut) -> Message:
+    return run_parent(RunView.of(run))
+
+
+def run_line(run: RunOut) -> str:
+    view = RunView.of(run)
+    line = (
+        f"{run_icon(view.state)} `{escape(view.run_id)}` {escape(view.source)} `{escape(view.window)}` "
+        f"→ `{escape(view.topic)}` · {count(view.confirmed)}/{count(view.rows)} · {mention(view.requester)}"
+    )
+    return clip(line, MAX_LINE)
+
+
+def run_list(runs: Sequence[RunOut], title: str) -> Message:
+    if not runs:
+        return notice(f"No runs ({escape(title)}).")
+    shown = [run_line(run) for run in runs[:MAX_LISTED_RUNS]]
+    more = len(runs) - len(shown)
+    body = "\n".join(shown) + (f"\n…and {more} more" if more > 0 else "")
+    text = f"*Runs ({escape(title)})*\n{body}"
+    return message(text, section(text))
+
+
+def cancelling(run: RunOut) -> Message:
+    return notice(f":octagonal_sign: Cancelling `{escape(run.id)}`; the final count follows in its thread.")
+
+
+# --- plans and the live-topic confirmation ----------------------------------------------------------------
+
+
+def _plan_fields(plan: PlanOut) -> dict[str, Any]:
+    return fields(
+        [
+            ("Source", escape(plan.source)),
+            ("Window", f"`{escape(plan.window)}` (UTC)"),
+            ("Rows", count(plan.rows)),
+            ("Target topic", f"`{escape(plan.topic)}` ({plan.partitions} partitions)"),
+            ("Rate", f"{plan.tps:,}/s on {plan.workers} workers"),
+            ("ETA", human_duration(plan.eta_s)),
+        ]
+    )
+
+
+def plan_summary(plan: PlanOut) -> Message:
+    text = (
+        f"Plan: {count(plan.rows)} rows of {escape(plan.source)} {escape(plan.window)} "
+        f"→ {escape(plan.topic)} at {plan.tps:,}/s, about {human_duration(plan.eta_s)}"
+    )
+    return message(text, header("Dry run: nothing was sent"), _plan_fields(plan))
+
+
+def live_confirmation(plan: PlanOut, *, value: str, expires_in_s: float) -> Message:
+    """Buttons before publishing into a live topic; both carry the same request in `value`."""
+    warning = (
+        f":warning: This publishes into the *live* topic `{escape(plan.topic)}`: every consumer of "
+        f"it will see these {count(plan.rows)} events again. Confirm within "
+        f"{human_duration(expires_in_s)}."
+    )
+    actions = buttons(
+        "replay_live",
+        (CONFIRM_ACTION, "Publish to live topic", value, "danger"),
+        (CANCEL_ACTION, "Cancel", value, None),
+    )
+    return message(warning, section(warning), _plan_fields(plan), actions)

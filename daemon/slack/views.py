@@ -1,0 +1,114 @@
+"""What a message shows about a run or a pipeline, built from the wire contract and nothing else.
+
+`RunView.of(RunOut)` and `PipelineView.of(PipelineOut)` are the one way from the contract to a display,
+so a run looks the same in its thread (posted by the daemon's notifier) and in `/replay status`
+(answered by the bot). The store's rows reach here only through `daemon.usecases.wire`.
+
+Which row count a run shows: the job's own count of selected rows once it reported it, the plan's
+count (from table metadata) until then, and "unknown" when neither exists (a scheduled run before its
+job reported); never 0 for a count nobody knows. The final word is always the broker-confirmed count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from daemon.contract.models import PipelineOut, RunOut
+
+
+@dataclass(frozen=True)
+class RunView:
+    """A run as messages show it; `rate` (the current rate) comes from the watcher's last samples."""
+
+    run_id: str
+    source: str
+    window: str
+    topic: str
+    tps: int
+    requester: str
+    state: str
+    rows: int | None = None  # the best count known (`RunOut.rows`); None: unknown
+    rows_selected: int | None = None  # the job's own count, once it reported it
+    confirmed: int = 0
+    rate: float | None = None
+    achieved_tps: float | None = None
+    duration_s: float | None = None
+    reason: str | None = None
+    channel: str | None = None
+    thread_ts: str | None = None
+    pipeline_id: str | None = None  # set for a scheduled run: it replies in its pipeline's thread
+
+    @classmethod
+    def of(cls, run: RunOut, *, rate: float | None = None) -> RunView:
+        started, ended = run.started_at, run.ended_at
+        return cls(
+            run_id=run.id,
+            source=run.source,
+            window=run.window or "",
+            topic=run.topic,
+            tps=run.tps,
+            requester=run.requester,
+            state=str(run.state),
+            rows=run.rows,
+            rows_selected=run.rows_selected,
+            confirmed=run.confirmed,
+            rate=rate,
+            achieved_tps=run.achieved_tps,
+            duration_s=(ended - started).total_seconds() if started and ended else None,
+            reason=run.failure_reason,
+            channel=run.slack_channel,
+            thread_ts=run.slack_ts,
+            pipeline_id=run.pipeline_id,
+        )
+
+    @property
+    def eta_s(self) -> float | None:
+        """How long the rows take at the asked rate; None when the count is unknown."""
+        rows = self.rows
+        return rows / self.tps if rows is not None and self.tps else None
+
+
+@dataclass(frozen=True)
+class PipelineView:
+    """A pipeline as messages show it."""
+
+    pipeline_id: str
+    source: str
+    schedule: str
+    state: str
+    watermark_column: str
+    watermark: str | None
+    tps: int
+    topic: str
+    owners: tuple[str, ...]
+    next_run_at: datetime | None = None
+    last_published_at: datetime | None = None
+    created_at: datetime | None = None
+
+    @classmethod
+    def of(cls, pipeline: PipelineOut) -> PipelineView:
+        return cls(
+            pipeline_id=pipeline.id,
+            source=pipeline.source,
+            schedule=pipeline.schedule,
+            state=str(pipeline.state),
+            watermark_column=pipeline.watermark_column,
+            watermark=pipeline.watermark,
+            tps=pipeline.tps,
+            topic=pipeline.topic,
+            owners=tuple(pipeline.owners),
+            next_run_at=pipeline.next_run_at,
+            last_published_at=pipeline.last_published_at,
+            created_at=pipeline.created_at,
+        )
+
+
+@dataclass(frozen=True)
+class IdlePrompt:
+    """The question put to each owner of an idle pipeline: keep it, or let it be de-provisioned."""
+
+    pipeline: PipelineOut
+    idle_since: datetime
+    deadline: datetime
+    keep_days: int

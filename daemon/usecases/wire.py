@@ -1,0 +1,113 @@
+"""Store rows and use-case results as the wire contract: the one place a `Run` or a `Pipeline` becomes
+what the API answers and what the notifiers render.
+
+The contract cannot import the store, so this mapping lives on the daemon's side of it. A run keeps
+both row counts apart: the plan's (from metadata, known at once) and the job's own (once it reported).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from daemon.contract.models import (
+    IdlePipelineOut,
+    PipelineDetailOut,
+    PipelineOut,
+    PlanOut,
+    RunOut,
+    SourceOut,
+)
+from daemon.core.states import PipelineState, RunKind, RunState
+from store.models import Pipeline, Run
+
+if TYPE_CHECKING:  # type names only: the use cases import this module, so no import back at run time
+    from daemon.usecases.catalog import Source
+    from daemon.usecases.pipeline_service import PipelineDetail
+    from daemon.usecases.replays import Plan
+
+
+def run_out(run: Run) -> RunOut:
+    planned = (run.options or {}).get("rows")
+    return RunOut(
+        id=run.id,
+        kind=RunKind(run.kind),
+        state=RunState(run.state),
+        source=run.source,
+        window=run.window_label,
+        topic=run.target_topic,
+        tps=run.tps,
+        requester=run.requester,
+        rows_planned=int(planned) if planned is not None else None,
+        rows_selected=run.rows_selected,
+        confirmed=run.confirmed_count,
+        achieved_tps=run.achieved_tps,
+        failed_tasks=run.failed_tasks,
+        duplicates=run.duplicates_reported,
+        failure_reason=run.failure_reason,
+        pipeline_id=run.pipeline_id,
+        created_at=run.created_at,
+        started_at=run.started_at,
+        ended_at=run.ended_at,
+        slack_channel=run.slack_channel,
+        slack_ts=run.slack_ts,
+    )
+
+
+def pipeline_out(pipeline: Pipeline) -> PipelineOut:
+    return PipelineOut(
+        id=pipeline.id,
+        source=pipeline.source,
+        schedule=pipeline.schedule,
+        state=PipelineState(pipeline.state),
+        watermark_column=pipeline.watermark_column,
+        watermark=pipeline.watermark_value,
+        lookback_seconds=pipeline.lookback_seconds,
+        tps=pipeline.tps,
+        topic=pipeline.topic,
+        owners=list(pipeline.owners or ()),
+        next_run_at=pipeline.next_run_at,
+        last_published_at=pipeline.last_published_at,
+        created_at=pipeline.created_at,
+        slack_channel=pipeline.slack_channel,
+        slack_ts=pipeline.slack_ts,
+    )
+
+
+def pipeline_detail_out(detail: PipelineDetail) -> PipelineDetailOut:
+    return PipelineDetailOut(
+        **dict(pipeline_out(detail.pipeline)), runs=[run_out(run) for run in detail.runs]
+    )
+
+
+def idle_pipeline_out(pipeline: Pipeline, deadline: datetime) -> IdlePipelineOut:
+    return IdlePipelineOut(**dict(pipeline_out(pipeline)), deadline=deadline)
+
+
+def plan_out(plan: Plan) -> PlanOut:
+    return PlanOut(
+        source=plan.source,
+        window=plan.window,
+        window_start=plan.window_start,
+        window_end=plan.window_end,
+        rows=plan.rows,
+        tps=plan.tps,
+        eta_s=plan.eta_s,
+        topic=plan.topic,
+        topic_mode="live" if plan.topic_mode == "live" else "auto",
+        partitions=plan.partitions,
+        workers=plan.workers,
+        headers=dict(plan.headers),
+        ordering="none" if plan.ordering == "none" else "entity",
+    )
+
+
+def source_out(source: Source) -> SourceOut:
+    return SourceOut(
+        name=source.name,
+        description=source.description,
+        live_topic=source.live_topic,
+        owners=list(source.owners),
+        partition_column=source.partition_column,
+        watermark_column=source.watermark_column,
+    )
