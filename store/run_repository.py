@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, and_, case, false, func, or_, select
+from sqlalchemy import ColumnElement, Integer, and_, case, false, func, or_, select, type_coerce
 from sqlalchemy.exc import IntegrityError
 
-from daemon.core.errors import InvalidTransition, PipelineNotFound, RunNotFound
+from daemon.core.errors import BadRequest, InvalidTransition, PipelineNotFound, RunNotFound
 from daemon.core.ids import new_run_id
 from daemon.core.states import RunKind, RunState
 from store.leases import RunLeases
@@ -29,6 +29,13 @@ if TYPE_CHECKING:
     from store.db import Store
 
 RunPage = tuple[list[Run], str | None]
+
+
+def _run_state(value: str) -> RunState:
+    try:
+        return RunState(value)
+    except ValueError:
+        raise BadRequest(f"{value!r} is not a valid RunState") from None
 
 
 class RunRepository(RunLeases):
@@ -133,14 +140,17 @@ class RunRepository(RunLeases):
         limit: int = 50,
         cursor: str | None = None,
     ) -> RunPage:
-        """Newest first, keyset-paginated: pass the returned cursor back for the next page."""
+        """Newest first, keyset-paginated: pass the returned cursor back for the next page.
+
+        A bad limit, state or cursor is a `BadRequest` naming it.
+        """
         if limit < 1:
-            raise ValueError(f"limit must be positive, got {limit}")
+            raise BadRequest(f"limit must be positive, got {limit}")
         stmt = select(Run).order_by(Run.created_at.desc(), Run.id.desc()).limit(limit + 1)
         if isinstance(state, str):
-            stmt = stmt.where(Run.state == RunState(state))
+            stmt = stmt.where(Run.state == _run_state(state))
         elif state is not None:
-            stmt = stmt.where(Run.state.in_([RunState(s) for s in state]))
+            stmt = stmt.where(Run.state.in_([_run_state(s) for s in state]))
         if requester is not None:
             stmt = stmt.where(Run.requester == requester)
         if pipeline_id is not None:
@@ -228,7 +238,7 @@ class RunRepository(RunLeases):
                 Run.state == RunState.FAILED,
                 Run.failure_reason.startswith(launch_failure_prefix, autoescape=True),
             )
-        launch_failures = func.sum(case((failed_to_launch, 1), else_=0))
+        launch_failures = type_coerce(func.sum(case((failed_to_launch, 1), else_=0)), Integer)
         stmt = select(func.count(), func.sum(Run.confirmed_count), launch_failures)
         with self._store.session() as session:
             runs, confirmed, failures = session.execute(stmt).one()

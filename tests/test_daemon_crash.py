@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from daemon.adapters.local_launcher import _process_start_ticks
+from daemon.contract.models import ReplayBody
 from store import Store
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
 from tests.fixtures.kafka import topic_record_count
@@ -22,7 +23,7 @@ from tests.test_daemon_api import TERMINAL, wait_for, window_event_ids
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
-SLOW = {"source": "orders", "window": "2024-01-03..2024-01-04", "tps": 60}
+SLOW = ReplayBody(source="orders", window="2024-01-03..2024-01-04", tps=60)
 
 
 def _finished_events(daemon: DaemonProcess, run_id: str) -> list[dict[str, Any]]:
@@ -45,9 +46,9 @@ def test_daemon_killed_mid_run_reattaches_and_notifies_once(
     daemon = running_daemon(tmp_path, sample_table=sample_table, bootstrap=kafka_bootstrap)
     try:
         client = daemon.client()
-        run_id = client.create_replay(OWNER, SLOW)["id"]
+        run_id = client.create_replay(OWNER, SLOW).id
         running = wait_for(client, run_id, {"running"} | TERMINAL)
-        assert running["state"] == "running", running
+        assert running.state == "running", running
 
         daemon.kill()
         daemon.start()
@@ -57,9 +58,9 @@ def test_daemon_killed_mid_run_reattaches_and_notifies_once(
         daemon.stop()
 
     expected = window_event_ids(sample_table, "2024-01-03", "2024-01-04")
-    assert run["state"] == "succeeded", run
-    assert run["confirmed"] == len(expected)
-    assert topic_record_count(kafka_bootstrap, run["topic"]) == len(expected)  # launched once, not twice
+    assert run.state == "succeeded", run
+    assert run.confirmed == len(expected)
+    assert topic_record_count(kafka_bootstrap, run.topic) == len(expected)  # launched once, not twice
     assert len(_finished_events(daemon, run_id)) == 1
     with Store(f"sqlite:///{daemon.state_dir / 'replay.db'}") as store:
         assert store.notifications.get(f"run:{run_id}:final") is not None
@@ -77,7 +78,7 @@ def test_two_daemons_on_one_postgres_launch_a_run_once(
         tmp_path / "b", sample_table=sample_table, bootstrap=kafka_bootstrap, database_url=fresh_postgres_url
     )
     try:
-        run_id = first.client().create_replay(OWNER, {**SLOW, "tps": 2000})["id"]
+        run_id = first.client().create_replay(OWNER, SLOW.model_copy(update={"tps": 2000})).id
         run = wait_for(second.client(), run_id, TERMINAL)
     finally:
         first.stop()
@@ -85,8 +86,8 @@ def test_two_daemons_on_one_postgres_launch_a_run_once(
 
     launched_by = [d for d in (first, second) if (d.state_dir / "runs" / run_id / "pid").exists()]
     assert len(launched_by) == 1
-    assert run["state"] == "succeeded", run
-    assert topic_record_count(kafka_bootstrap, run["topic"]) == run["confirmed"]
+    assert run.state == "succeeded", run
+    assert topic_record_count(kafka_bootstrap, run.topic) == run.confirmed
     assert len(_finished_events(first, run_id)) + len(_finished_events(second, run_id)) == 1
 
 
@@ -96,7 +97,7 @@ def test_cancel_mid_run_stops_the_job_and_reports_the_count_so_far(
     daemon = running_daemon(tmp_path, sample_table=sample_table, bootstrap=kafka_bootstrap)
     try:
         client = daemon.client()
-        run_id = client.create_replay(OWNER, {**SLOW, "tps": 20})["id"]
+        run_id = client.create_replay(OWNER, SLOW.model_copy(update={"tps": 20})).id
         wait_for(client, run_id, {"running"})
         assert _wait_confirmed(daemon, run_id) > 0
 
@@ -107,18 +108,18 @@ def test_cancel_mid_run_stops_the_job_and_reports_the_count_so_far(
     finally:
         daemon.stop()
 
-    assert run["state"] == "cancelled"
+    assert run.state == "cancelled"
     assert handle is not None and not _alive(handle)
-    assert 0 < run["confirmed"] < len(window_event_ids(sample_table, "2024-01-03", "2024-01-04"))
-    assert run["confirmed"] <= topic_record_count(kafka_bootstrap, run["topic"])
+    assert 0 < run.confirmed < len(window_event_ids(sample_table, "2024-01-03", "2024-01-04"))
+    assert run.confirmed <= topic_record_count(kafka_bootstrap, run.topic)
 
 
 def _wait_confirmed(daemon: DaemonProcess, run_id: str, timeout_s: float = 120.0) -> int:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         run = daemon.client().get_replay(OWNER, run_id)
-        if run["confirmed"] > 0:
-            return int(run["confirmed"])
+        if run.confirmed > 0:
+            return run.confirmed
         time.sleep(0.5)
     return 0
 

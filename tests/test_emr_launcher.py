@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from daemon.adapters.emr_launcher import EmrServerlessLauncher, aws_errors
+from daemon.adapters.aws_errors import aws_errors
+from daemon.adapters.emr_launcher import EmrServerlessLauncher
 from daemon.adapters.emr_states import UnknownEmrState
 from daemon.config.emr_settings import EmrSettings, spark_heap
 from daemon.core.errors import BadRequest, ConfigError, Conflict, NotFound, ReplayError, Unavailable
@@ -318,7 +319,7 @@ def test_a_spec_that_is_not_json_is_refused(launcher: EmrServerlessLauncher) -> 
 def test_the_launcher_needs_a_job_environment(aws: AwsClients) -> None:
     without_venv = {key: value for key, value in ARTIFACTS.items() if key != "venv"}
 
-    with pytest.raises(ConfigError, match="replay package --with-venv"):
+    with pytest.raises(ConfigError, match="replayd package --with-venv"):
         EmrServerlessLauncher(
             emr_client=aws.emr_serverless, s3_client=aws.s3, settings=_settings(aws), artifacts=without_venv
         )

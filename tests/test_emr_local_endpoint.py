@@ -24,6 +24,7 @@ from daemon.adapters.emr_launcher import EmrServerlessLauncher
 from daemon.adapters.local_launcher import LocalSparkLauncher
 from daemon.adapters.packaging import package_and_upload
 from daemon.config.emr_settings import EmrSettings
+from daemon.contract.models import ReplayBody
 from daemon.usecases.ports import Handle, JobOutcome, JobState, Launcher
 from tests.fixtures.aws import EXECUTION_ROLE_ARN, AwsClients, aws_client
 from tests.fixtures.daemon import OWNER, running_daemon
@@ -278,11 +279,11 @@ def test_a_daemon_with_launcher_emr_replays_a_window_end_to_end(
     )
     try:
         client = daemon.client()
-        run_id = client.create_replay(OWNER, {"source": "orders", "window": "2024-01-02..2024-01-02"})["id"]
+        run_id = client.create_replay(OWNER, ReplayBody(source="orders", window="2024-01-02..2024-01-02")).id
         run = wait_for(client, run_id, TERMINAL)
     finally:
         daemon.stop()
 
-    assert run["state"] == "succeeded", (run, daemon.log_text()[-3000:])
-    assert run["confirmed"] == topic_record_count(kafka_bootstrap, run["topic"]) == 300
+    assert run.state == "succeeded", (run, daemon.log_text()[-3000:])
+    assert run.confirmed == topic_record_count(kafka_bootstrap, run.topic) == 300
     assert len(local_emr.emr.job_runs) == 1

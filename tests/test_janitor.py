@@ -11,8 +11,9 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from daemon.adapters.kafka_admin import KafkaAdmin
-from daemon.adapters.slack_notifier import SlackNotifier, make_web_client
+from daemon.adapters.slack_notifier import SlackNotifier
 from daemon.core.errors import Forbidden
+from daemon.slack.web_client import make_web_client
 from daemon.usecases.catalog import load_catalog
 from daemon.usecases.janitor import IdlePolicy, Janitor
 from scripts.devtools.slack_standin import SlackStandin
@@ -74,7 +75,7 @@ def world(
         return Janitor(
             store=store,
             catalog=catalog,
-            kafka=KafkaAdmin(config={"bootstrap.servers": kafka_bootstrap}),
+            topics=KafkaAdmin(config={"bootstrap.servers": kafka_bootstrap}),
             notifier=notifier,
             clock=clock,
             policy=POLICY,

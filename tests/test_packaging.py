@@ -6,6 +6,8 @@ everything after it (keys, skipping what exists, the launcher's URIs) is.
 
 from __future__ import annotations
 
+import io
+import json
 import shutil
 import tomllib
 import zipfile
@@ -25,6 +27,7 @@ from daemon.adapters.packaging import (
 )
 from daemon.config.emr_settings import EmrSettings
 from daemon.core.errors import ConfigError
+from daemon.runtime.server import main as replayd
 from tests.fixtures.aws import AwsClients
 
 BUCKET = "replay-artifacts"
@@ -80,7 +83,7 @@ def test_a_changed_source_changes_the_digest(tmp_path: Path) -> None:
     package = tmp_path / "spark_job"
     shutil.copytree(PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
     before = build_artifact(tmp_path / "before", package_dir=package).digest
-    with (package / "pacing.py").open("a") as source:
+    with (package / "publish" / "pacing.py").open("a") as source:
         source.write("\n# changed\n")
 
     assert before != build_artifact(tmp_path / "after", package_dir=package).digest
@@ -154,7 +157,43 @@ def test_package_and_upload_needs_a_bucket(aws: AwsClients) -> None:
         package_and_upload(EmrSettings(), aws.s3, with_venv=False)
 
 
-def test_job_requirements_agree_with_the_project_dependencies() -> None:
-    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+def test_job_requirements_are_the_job_extra_without_pyspark() -> None:
+    job = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["job"]
 
-    assert set(JOB_REQUIREMENTS) <= set(project)
+    assert set(JOB_REQUIREMENTS) == {spec for spec in job if not spec.startswith("pyspark")}
+
+
+def test_replayd_package_uploads_the_job_under_its_content_hash(
+    monkeypatch: pytest.MonkeyPatch, aws: AwsClients, bucket: str
+) -> None:
+    for key, value in {
+        "REPLAY_EMR__BUCKET": bucket,
+        "REPLAY_EMR__ENDPOINT_URL": aws.endpoint_url,
+        "REPLAY_EMR__EXECUTION_ROLE_ARN": "arn:aws:iam::123456789012:role/replay",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }.items():
+        monkeypatch.setenv(key, value)
+
+    outs = [io.StringIO(), io.StringIO()]
+    err = io.StringIO()
+    codes = [replayd(["package"], out=out, err=err) for out in outs]
+
+    uris = json.loads(outs[0].getvalue())
+    assert codes == [0, 0], err.getvalue()
+    assert uris == json.loads(outs[1].getvalue())
+    assert uris["entry_point"].startswith(f"s3://{bucket}/replay/artifacts/")
+    keys = [o["Key"] for o in aws.s3.list_objects_v2(Bucket=bucket)["Contents"]]
+    assert sorted(keys) == sorted(u.removeprefix(f"s3://{bucket}/") for u in uris.values())
+
+
+def test_replayd_package_without_a_bucket_exits_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REPLAY_EMR__EXECUTION_ROLE_ARN", "arn:aws:iam::123456789012:role/replay")
+    monkeypatch.delenv("REPLAY_EMR__BUCKET", raising=False)
+    out, err = io.StringIO(), io.StringIO()
+
+    code = replayd(["package"], out=out, err=err)
+
+    assert code == 2
+    assert err.getvalue() == "replayd: emr.bucket is required by the EMR Serverless launcher but not set\n"
+    assert out.getvalue() == ""

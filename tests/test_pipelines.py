@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from daemon.contract.client import DaemonClient
+from daemon.contract.models import PipelineOut, RunOut, ScheduleBody
 from daemon.core.errors import BadRequest, Conflict, Forbidden
 from scripts.devtools.sample_table import SCHEMA, write_sample_table
 from store import Store
@@ -66,22 +67,22 @@ def _by_run(bootstrap: str, topic: str) -> dict[str, list[str]]:
     return landed
 
 
-def _fire(client: DaemonClient, pipeline_id: str, timeout_s: float = 240.0) -> dict[str, Any]:
+def _fire(client: DaemonClient, pipeline_id: str, timeout_s: float = 240.0) -> RunOut:
     """Run the pipeline now and wait for that slot's run to end."""
-    before = {r["id"] for r in client.get_pipeline(OWNER, pipeline_id)["runs"]}
+    before = {r.id for r in client.get_pipeline(OWNER, pipeline_id).runs}
     client.pipeline_action(OWNER, pipeline_id, "run")
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        runs = [r for r in client.get_pipeline(OWNER, pipeline_id)["runs"] if r["id"] not in before]
-        if runs and runs[0]["state"] in TERMINAL:
+        runs = [r for r in client.get_pipeline(OWNER, pipeline_id).runs if r.id not in before]
+        if runs and runs[0].state in TERMINAL:
             return runs[0]
         time.sleep(0.5)
     raise AssertionError(f"no finished run for {pipeline_id}: {client.get_pipeline(OWNER, pipeline_id)}")
 
 
-def _schedule(client: DaemonClient, **overrides: Any) -> dict[str, Any]:
+def _schedule(client: DaemonClient, **overrides: Any) -> PipelineOut:
     body = {"source": "orders", "every": "1d", "watermark": "updated_at", "tps": 5000, **overrides}
-    return client.schedule(OWNER, body)
+    return client.schedule(OWNER, ScheduleBody.model_validate(body))
 
 
 @pytest.fixture
@@ -108,17 +109,17 @@ def test_three_runs_publish_exactly_the_new_rows_and_commit_the_high_mark(
     for round_, day in enumerate((None, date(2024, 1, 2), date(2024, 1, 3))):
         if day is not None:
             _append_day(table, day)
-        run = _fire(client, pipeline["id"])
+        run = _fire(client, pipeline.id)
 
         new_ids = _event_ids(table) - published
-        assert run["state"] == "succeeded", (round_, run)
-        assert run["confirmed"] == len(new_ids)
-        assert set(_by_run(kafka_bootstrap, pipeline["topic"])[run["id"]]) == new_ids
-        committed = client.get_pipeline(OWNER, pipeline["id"])["watermark"]
+        assert run.state == "succeeded", (round_, run)
+        assert run.confirmed == len(new_ids)
+        assert set(_by_run(kafka_bootstrap, pipeline.topic)[run.id]) == new_ids
+        committed = client.get_pipeline(OWNER, pipeline.id).watermark
         assert datetime.fromisoformat(committed) == _max_updated_at(table)
         published |= new_ids
 
-    assert client.get_pipeline(OWNER, pipeline["id"])["last_published_at"] is not None
+    assert client.get_pipeline(OWNER, pipeline.id).last_published_at is not None
 
 
 @pytest.mark.parametrize(
@@ -130,13 +131,13 @@ def test_no_new_data_records_a_skipped_run_without_launching_spark(
     daemon, _ = lake_daemon
     client = daemon.client()
     pipeline = _schedule(client)
-    first = _fire(client, pipeline["id"])
+    first = _fire(client, pipeline.id)
 
-    second = _fire(client, pipeline["id"])
+    second = _fire(client, pipeline.id)
 
-    assert first["state"] == "succeeded"
-    assert (second["state"], second["failure_reason"]) == ("skipped", "no new data")
-    assert not (daemon.state_dir / "runs" / second["id"]).exists()
+    assert first.state == "succeeded"
+    assert (second.state, second.failure_reason) == ("skipped", "no new data")
+    assert not (daemon.state_dir / "runs" / second.id).exists()
 
 
 def test_late_rows_within_the_lookback_are_sent_again_with_their_overlap(
@@ -145,7 +146,7 @@ def test_late_rows_within_the_lookback_are_sent_again_with_their_overlap(
     daemon, table = lake_daemon
     client = daemon.client()
     pipeline = _schedule(client, lookback="1h")
-    first = _fire(client, pipeline["id"])
+    first = _fire(client, pipeline.id)
     high = _max_updated_at(table)
     late = pa.table(
         {
@@ -163,10 +164,10 @@ def test_late_rows_within_the_lookback_are_sent_again_with_their_overlap(
     pq.write_table(late, table / f"dt={high.date().isoformat()}" / "late-0.parquet")
     _append_day(table, date(2024, 1, 2))
 
-    second = _fire(client, pipeline["id"])
+    second = _fire(client, pipeline.id)
 
-    sent = set(_by_run(kafka_bootstrap, pipeline["topic"])[second["id"]])
-    overlap = sent & set(_by_run(kafka_bootstrap, pipeline["topic"])[first["id"]])
+    sent = set(_by_run(kafka_bootstrap, pipeline.topic)[second.id])
+    overlap = sent & set(_by_run(kafka_bootstrap, pipeline.topic)[first.id])
     rows = ds.dataset(table, format="parquet", partitioning="hive").to_table(
         columns=["event_id", "updated_at"]
     )
@@ -175,7 +176,7 @@ def test_late_rows_within_the_lookback_are_sent_again_with_their_overlap(
         for e, t in zip(*(rows[c].to_pylist() for c in ("event_id", "updated_at")), strict=True)
         if t > high - timedelta(hours=1)
     }
-    assert second["state"] == "succeeded"
+    assert second.state == "succeeded"
     assert sent == expected  # exactly (committed - lookback, new high]
     assert {"evt-late-1", "evt-late-2"} <= sent
     assert overlap, "rows within the lookback before the old mark are sent again"
@@ -187,25 +188,25 @@ def test_a_slot_missed_while_the_daemon_was_down_gives_one_catch_up_run(
     daemon, table = lake_daemon
     client = daemon.client()
     pipeline = _schedule(client)
-    _fire(client, pipeline["id"])
+    _fire(client, pipeline.id)
     daemon.stop()
     _append_day(table, date(2024, 1, 2))
     missed = datetime.now(UTC) - timedelta(days=3)  # three daily slots passed with no daemon
     with Store(f"sqlite:///{daemon.state_dir / 'replay.db'}") as store:
-        store.pipelines.update(pipeline["id"], next_run_at=missed)
+        store.pipelines.update(pipeline.id, next_run_at=missed)
 
     daemon.start()
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
-        runs = daemon.client().get_pipeline(OWNER, pipeline["id"])["runs"]
-        if len(runs) == 2 and runs[0]["state"] in TERMINAL:
+        runs = daemon.client().get_pipeline(OWNER, pipeline.id).runs
+        if len(runs) == 2 and runs[0].state in TERMINAL:
             break
         time.sleep(0.5)
     time.sleep(3)  # give a doubled fire every chance to show up
 
-    detail = daemon.client().get_pipeline(OWNER, pipeline["id"])
-    assert [r["state"] for r in detail["runs"]] == ["succeeded", "succeeded"]
-    assert datetime.fromisoformat(detail["next_run_at"]) > datetime.now(UTC)
+    detail = daemon.client().get_pipeline(OWNER, pipeline.id)
+    assert [r.state for r in detail.runs] == ["succeeded", "succeeded"]
+    assert detail.next_run_at is not None and detail.next_run_at > datetime.now(UTC)
 
 
 def test_a_failed_run_leaves_the_watermark_and_the_next_run_sends_the_missed_rows(
@@ -222,30 +223,30 @@ def test_a_failed_run_leaves_the_watermark_and_the_next_run_sends_the_missed_row
     try:
         client = daemon.client()
         pipeline = _schedule(client, tps=100)
-        client.pipeline_action(OWNER, pipeline["id"], "run")
-        run_id = _first_run_confirming(client, pipeline["id"])
+        client.pipeline_action(OWNER, pipeline.id, "run")
+        run_id = _first_run_confirming(client, pipeline.id)
         with broker_control.stopped():
             failed = wait_for(client, run_id, TERMINAL)
-            assert client.get_pipeline(OWNER, pipeline["id"])["watermark"] is None
-        second = _fire(client, pipeline["id"])
-        committed = client.get_pipeline(OWNER, pipeline["id"])["watermark"]
+            assert client.get_pipeline(OWNER, pipeline.id).watermark is None
+        second = _fire(client, pipeline.id)
+        committed = client.get_pipeline(OWNER, pipeline.id).watermark
     finally:
         daemon.stop()
 
-    landed = _by_run(kafka_bootstrap, pipeline["topic"])
-    assert failed["state"] == "failed", failed
-    assert "timed out" in (failed["failure_reason"] or "").lower()
-    assert second["state"] == "succeeded"
-    assert set(landed[second["id"]]) == _event_ids(table)  # the whole range again: nothing lost
+    landed = _by_run(kafka_bootstrap, pipeline.topic)
+    assert failed.state == "failed", failed
+    assert "timed out" in (failed.failure_reason or "").lower()
+    assert second.state == "succeeded"
+    assert set(landed[second.id]) == _event_ids(table)  # the whole range again: nothing lost
     assert datetime.fromisoformat(committed) == _max_updated_at(table)
 
 
 def _first_run_confirming(client: DaemonClient, pipeline_id: str, timeout_s: float = 120.0) -> str:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        runs = client.get_pipeline(OWNER, pipeline_id)["runs"]
-        if runs and runs[0]["confirmed"] > 0:
-            return str(runs[0]["id"])
+        runs = client.get_pipeline(OWNER, pipeline_id).runs
+        if runs and runs[0].confirmed > 0:
+            return runs[0].id
         time.sleep(0.3)
     raise AssertionError("the pipeline run never reported progress")
 
@@ -275,26 +276,26 @@ def test_bad_schedule_is_refused_and_creates_nothing(
 def test_strangers_may_not_schedule_or_pause(replay_daemon: DaemonProcess) -> None:
     client = replay_daemon.client()
     with pytest.raises(Forbidden, match="only the owners of 'orders'"):
-        client.schedule(STRANGER, {"source": "orders", "every": "1h", "watermark": "updated_at"})
+        client.schedule(STRANGER, ScheduleBody(source="orders", every="1h", watermark="updated_at"))
     pipeline = _schedule(client)
 
     with pytest.raises(Forbidden):
-        client.pipeline_action(STRANGER, pipeline["id"], "pause")
+        client.pipeline_action(STRANGER, pipeline.id, "pause")
 
 
 def test_pause_resume_and_unschedule_with_confirmation(replay_daemon: DaemonProcess) -> None:
     client = replay_daemon.client()
     pipeline = _schedule(client, every="15m")
 
-    paused = client.pipeline_action(OWNER, pipeline["id"], "pause")
-    resumed = client.pipeline_action(OWNER, pipeline["id"], "resume")
+    paused = client.pipeline_action(OWNER, pipeline.id, "pause")
+    resumed = client.pipeline_action(OWNER, pipeline.id, "resume")
     with pytest.raises(Conflict, match="needs an explicit confirmation"):
-        client.pipeline_action(OWNER, pipeline["id"], "unschedule", {"confirm": False})
-    archived = client.pipeline_action(OWNER, pipeline["id"], "unschedule", {"confirm": True})
+        client.unschedule(OWNER, pipeline.id, confirm=False)
+    archived = client.unschedule(OWNER, pipeline.id, confirm=True)
 
-    assert (paused["state"], resumed["state"], archived["state"]) == ("paused", "active", "archived")
-    assert datetime.fromisoformat(resumed["next_run_at"]) > datetime.now(UTC)
-    assert resumed["schedule"] == "every=15m"
+    assert (paused.state, resumed.state, archived.state) == ("paused", "active", "archived")
+    assert resumed.next_run_at is not None and resumed.next_run_at > datetime.now(UTC)
+    assert resumed.schedule == "every=15m"
 
 
 def test_unknown_pipeline_is_404(replay_daemon: DaemonProcess) -> None:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from daemon.core.errors import BadRequest
 from daemon.core.states import RunState
 from store import Store
 from store.migrate import upgrade
@@ -57,8 +58,10 @@ def test_list_filters_by_state_and_pipeline(store: Store) -> None:
     assert [r.id for r in store.runs.list(pipeline_id=pipeline.id)[0]] == [a.id]
     assert [r.id for r in store.runs.list(state="running")[0]] == [b.id]
     assert {r.id for r in store.runs.list(state=["running", "queued"])[0]} == {a.id, b.id}
-    with pytest.raises(ValueError, match="invalid cursor"):
+    with pytest.raises(BadRequest, match=r"^invalid cursor 'not-a-cursor'$"):
         store.runs.list(cursor="not-a-cursor")
+    with pytest.raises(BadRequest, match=r"^'done' is not a valid RunState$"):
+        store.runs.list(state="done")
 
 
 def test_count_by_state_includes_zeros(store: Store) -> None:

@@ -65,7 +65,7 @@ _NO_LINE_REASONS: Mapping[EmrJobRunState, str] = MappingProxyType(
 
 def job_run_state(raw: object) -> EmrJobRunState:
     try:
-        return EmrJobRunState(raw)
+        return EmrJobRunState(str(raw))  # a StrEnum: str() of a member is its value
     except ValueError:
         raise UnknownEmrState("job run", raw, [s.value for s in EmrJobRunState]) from None
 
@@ -138,7 +138,7 @@ SUBMITTABLE = frozenset(
 
 def application_state(raw: object) -> EmrApplicationState:
     try:
-        return EmrApplicationState(raw)
+        return EmrApplicationState(str(raw))
     except ValueError:
         raise UnknownEmrState("application", raw, [s.value for s in EmrApplicationState]) from None
 

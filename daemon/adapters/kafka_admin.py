@@ -6,38 +6,19 @@ or `BadRequest` (the broker refused what we asked), so callers deal in domain er
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import structlog
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from daemon.core.errors import BadRequest, Unavailable
+from daemon.usecases.ports import TopicAdmin, TopicInfo
 
 log = structlog.get_logger(__name__)
 
-# Sizing a topic with no live twin: one partition per this many bytes/s of target throughput.
-BYTES_PER_PARTITION_PER_S = 5 * 1024 * 1024
-MAX_AUTO_PARTITIONS = 64
 
-
-@dataclass(frozen=True)
-class TopicInfo:
-    name: str
-    partitions: int
-    config: dict[str, str]
-
-
-def partitions_for_rate(tps: int, record_bytes: int) -> int:
-    """Partitions for a new topic with no live topic to copy: enough for the byte rate, at least 1."""
-    if tps <= 0:
-        return 1
-    return max(1, min(MAX_AUTO_PARTITIONS, math.ceil(tps * max(record_bytes, 1) / BYTES_PER_PARTITION_PER_S)))
-
-
-class KafkaAdmin:
+class KafkaAdmin(TopicAdmin):
     """Create, describe and delete topics; every call has a timeout and fails with a clear reason."""
 
     def __init__(self, *, config: Mapping[str, str], timeout_s: float = 10.0) -> None:
@@ -49,12 +30,6 @@ class KafkaAdmin:
         where = self._config.get("bootstrap.servers", "?")
         return Unavailable(f"Kafka at {where} is unreachable ({exc}); nothing was created")
 
-    def ping(self) -> None:
-        try:
-            self._client.list_topics(timeout=self._timeout_s)
-        except KafkaException as exc:
-            raise self._unreachable(exc) from exc
-
     def describe(self, topic: str) -> TopicInfo | None:
         """The topic's partition count and config, or None when it does not exist."""
         try:
@@ -62,8 +37,10 @@ class KafkaAdmin:
         except KafkaException as exc:
             raise self._unreachable(exc) from exc
         found = metadata.topics.get(topic)
-        if found is None or found.error is not None:
-            if found is not None and found.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+        if found is None:
+            return None
+        if found.error is not None:
+            if found.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
                 raise Unavailable(f"cannot describe topic '{topic}': {found.error.str()}")
             return None
         return TopicInfo(name=topic, partitions=len(found.partitions), config=self._topic_config(topic))

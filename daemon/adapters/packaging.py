@@ -7,7 +7,7 @@
 The zip is deterministic (sorted entries, fixed timestamps and modes), so unchanged code hashes to
 the same key and is uploaded once; an existing key is never written again. pip does not build
 byte-identical environments, so the venv is keyed by its *inputs* (requirements, EMR release,
-architecture): a daemon finds the environment `replay package --with-venv` uploaded without
+architecture): a daemon finds the environment `replayd package --with-venv` uploaded without
 building one. The environment must be built where it will run (Amazon Linux 2023, the release's
 Python, the application's architecture): pass that interpreter as `python`.
 """
@@ -32,7 +32,7 @@ from typing import Any
 import structlog
 
 import spark_job
-from daemon.adapters.emr_launcher import aws_errors
+from daemon.adapters.aws_errors import aws_errors
 from daemon.config.emr_settings import EmrSettings
 from daemon.core.errors import ConfigError, NotFound, Unavailable
 
@@ -40,9 +40,9 @@ log = structlog.get_logger(__name__)
 
 PACKAGE_DIR = Path(spark_job.__file__).resolve().parent
 ZIP_TIMESTAMP = (1980, 1, 1, 0, 0, 0)  # the earliest a zip can hold: the same bytes on every build
-# What the job imports beyond the standard library and pyspark (EMR provides pyspark); kept in step
-# with pyproject.toml by a test.
-JOB_REQUIREMENTS = ("boto3>=1.34,<2", "confluent-kafka>=2.6,<3", "pyarrow>=17,<27")
+# What the job imports beyond the standard library and pyspark (EMR provides pyspark): the `job` extra
+# of pyproject.toml without pyspark, kept in step with it by a test.
+JOB_REQUIREMENTS = ("boto3>=1.34,<2", "confluent-kafka>=2.6,<3", "cryptography>=43,<51", "pyarrow>=17,<27")
 PIP_TIMEOUT_S = 1800
 
 
@@ -208,7 +208,7 @@ def upload_artifact(
 def package_and_upload(
     settings: EmrSettings, s3_client: Any, *, with_venv: bool, python: str = sys.executable
 ) -> dict[str, str]:
-    """Build and upload the job (`replay package`); the result's URIs are what `EmrServerlessLauncher` takes.
+    """Build and upload the job (`replayd package`); the result's URIs are what `EmrServerlessLauncher` takes.
 
     Without `with_venv` the environment is not built: the one already uploaded for this release and
     architecture is used (or `emr.venv_uri`), and `venv` is absent when there is none.

@@ -12,13 +12,13 @@ from collections.abc import Mapping
 import structlog
 from confluent_kafka import KafkaException
 
+from daemon.usecases.ports import ProgressSource
 from spark_job.progress import ProgressReader
-from store.models import Run
 
 log = structlog.get_logger(__name__)
 
 
-class ProgressProbe:
+class ProgressProbe(ProgressSource):
     def __init__(self, *, kafka_config: Mapping[str, str], topic: str, timeout_s: float = 5.0) -> None:
         self._kafka = dict(kafka_config)
         self._topic = topic
@@ -26,16 +26,16 @@ class ProgressProbe:
         self._readers: dict[str, ProgressReader] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, run: Run) -> int | None:
+    def confirmed(self, run_id: str) -> int | None:
         with self._lock:
-            reader = self._readers.get(run.id)
+            reader = self._readers.get(run_id)
             if reader is None:
-                reader = ProgressReader(kafka=self._kafka, topic=self._topic, run_id=run.id)
-                self._readers[run.id] = reader
+                reader = ProgressReader(kafka=self._kafka, topic=self._topic, run_id=run_id)
+                self._readers[run_id] = reader
             try:
                 return reader.read(timeout_s=self._timeout_s).confirmed
             except (KafkaException, TimeoutError) as exc:
-                log.warning("progress not readable this time", run_id=run.id, error=str(exc))
+                log.warning("progress not readable this time", run_id=run_id, error=str(exc))
                 return None
 
     def forget(self, run_id: str) -> None:

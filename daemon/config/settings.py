@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -136,14 +136,14 @@ class Settings(BaseSettings):
                 raise ConfigError(f"{ENV_PREFIX}{name.upper()} is required but not set")
 
 
-def load_settings(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
     """Build settings from `environ` (default: the process environment) and explicit overrides.
 
     Any validation problem becomes one `ConfigError` line that names the variable.
     """
     try:
         if environ is None:
-            return Settings(**overrides)  # type: ignore[arg-type]
+            return Settings(**overrides)  # __init__ reads the environment (model_validate would not)
         values: dict[str, object] = {}
         for key, value in environ.items():
             if not key.startswith(ENV_PREFIX):

@@ -37,5 +37,5 @@ class _StoreCollector:
 
 def render_metrics(service: ReplayService) -> tuple[bytes, str]:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_StoreCollector(service))  # type: ignore[arg-type]
+    registry.register(_StoreCollector(service))
     return generate_latest(registry), CONTENT_TYPE_LATEST

@@ -18,8 +18,8 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from daemon.core.schedules import trigger_for
 from daemon.core.states import PipelineState
+from daemon.usecases.fire_times import trigger_for
 from store import Store
 
 log = structlog.get_logger(__name__)

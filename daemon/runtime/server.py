@@ -1,17 +1,24 @@
-"""`replayd`: the Replay Service process — API, watcher, (later) scheduler — wired from one Settings.
+"""`replayd`: the Replay Service process — API, watcher, scheduler — wired from one Settings.
 
-Everything is built here, once, from the settings; components receive what they need as arguments.
+    replayd                           serve: the API, the watcher and the pipeline scheduler
+    replayd package [--with-venv]     (EMR) build the job artifact and upload it under its content hash
+
+This is the one place that knows every implementation: adapters are built here, once, from the
+settings, and handed to the use cases as the ports they depend on.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TextIO
 
 import boto3
 import structlog
@@ -21,21 +28,22 @@ from fastapi import FastAPI
 from daemon.adapters.emr_launcher import EmrServerlessLauncher
 from daemon.adapters.kafka_admin import KafkaAdmin
 from daemon.adapters.local_launcher import LocalSparkLauncher
+from daemon.adapters.log_notifier import LogNotifier
 from daemon.adapters.packaging import package_and_upload
 from daemon.adapters.progress_reader import ProgressProbe
 from daemon.adapters.slack_notifier import slack_notifier_from_settings
+from daemon.adapters.table_stats import ParquetTableStats
 from daemon.config.logs import configure_logging
 from daemon.config.settings import Settings, load_settings
-from daemon.core.errors import ConfigError
+from daemon.core.errors import BadRequest, ConfigError, ReplayError
 from daemon.runtime.api import create_api
 from daemon.runtime.scheduler import PipelineScheduler
 from daemon.runtime.watcher import Watcher, WatcherTiming
 from daemon.usecases.catalog import Catalog, load_catalog
 from daemon.usecases.janitor import IdlePolicy, Janitor
 from daemon.usecases.job_specs import build_spec
-from daemon.usecases.notifier import LogNotifier, Notifier
 from daemon.usecases.pipeline_service import PipelineService
-from daemon.usecases.ports import Launcher
+from daemon.usecases.ports import ApplicationDeleter, Launcher, Notifier, ProgressSource
 from daemon.usecases.replays import ReplayService
 from store import Store
 from store.migrate import upgrade
@@ -57,7 +65,7 @@ class Daemon:
     service: ReplayService
     watcher: Watcher
     app: FastAPI
-    progress: ProgressProbe
+    progress: ProgressSource
     pipelines: PipelineService
     scheduler: PipelineScheduler
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -106,7 +114,8 @@ def build_daemon(
     catalog = catalog or load_catalog(settings.catalog_path)
     upgrade(settings.db_url)
     store = Store(settings.db_url)
-    kafka = KafkaAdmin(config=settings.kafka_config())
+    topics = KafkaAdmin(config=settings.kafka_config())
+    table_stats = ParquetTableStats()
     launcher = launcher or build_launcher(settings)
     notifier = notifier or slack_notifier_from_settings(settings) or LogNotifier()
     progress = ProgressProbe(kafka_config=settings.kafka_config(), topic=settings.progress_topic)
@@ -122,7 +131,7 @@ def build_daemon(
         launcher=launcher,
         notifier=notifier,
         build_spec=spec_for,
-        probe_progress=progress,
+        progress=progress,
         owner=owner,
         timing=timing
         or WatcherTiming(
@@ -132,14 +141,21 @@ def build_daemon(
         ),
     )
     service = ReplayService(
-        settings=settings, catalog=catalog, store=store, kafka=kafka, clock=clock, wake_watcher=watcher.wake
+        settings=settings,
+        catalog=catalog,
+        store=store,
+        topics=topics,
+        table_stats=table_stats,
+        clock=clock,
+        wake_watcher=watcher.wake,
     )
     scheduler_box: list[PipelineScheduler] = []
     pipelines = PipelineService(
         settings=settings,
         catalog=catalog,
         store=store,
-        kafka=kafka,
+        topics=topics,
+        table_stats=table_stats,
         notifier=notifier,
         clock=clock,
         wake_watcher=watcher.wake,
@@ -148,7 +164,7 @@ def build_daemon(
     janitor = Janitor(
         store=store,
         catalog=catalog,
-        kafka=kafka,
+        topics=topics,
         notifier=notifier,
         clock=clock,
         admins=list(settings.admins),
@@ -157,7 +173,7 @@ def build_daemon(
             grace_days=settings.idle_grace_days,
             keep_days=settings.idle_keep_days,
         ),
-        applications=launcher if isinstance(launcher, EmrServerlessLauncher) else None,
+        applications=launcher if isinstance(launcher, ApplicationDeleter) else None,
     )
     scheduler = PipelineScheduler(
         store=store,
@@ -183,7 +199,40 @@ def build_daemon(
     )
 
 
-def main() -> None:
+def package(settings: Settings, *, with_venv: bool, out: TextIO) -> int:
+    """`replayd package`: build the job artifact and upload it under its content hash (EMR)."""
+    settings.emr.require_launch()
+    s3 = boto3.client("s3", **settings.emr.client_kwargs())
+    uris = package_and_upload(settings.emr, s3, with_venv=with_venv)
+    print(json.dumps(uris, indent=2, sort_keys=True), file=out)
+    return 0
+
+
+def _arguments(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="replayd", description="The Replay Service.")
+    commands = parser.add_subparsers(dest="command")
+    packaging = commands.add_parser("package", help="(EMR) build the job artifact and upload it to S3")
+    packaging.add_argument("--with-venv", action="store_true", help="also build the job's virtualenv")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """Serve (no subcommand) or run one subcommand; the exit code: 0 done, 2 bad settings, 1 failed."""
+    args = _arguments(sys.argv[1:] if argv is None else argv)
+    if args.command == "package":
+        try:
+            return package(load_settings(), with_venv=args.with_venv, out=out)
+        except (BadRequest, ConfigError) as exc:
+            print(f"replayd: {exc}", file=err)
+            return 2
+        except ReplayError as exc:
+            print(f"replayd: {exc}", file=err)
+            return 1
+    serve()
+    return 0
+
+
+def serve() -> None:
     try:
         settings = load_settings()
         settings.require("api_token")
@@ -203,4 +252,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

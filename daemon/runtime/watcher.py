@@ -12,27 +12,22 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, TypeVar
 
 import structlog
 
 from daemon.core.errors import InvalidTransition, ReplayError
 from daemon.core.states import RunKind, RunState
-from daemon.usecases.notifier import Notifier, RunView
-from daemon.usecases.ports import JobOutcome, JobState, Launcher
+from daemon.usecases.ports import JobOutcome, JobState, Launcher, Notifier, ProgressSource
 from daemon.usecases.replays import LAUNCH_FAILURE
+from daemon.usecases.wire import run_out
 from store import Store
 from store.models import Run
 
 log = structlog.get_logger(__name__)
 
 SpecBuilder = Callable[[Run], str]
-
-
-class ProgressSource(Protocol):
-    def __call__(self, run: Run) -> int | None: ...
-
-    def forget(self, run_id: str) -> None: ...
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -40,32 +35,6 @@ class WatcherTiming:
     poll_s: float = 1.0
     lease_ttl_s: float = 15.0
     progress_every_s: float = 15.0  # at most one progress message per run this often
-
-
-def run_view(run: Run, **overrides: Any) -> RunView:
-    options = run.options or {}
-    duration = (run.ended_at - run.started_at).total_seconds() if run.ended_at and run.started_at else None
-    rows = options.get("rows")
-    values: dict[str, Any] = {
-        "run_id": run.id,
-        "source": run.source,
-        "window": run.window_label or f"({run.watermark_low}, {run.watermark_high}]",
-        "topic": run.target_topic,
-        "tps": run.tps,
-        "requester": run.requester,
-        "state": str(run.state),
-        "rows": rows if rows is not None else run.rows_selected,
-        "confirmed": run.confirmed_count,
-        "achieved_tps": run.achieved_tps,
-        "duration_s": duration,
-        "reason": run.failure_reason,
-        "channel": run.slack_channel,
-        "thread_ts": run.slack_ts,
-        "pipeline_id": run.pipeline_id,
-        "eta_s": (rows / run.tps) if rows and run.tps else None,
-    }
-    values.update(overrides)
-    return RunView(**values)
 
 
 class Watcher:
@@ -76,7 +45,7 @@ class Watcher:
         launcher: Launcher,
         notifier: Notifier,
         build_spec: SpecBuilder,
-        probe_progress: ProgressSource,
+        progress: ProgressSource,
         owner: str,
         timing: WatcherTiming | None = None,
         monotonic: Callable[[], float] = time.monotonic,
@@ -85,7 +54,7 @@ class Watcher:
         self._launcher = launcher
         self._notifier = notifier
         self._build_spec = build_spec
-        self._probe_progress = probe_progress
+        self._progress = progress
         self._owner = owner
         self._timing = timing or WatcherTiming()
         self._monotonic = monotonic
@@ -148,7 +117,7 @@ class Watcher:
         if run.kind == RunKind.PIPELINE:
             return  # a pipeline run speaks once, when it ends, in its pipeline's thread
         if self._store.notifications.record_once(f"run:{run.id}:started", run_id=run.id, kind="started"):
-            thread = self._notify(run, self._notifier.run_started, run_view(run))
+            thread = self._notify(run, lambda: self._notifier.run_started(run_out(run)))
             if thread is not None:
                 self._store.runs.update(run.id, slack_ts=thread)
 
@@ -173,7 +142,7 @@ class Watcher:
         self._record_progress(run)
 
     def _record_progress(self, run: Run) -> None:
-        confirmed = self._probe_progress(run)
+        confirmed = self._progress.confirmed(run.id)
         if confirmed is None or confirmed == run.confirmed_count:
             return
         now = self._monotonic()
@@ -190,7 +159,7 @@ class Watcher:
         if self._store.notifications.record_once(
             f"run:{run.id}:progress:{confirmed}", run_id=run.id, kind="progress"
         ):
-            self._notify(run, self._notifier.run_progress, run_view(run, rate=rate))
+            self._notify(run, lambda: self._notifier.run_progress(run_out(run), rate=rate))
 
     def _cancel(self, run: Run) -> None:
         if run.launcher_handle:
@@ -199,7 +168,7 @@ class Watcher:
         if outcome is not None and outcome.succeeded:  # it finished before the cancel landed
             self._conclude(run, outcome)
             return
-        confirmed = self._probe_progress(run) if run.launcher_handle else None
+        confirmed = self._progress.confirmed(run.id) if run.launcher_handle else None
         self._finish(
             run,
             RunState.CANCELLED,
@@ -240,22 +209,22 @@ class Watcher:
             run = self._store.runs.get(run.id)  # someone else concluded it first
         self._last_sample.pop(run.id, None)
         self._last_note.pop(run.id, None)
-        self._probe_progress.forget(run.id)
+        self._progress.forget(run.id)
         log.info("run concluded", run_id=run.id, state=str(run.state), confirmed=run.confirmed_count)
         quiet = run.kind == RunKind.PIPELINE and state == RunState.SUCCEEDED and run.confirmed_count == 0
         if not quiet and self._store.notifications.record_once(
             f"run:{run.id}:final", run_id=run.id, kind="final"
         ):
-            self._notify(run, self._notifier.run_finished, run_view(run))
+            self._notify(run, lambda: self._notifier.run_finished(run_out(run)))
         if run.launcher_handle:
             self._release(run)
         self._store.runs.release_lease(run.id, self._owner)
 
     @staticmethod
-    def _notify(run: Run, send: Callable[[RunView], Any], view: RunView) -> Any:
+    def _notify(run: Run, send: Callable[[], T]) -> T | None:
         """Deliver one message; a Slack failure is logged, never allowed to stall the run itself."""
         try:
-            return send(view)
+            return send()
         except ReplayError as exc:
             log.warning("notification not delivered", run_id=run.id, error=str(exc))
             return None

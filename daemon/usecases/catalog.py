@@ -72,9 +72,6 @@ class Source(BaseModel):
                 raise ValueError(f"'{owner}' is not a Slack user id (like U024BE7LH)")
         return value
 
-    def is_owner(self, user_id: str) -> bool:
-        return user_id in self.owners
-
 
 class Catalog(BaseModel):
     model_config = ConfigDict(frozen=True)

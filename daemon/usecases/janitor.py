@@ -16,25 +16,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal, Protocol
+from functools import partial
+from typing import Literal
 
 import structlog
 
-from daemon.adapters.kafka_admin import KafkaAdmin
+from daemon.core.authz import may_manage_pipeline
 from daemon.core.errors import Conflict, Forbidden
 from daemon.core.states import PipelineState
+from daemon.slack.views import IdlePrompt
 from daemon.usecases.catalog import Catalog
-from daemon.usecases.notifier import IdlePrompt, Notifier
+from daemon.usecases.ports import ApplicationDeleter, Notifier, TopicAdmin
+from daemon.usecases.wire import pipeline_out
 from store import Store
 from store.models import Pipeline
 
 log = structlog.get_logger(__name__)
 
 Assessment = Literal["active", "new-idle-period", "waiting", "due"]
-
-
-class ApplicationDeleter(Protocol):
-    def delete_application(self, app_id: str, *, timeout_s: float = 0.0) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ class Janitor:
         *,
         store: Store,
         catalog: Catalog,
-        kafka: KafkaAdmin,
+        topics: TopicAdmin,
         notifier: Notifier,
         clock: Callable[[], datetime],
         policy: IdlePolicy | None = None,
@@ -79,7 +78,7 @@ class Janitor:
     ) -> None:
         self._store = store
         self._catalog = catalog
-        self._kafka = kafka
+        self._topics = topics
         self._notifier = notifier
         self._clock = clock
         self._policy = policy or IdlePolicy()
@@ -123,16 +122,14 @@ class Janitor:
     def _prompt_owners(self, pipeline: Pipeline) -> None:
         assert pipeline.idle_since is not None and pipeline.delete_after is not None
         prompt = IdlePrompt(
-            pipeline=pipeline,
+            pipeline=pipeline_out(pipeline),
             idle_since=pipeline.idle_since,
             deadline=pipeline.delete_after,
             keep_days=self._policy.keep_days,
         )
         for owner in pipeline.owners:
             key = f"idle:{pipeline.id}:{pipeline.idle_since.isoformat()}:{owner}"
-            self._once(
-                key, pipeline.id, "idle-prompt", lambda owner=owner: self._notifier.idle_prompt(prompt, owner)
-            )
+            self._once(key, pipeline.id, "idle-prompt", partial(self._notifier.idle_prompt, prompt, owner))
 
     def _once(self, key: str, pipeline_id: str, kind: str, send: Callable[[], str]) -> None:
         """At most once per key: record, then send; a send that raised is forgotten and retried."""
@@ -149,7 +146,7 @@ class Janitor:
 
     def _owned(self, actor: str, pipeline_id: str, action: str) -> Pipeline:
         pipeline = self._store.pipelines.get(pipeline_id)
-        if actor not in pipeline.owners and actor not in self._admins:
+        if not may_manage_pipeline(actor, owners=pipeline.owners, admins=self._admins):
             self._store.audit.append(actor, action, pipeline_id, "refused", {"reason": "not an owner"})
             raise Forbidden(f"only the owners of pipeline {pipeline_id} or an admin may {action} it")
         if pipeline.state == PipelineState.ARCHIVED:
@@ -180,7 +177,7 @@ class Janitor:
         """Topic, EMR application, farewell messages, then archive: each step repeatable."""
         removed = ["its schedule"]
         if pipeline.topic_created and pipeline.topic not in self._live_topics():
-            self._kafka.delete(pipeline.topic)
+            self._topics.delete(pipeline.topic)
             removed.append(f"its topic {pipeline.topic}")
         if pipeline.emr_application_id and self._applications is not None:
             self._applications.delete_application(pipeline.emr_application_id, timeout_s=300)
@@ -191,7 +188,7 @@ class Janitor:
                 key,
                 pipeline.id,
                 "deprovisioned",
-                lambda owner=owner: self._notifier.pipeline_removed(pipeline, owner, removed, reason),
+                partial(self._notifier.pipeline_removed, pipeline_out(pipeline), owner, removed, reason),
             )
         archived = self._store.pipelines.set_state(pipeline.id, PipelineState.ARCHIVED)
         self._store.audit.append(

@@ -12,7 +12,7 @@ from datetime import date, timedelta
 from daemon.config.settings import Settings
 from daemon.usecases.catalog import Catalog
 from daemon.usecases.pii import decrypt_section
-from spark_job.spec import DayWindow, JobSpec, Progress, Selection, Source, TimeWindow, WatermarkRange
+from spark_job.spec.model import DayWindow, JobSpec, Progress, Selection, Source, TimeWindow, WatermarkRange
 from store.models import Run
 
 
@@ -28,8 +28,8 @@ def _selection(run: Run, partition_column: str, event_time_column: str) -> Selec
     return TimeWindow(column=event_time_column, start=start, end=end)
 
 
-def _job_kafka(settings: Settings) -> dict[str, str | int]:
-    config: dict[str, str | int] = dict(settings.kafka_config())
+def _job_kafka(settings: Settings) -> dict[str, str | int | float | bool]:
+    config: dict[str, str | int | float | bool] = dict(settings.kafka_config())
     if settings.kafka_message_timeout_ms is not None:
         config["message.timeout.ms"] = settings.kafka_message_timeout_ms
     return config

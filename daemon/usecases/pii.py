@@ -15,7 +15,7 @@ from typing import Any
 from daemon.config.settings import Settings
 from daemon.core.errors import ReplayError
 from daemon.usecases.catalog import Source
-from spark_job.decrypt_spec import DataKeyRef, Decrypt, KmsSettings
+from spark_job.spec.decrypt import DataKeyRef, Decrypt, KmsSettings
 
 KEY_MANIFEST = "_keys.json"
 

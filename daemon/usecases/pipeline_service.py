@@ -14,18 +14,19 @@ from datetime import datetime
 
 import structlog
 
-from daemon.adapters.kafka_admin import KafkaAdmin
-from daemon.adapters.table_stats import column_names, max_value
 from daemon.config.settings import Settings
+from daemon.core.authz import may_manage_pipeline, may_use_source
 from daemon.core.errors import BadRequest, Conflict, Forbidden
 from daemon.core.grammar import ScheduleCommand
 from daemon.core.ids import new_pipeline_id
-from daemon.core.schedules import next_fire, schedule_text, trigger_for
+from daemon.core.schedules import check_schedule, schedule_text
 from daemon.core.states import PipelineState
 from daemon.core.watermarks import encode, has_new_data, low_bound
 from daemon.usecases.audit import Audit
 from daemon.usecases.catalog import Catalog, Source
-from daemon.usecases.notifier import Notifier
+from daemon.usecases.fire_times import next_fire
+from daemon.usecases.ports import Notifier, TableStats, TopicAdmin
+from daemon.usecases.wire import pipeline_out
 from store import Store
 from store.models import Pipeline, Run
 
@@ -51,7 +52,8 @@ class PipelineService:
         settings: Settings,
         catalog: Catalog,
         store: Store,
-        kafka: KafkaAdmin,
+        topics: TopicAdmin,
+        table_stats: TableStats,
         notifier: Notifier,
         clock: Callable[[], datetime],
         wake_watcher: Callable[[], None] = lambda: None,
@@ -60,7 +62,8 @@ class PipelineService:
         self._settings = settings
         self._catalog = catalog
         self._store = store
-        self._kafka = kafka
+        self._topics = topics
+        self._table_stats = table_stats
         self._notifier = notifier
         self._clock = clock
         self._wake_watcher = wake_watcher
@@ -68,9 +71,6 @@ class PipelineService:
         self._audit = Audit(store)
 
     # -- helpers ------------------------------------------------------------------------------
-
-    def _may_manage(self, actor: str, owners: list[str]) -> bool:
-        return actor in owners or actor in self._settings.admins
 
     def get_pipeline(self, pipeline_id: str) -> Pipeline:
         return self._store.pipelines.get(pipeline_id)
@@ -92,7 +92,7 @@ class PipelineService:
     ) -> Pipeline:
         def work() -> Pipeline:
             source = self._catalog.get(command.source)
-            if not (source.is_owner(actor) or actor in self._settings.admins):
+            if not may_use_source(actor, source_owners=source.owners, admins=self._settings.admins):
                 raise Forbidden(f"only the owners of '{source.name}' or a platform admin may schedule it")
             if source.watermark_column is None:
                 raise BadRequest(f"source '{source.name}' declares no watermark column in the catalog")
@@ -101,16 +101,16 @@ class PipelineService:
                     f"watermark={command.watermark} is not the watermark column of '{source.name}' "
                     f"in the catalog (it is '{source.watermark_column}')"
                 )
-            if command.watermark not in column_names(self._table_path(source)):
+            if command.watermark not in self._table_stats.column_names(self._table_path(source)):
                 raise BadRequest(f"the table of '{source.name}' has no column '{command.watermark}'")
             schedule = schedule_text(every_seconds=command.every_seconds, cron=command.cron)
-            trigger_for(schedule)  # a bad cron is refused here, before anything exists
+            check_schedule(schedule)  # a bad cron is refused here, before anything exists
             tps = command.tps if command.tps is not None else self._settings.default_tps
             if tps > self._settings.max_tps:
                 raise BadRequest(f"tps={tps} is above this platform's maximum of {self._settings.max_tps}")
             pipeline_id = new_pipeline_id()
             if command.topic == "live":
-                if source.live_topic is None or self._kafka.describe(source.live_topic) is None:
+                if source.live_topic is None or self._topics.describe(source.live_topic) is None:
                     raise BadRequest(
                         f"source '{source.name}' has no live topic on the cluster; use topic=auto"
                     )
@@ -123,7 +123,7 @@ class PipelineService:
             else:
                 topic, created = pipeline_topic(source.name, pipeline_id), True
                 partitions = self._live_partitions(source)
-                self._kafka.create(
+                self._topics.create(
                     topic,
                     partitions=partitions,
                     config={"retention.ms": str(self._settings.topic_retention_ms)},
@@ -146,7 +146,7 @@ class PipelineService:
                 )
             except Exception:
                 if created:
-                    self._kafka.delete(topic)
+                    self._topics.delete(topic)
                 raise
 
         pipeline = self._audit.refusing(actor, "schedule", command.source, work)
@@ -156,14 +156,14 @@ class PipelineService:
         self._audit.accepted(
             actor, "schedule", pipeline.id, source=pipeline.source, schedule=pipeline.schedule
         )
-        thread = self._notifier.pipeline_scheduled(pipeline)
+        thread = self._notifier.pipeline_scheduled(pipeline_out(pipeline))
         if thread is not None:
             pipeline = self._store.pipelines.update(pipeline.id, slack_ts=thread)
         self._wake_scheduler()
         return pipeline
 
     def _live_partitions(self, source: Source) -> int:
-        live = self._kafka.describe(source.live_topic) if source.live_topic else None
+        live = self._topics.describe(source.live_topic) if source.live_topic else None
         return live.partitions if live is not None else 1
 
     # -- reading ------------------------------------------------------------------------------
@@ -181,7 +181,7 @@ class PipelineService:
     def _change(self, actor: str, action: str, pipeline_id: str, state: PipelineState) -> Pipeline:
         def work() -> Pipeline:
             pipeline = self.get_pipeline(pipeline_id)
-            if not self._may_manage(actor, list(pipeline.owners)):
+            if not may_manage_pipeline(actor, owners=pipeline.owners, admins=self._settings.admins):
                 raise Forbidden(f"only the owners of pipeline {pipeline_id} or an admin may {action} it")
             if pipeline.state == PipelineState.ARCHIVED:
                 raise Conflict(f"pipeline {pipeline_id} is unscheduled; it cannot be changed")
@@ -216,7 +216,7 @@ class PipelineService:
 
         def work() -> Pipeline:
             pipeline = self.get_pipeline(pipeline_id)
-            if not self._may_manage(actor, list(pipeline.owners)):
+            if not may_manage_pipeline(actor, owners=pipeline.owners, admins=self._settings.admins):
                 raise Forbidden(f"only the owners of pipeline {pipeline_id} or an admin may run it")
             if pipeline.state != PipelineState.ACTIVE:
                 raise Conflict(f"pipeline {pipeline_id} is {pipeline.state}; resume it first")
@@ -236,7 +236,7 @@ class PipelineService:
         if pipeline.state != PipelineState.ACTIVE or (pipeline.next_run_at and pipeline.next_run_at > now):
             return None
         source = self._catalog.get(pipeline.source)
-        high = max_value(self._table_path(source), pipeline.watermark_column)
+        high = self._table_stats.max_value(self._table_path(source), pipeline.watermark_column)
         fields = {
             "source": pipeline.source,
             "target_topic": pipeline.topic,
@@ -248,15 +248,15 @@ class PipelineService:
             "slack_ts": pipeline.slack_ts,
         }
         following = next_fire(pipeline.schedule, now)
-        if not has_new_data(high, pipeline.watermark_value):  # type: ignore[arg-type]
+        if not has_new_data(high, pipeline.watermark_value):
             run = self._store.pipelines.claim_slot(
                 pipeline_id, now=now, next_run_at=following, run_fields=fields, skipped_reason=NO_NEW_DATA
             )
             log.info("pipeline slot: no new data", pipeline_id=pipeline_id, fired=run is not None)
             return run
         assert high is not None
-        fields["watermark_low"] = low_bound(pipeline.watermark_value, pipeline.lookback_seconds, high)  # type: ignore[arg-type]
-        fields["watermark_high"] = encode(high)  # type: ignore[arg-type]
+        fields["watermark_low"] = low_bound(pipeline.watermark_value, pipeline.lookback_seconds, high)
+        fields["watermark_high"] = encode(high)
         fields["window_label"] = f"({fields['watermark_low'] or '-inf'}, {fields['watermark_high']}]"
         run = self._store.pipelines.claim_slot(pipeline_id, now=now, next_run_at=following, run_fields=fields)
         if run is not None:

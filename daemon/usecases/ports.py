@@ -1,7 +1,16 @@
-"""The launcher interface: how the daemon starts, watches and stops a publisher job.
+"""Ports: what the use cases and the watcher need from the outside world, as small interfaces.
 
-Implementations are named `<Tech>Launcher` (`LocalSparkLauncher`, `EmrServerlessLauncher`). A handle is a
-plain JSON-able dict stored with the run, so a restarted daemon can re-attach to a job it did not start.
+The use cases depend on these, never on `daemon.adapters`; `daemon.runtime.server` (the one place that
+knows every implementation) builds the adapters and injects them.
+
+- `Launcher`: starts, watches and stops a publisher job. Implementations are named `<Tech>Launcher`
+  (`LocalSparkLauncher`, `EmrServerlessLauncher`). A handle is a plain JSON-able dict stored with the
+  run, so a restarted daemon can re-attach to a job it did not start.
+- `ApplicationDeleter`: frees a pipeline's own compute (an EMR Serverless application).
+- `TopicAdmin`: creates, describes and deletes Kafka topics (`KafkaAdmin`).
+- `TableStats`: cheap facts about a lake table, read without a Spark job (`ParquetTableStats`).
+- `ProgressSource`: a running job's confirmed count, from its progress beacons (`ProgressProbe`).
+- `Notifier`: tells people what their runs and pipelines do (`SlackNotifier`, `LogNotifier`).
 """
 
 from __future__ import annotations
@@ -9,9 +18,14 @@ from __future__ import annotations
 import enum
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
+
+from daemon.contract.models import PipelineOut, RunOut
+from daemon.core.watermarks import Value
+from daemon.slack.views import IdlePrompt
 
 Handle = dict[str, Any]
 
@@ -81,3 +95,107 @@ class Launcher(ABC):
     def release(self, handle: Handle) -> bool:
         """Free what the finished job held (e.g. its own EMR application); True once nothing is left."""
         return True
+
+
+class ApplicationDeleter(ABC):
+    """Frees a pipeline's long-lived compute when the janitor de-provisions it."""
+
+    @abstractmethod
+    def delete_application(self, app_id: str, *, timeout_s: float = 0.0) -> bool:
+        """True once the application is gone; an application already gone is not an error."""
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    partitions: int
+    config: dict[str, str]
+
+
+class TopicAdmin(ABC):
+    """Kafka topics; failures are domain errors (`Unavailable`, `BadRequest`), never client errors."""
+
+    @abstractmethod
+    def describe(self, topic: str) -> TopicInfo | None:
+        """The topic's partition count and config, or None when it does not exist."""
+
+    @abstractmethod
+    def create(self, topic: str, *, partitions: int, config: Mapping[str, str]) -> TopicInfo:
+        """Create a topic; an existing topic of that name is an error, never silently reused."""
+
+    @abstractmethod
+    def delete(self, topic: str) -> bool:
+        """Delete a topic; False if it was already gone (so de-provisioning can be repeated)."""
+
+
+class TableStats(ABC):
+    """Answers within Slack's time budget: metadata and pruned reads, never a scan of the table."""
+
+    @abstractmethod
+    def column_names(self, path: str) -> list[str]:
+        """The table's columns, partition columns included."""
+
+    @abstractmethod
+    def count_window_rows(
+        self,
+        path: str,
+        *,
+        partition_column: str,
+        days: list[date],
+        time_column: str | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+    ) -> int:
+        """Rows in the given partition days, optionally narrowed to `start <= time_column < end`."""
+
+    @abstractmethod
+    def max_value(self, path: str, column: str) -> Value | None:
+        """The watermark column's current maximum (a pipeline run's high mark); None for no rows."""
+
+
+class ProgressSource(ABC):
+    """A running job's confirmed count; one reader per followed run, kept between watcher ticks."""
+
+    @abstractmethod
+    def confirmed(self, run_id: str) -> int | None:
+        """The latest confirmed count, or None when no sample could be read this time."""
+
+    @abstractmethod
+    def forget(self, run_id: str) -> None:
+        """The run ended: drop what was kept to follow it."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release every reader (the daemon is stopping)."""
+
+
+class Notifier(ABC):
+    """How the watcher, the pipelines and the janitor tell people what happens, in wire models.
+
+    The caller decides *whether* to notify (dedup keys in the store make every message at-most-once,
+    across restarts); a notifier only renders and delivers.
+    """
+
+    @abstractmethod
+    def run_started(self, run: RunOut) -> str | None:
+        """Announce the run; returns the thread id (Slack ts) later messages reply to, if any."""
+
+    @abstractmethod
+    def run_progress(self, run: RunOut, *, rate: float | None) -> None:
+        """Confirmed so far; `rate` is the current rate (events per second) when known."""
+
+    @abstractmethod
+    def run_finished(self, run: RunOut) -> None:
+        """The final word: confirmed count and rate, or the failure reason and a next step."""
+
+    @abstractmethod
+    def pipeline_scheduled(self, pipeline: PipelineOut) -> str | None:
+        """Announce a new pipeline; returns the thread its runs will reply in, if any."""
+
+    @abstractmethod
+    def idle_prompt(self, prompt: IdlePrompt, owner: str) -> str:
+        """Ask one owner about an idle pipeline (Keep / Delete now); returns where it was delivered."""
+
+    @abstractmethod
+    def pipeline_removed(self, pipeline: PipelineOut, owner: str, removed: list[str], reason: str) -> str:
+        """Tell one owner what de-provisioning removed; returns where it was delivered."""

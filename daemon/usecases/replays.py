@@ -7,6 +7,8 @@ topic and its `queued` run; launching is the watcher's job, so a crash between t
 
 from __future__ import annotations
 
+import builtins
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -14,15 +16,13 @@ from datetime import datetime
 import structlog
 from sqlalchemy.exc import IntegrityError
 
-from daemon.adapters.kafka_admin import KafkaAdmin, partitions_for_rate
-from daemon.adapters.table_stats import count_window_rows
 from daemon.config.settings import Settings
+from daemon.core.authz import may_cancel_run, may_use_source
 from daemon.core.errors import (
     BadRequest,
     Conflict,
     EmptyWindow,
     Forbidden,
-    InvalidTransition,
 )
 from daemon.core.grammar import PlanCommand, ReplayCommand
 from daemon.core.ids import new_run_id
@@ -30,6 +30,7 @@ from daemon.core.states import RunState
 from daemon.core.windows import DayWindow, TimeWindow, bounds, days, label, resolve
 from daemon.usecases.audit import Audit
 from daemon.usecases.catalog import Catalog, Source
+from daemon.usecases.ports import TableStats, TopicAdmin
 from store import Store
 from store.models import Run
 
@@ -37,6 +38,9 @@ log = structlog.get_logger(__name__)
 
 TYPICAL_RECORD_BYTES = 512
 LAUNCH_FAILURE = "could not launch the job"
+# Sizing a topic with no live twin: one partition per this many bytes/s of target throughput.
+BYTES_PER_PARTITION_PER_S = 5 * 1024 * 1024
+MAX_AUTO_PARTITIONS = 64
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,13 @@ def auto_topic_name(source: str, run_id: str) -> str:
     return f"replay.{source}.{run_id}"
 
 
+def partitions_for_rate(tps: int, record_bytes: int) -> int:
+    """Partitions for a new topic with no live topic to copy: enough for the byte rate, at least 1."""
+    if tps <= 0:
+        return 1
+    return max(1, min(MAX_AUTO_PARTITIONS, math.ceil(tps * max(record_bytes, 1) / BYTES_PER_PARTITION_PER_S)))
+
+
 class ReplayService:
     def __init__(
         self,
@@ -77,25 +88,24 @@ class ReplayService:
         settings: Settings,
         catalog: Catalog,
         store: Store,
-        kafka: KafkaAdmin,
+        topics: TopicAdmin,
+        table_stats: TableStats,
         clock: Callable[[], datetime],
         wake_watcher: Callable[[], None] = lambda: None,
     ) -> None:
         self._settings = settings
         self._catalog = catalog
         self._store = store
-        self._kafka = kafka
+        self._topics = topics
+        self._table_stats = table_stats
         self._clock = clock
         self._wake_watcher = wake_watcher
         self._audit = Audit(store)
 
     # -- authorization and audit -------------------------------------------------------------
 
-    def is_admin(self, actor: str) -> bool:
-        return actor in self._settings.admins
-
     def _authorize_source(self, actor: str, source: Source) -> None:
-        if not (source.is_owner(actor) or self.is_admin(actor)):
+        if not may_use_source(actor, source_owners=source.owners, admins=self._settings.admins):
             owners = ", ".join(f"<@{owner}>" for owner in source.owners)
             raise Forbidden(
                 f"only the owners of '{source.name}' ({owners}) or a platform admin may replay it"
@@ -124,7 +134,7 @@ class ReplayService:
         if command.topic == "live":
             if source.live_topic is None:
                 raise BadRequest(f"source '{source.name}' has no live topic; use topic=auto")
-            live = self._kafka.describe(source.live_topic)
+            live = self._topics.describe(source.live_topic)
             if live is None:
                 raise BadRequest(f"the live topic '{source.live_topic}' does not exist on the cluster")
             topic, partitions = source.live_topic, live.partitions
@@ -150,11 +160,11 @@ class ReplayService:
     def _count_rows(self, source: Source, window: DayWindow | TimeWindow) -> int:
         assert source.table.path is not None, "catalog tables are resolved by the EMR launcher"
         if isinstance(window, DayWindow):
-            return count_window_rows(
+            return self._table_stats.count_window_rows(
                 source.table.path, partition_column=source.partition_column, days=days(window)
             )
         start, end = bounds(window)
-        return count_window_rows(
+        return self._table_stats.count_window_rows(
             source.table.path,
             partition_column=source.partition_column,
             days=days(window),
@@ -164,7 +174,7 @@ class ReplayService:
         )
 
     def _auto_partitions(self, source: Source, tps: int) -> int:
-        live = self._kafka.describe(source.live_topic) if source.live_topic else None
+        live = self._topics.describe(source.live_topic) if source.live_topic else None
         return live.partitions if live is not None else partitions_for_rate(tps, TYPICAL_RECORD_BYTES)
 
     def plan(self, actor: str, command: PlanCommand) -> Plan:
@@ -213,7 +223,7 @@ class ReplayService:
         topic, created = plan.topic, False
         if plan.topic_mode == "auto":
             topic = auto_topic_name(source.name, run_id)
-            self._kafka.create(
+            self._topics.create(
                 topic,
                 partitions=plan.partitions,
                 config={
@@ -247,7 +257,7 @@ class ReplayService:
             )
         except Exception as exc:
             if created:  # never leave a topic behind for a run that does not exist
-                self._kafka.delete(topic)
+                self._topics.delete(topic)
             if isinstance(exc, IntegrityError) and idempotency_key is not None:
                 existing = self._store.runs.find_by_idempotency_key(actor, idempotency_key)
                 if existing is not None:  # a concurrent retry of the same request won the race
@@ -261,13 +271,10 @@ class ReplayService:
 
     def list(
         self, *, state: str | None, requester: str | None, limit: int, cursor: str | None
-    ) -> tuple[list[Run], str | None]:
-        try:
-            return self._store.runs.list(state=state, requester=requester, limit=limit, cursor=cursor)
-        except ValueError as exc:
-            raise BadRequest(f"bad list request: {exc}") from exc
+    ) -> tuple[builtins.list[Run], str | None]:
+        return self._store.runs.list(state=state, requester=requester, limit=limit, cursor=cursor)
 
-    def sources(self) -> list[Source]:
+    def sources(self) -> builtins.list[Source]:
         return [self._catalog.sources[name] for name in self._catalog.names()]
 
     def counts_by_state(self) -> dict[str, int]:
@@ -280,17 +287,16 @@ class ReplayService:
         def work() -> Run:
             run = self.get(run_id)
             source = self._catalog.sources.get(run.source)
-            allowed = actor == run.requester or self.is_admin(actor) or (source and source.is_owner(actor))
-            if not allowed:
+            owners = source.owners if source is not None else ()
+            if not may_cancel_run(
+                actor, requester=run.requester, source_owners=owners, admins=self._settings.admins
+            ):
                 raise Forbidden("only the requester, the source's owners or an admin may cancel this run")
             if RunState(run.state).terminal:
                 raise Conflict(f"run {run_id} already ended ({run.state})")
             if run.state == RunState.CANCELLING:
                 return run
-            try:
-                return self._store.runs.transition(run_id, RunState.CANCELLING)
-            except InvalidTransition as exc:
-                raise Conflict(f"run {run_id} can no longer be cancelled ({exc})") from exc
+            return self._store.runs.transition(run_id, RunState.CANCELLING)
 
         run = self._audit.refusing(actor, "cancel", run_id, work)
         self._audit.accepted(actor, "cancel", run_id)

@@ -23,7 +23,7 @@ RUN_STATES = ("queued", "submitted", "running", "cancelling", "succeeded", "fail
 PIPELINE_STATES = ("active", "paused", "archived")
 
 
-def _json() -> sa.types.TypeEngine[object]:
+def _json() -> sa.JSON:
     return sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 

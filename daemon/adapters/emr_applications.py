@@ -1,0 +1,204 @@
+"""`EmrApplications`: statically sized EMR Serverless applications, found by name, created, torn down.
+
+Static capacity: initial == maximum capacity (one driver + W executors) and dynamic allocation off,
+so a job's slot count, and with it the TPS throttle, is exactly what was asked for. A one-time run
+gets its own application (named after the run); a pipeline keeps one for its whole life.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from daemon.adapters.aws_errors import aws_errors
+from daemon.adapters.emr_states import (
+    SUBMITTABLE,
+    EmrApplicationState,
+    Teardown,
+    application_state,
+    teardown_step,
+)
+from daemon.config.emr_settings import EmrSettings
+from daemon.core.errors import ConfigError, NotFound, Unavailable
+
+log = structlog.get_logger(__name__)
+
+LIVE_APPLICATION_STATES = [s.value for s in EmrApplicationState if s is not EmrApplicationState.TERMINATED]
+MANAGED_TAG = "replay:managed"
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._/#-]")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def client_token(kind: str, key: str) -> str:
+    """A stable idempotency token: the same run always sends the same token."""
+    return hashlib.sha256(f"{kind}:{key}".encode()).hexdigest()[:64]
+
+
+def safe_name(text: str) -> str:
+    """An EMR Serverless application / job run name (64 chars of `[A-Za-z0-9._/#-]`)."""
+    return _NAME_UNSAFE.sub("-", text)[:64]
+
+
+def application_capacity(settings: EmrSettings, executors: int) -> tuple[dict[str, Any], dict[str, str]]:
+    """`initialCapacity` == `maximumCapacity`: one driver and `executors` executors, no autoscaling."""
+
+    def worker(count: int, cores: int, memory_gb: int) -> dict[str, Any]:
+        return {
+            "workerCount": count,
+            "workerConfiguration": {"cpu": f"{cores} vCPU", "memory": f"{memory_gb} GB"},
+        }
+
+    initial = {
+        "DRIVER": worker(1, settings.driver_cores, settings.driver_memory_gb),
+        "EXECUTOR": worker(executors, settings.executor_cores, settings.executor_memory_gb),
+    }
+    cpu = settings.driver_cores + executors * settings.executor_cores
+    memory = settings.driver_memory_gb + executors * settings.executor_memory_gb
+    return initial, {"cpu": f"{cpu} vCPU", "memory": f"{memory} GB"}
+
+
+def capacity_sizes(initial: Any, maximum: Any) -> tuple[float, ...]:
+    """The numbers in a capacity, so AWS's spelling of it ("4vCPU", an added default disk) does not matter."""
+
+    def number(text: object) -> float:
+        found = _NUMBER.search(str(text or ""))
+        value = float(found.group()) if found else 0.0
+        return value / 1024 if "MB" in str(text).upper() else value
+
+    workers = initial or {}
+    sizes = []
+    for role in ("DRIVER", "EXECUTOR"):
+        worker = workers.get(role, {})
+        config = worker.get("workerConfiguration", {})
+        sizes += [number(worker.get("workerCount")), number(config.get("cpu")), number(config.get("memory"))]
+    return (*sizes, number((maximum or {}).get("cpu")), number((maximum or {}).get("memory")))
+
+
+class EmrApplications:
+    """Find, create, resize, check and delete applications; every AWS call goes through `aws_errors`."""
+
+    def __init__(
+        self,
+        *,
+        emr_client: Any,
+        settings: EmrSettings,
+        poll_interval_s: float,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._emr = emr_client
+        self._settings = settings
+        self._poll_interval_s = poll_interval_s
+        self._sleep = sleep
+        self._monotonic = monotonic
+
+    def ensure(self, name: str, workers: int | None = None, *, token_key: str | None = None) -> str:
+        """The id of the live application called `name`, sized for `workers` executors, created if needed.
+
+        `token_key` makes creation idempotent on AWS's side too (a run id); pipelines, whose
+        application may be deleted and created again under the same name, rely on the name alone.
+        """
+        executors = workers or self._settings.executors_default
+        name = safe_name(name)
+        app_id = self._find(name)
+        if app_id is None:
+            return self._create(name, executors, token_key)
+        app = self.describe(app_id)
+        state = application_state(app.get("state"))
+        if state not in SUBMITTABLE:
+            raise Unavailable(f"EMR Serverless application {name} ({app_id}) is {state}; try again shortly")
+        initial, maximum = application_capacity(self._settings, executors)
+        if capacity_sizes(app.get("initialCapacity"), app.get("maximumCapacity")) == capacity_sizes(
+            initial, maximum
+        ):
+            return app_id
+        if state not in (EmrApplicationState.CREATED, EmrApplicationState.STOPPED):
+            raise Unavailable(
+                f"EMR Serverless application {name} is {state} with another size; resize it once stopped"
+            )
+        with aws_errors("resize EMR Serverless application"):
+            self._emr.update_application(
+                applicationId=app_id, initialCapacity=initial, maximumCapacity=maximum
+            )
+        log.info("emr application resized", application_id=app_id, executors=executors)
+        return app_id
+
+    def check_capacity(self, app_id: str, workers: int) -> None:
+        """A run on an existing (pipeline) application may not ask for more executors than it has."""
+        app = self.describe(app_id)
+        executors = int(app.get("initialCapacity", {}).get("EXECUTOR", {}).get("workerCount", 0))
+        if workers > executors:
+            raise ConfigError(
+                f"EMR Serverless application {app_id} has {executors} executors; the run asks for {workers}"
+            )
+
+    def delete(self, app_id: str, *, timeout_s: float = 0.0) -> bool:
+        """Stop, then delete; True once the application is gone or its deletion was accepted.
+
+        An application must be stopped before it can be deleted, which takes a while: with the
+        default `timeout_s=0` this takes one step and returns False when it must be called again;
+        with a timeout it polls every `poll_interval_s` until done or out of time.
+        """
+        deadline = self._monotonic() + timeout_s
+        while not self._teardown(app_id):
+            if self._monotonic() + self._poll_interval_s > deadline:
+                return False
+            self._sleep(self._poll_interval_s)
+        return True
+
+    def describe(self, app_id: str) -> dict[str, Any]:
+        with aws_errors("get EMR Serverless application"):
+            return dict(self._emr.get_application(applicationId=app_id)["application"])
+
+    def _teardown(self, app_id: str) -> bool:
+        """One step towards deletion, chosen by the application's state; True once it is gone."""
+        try:
+            step = teardown_step(self.describe(app_id).get("state"))
+            if step is Teardown.STOP:
+                with aws_errors("stop EMR Serverless application"):
+                    self._emr.stop_application(applicationId=app_id)
+            elif step is Teardown.DELETE:
+                with aws_errors("delete EMR Serverless application"):
+                    self._emr.delete_application(applicationId=app_id)
+                log.info("emr application deleted", application_id=app_id)
+        except NotFound:
+            return True
+        return step in (Teardown.DELETE, Teardown.GONE)
+
+    def _create(self, name: str, executors: int, token_key: str | None) -> str:
+        settings = self._settings
+        initial, maximum = application_capacity(settings, executors)
+        request: dict[str, Any] = {
+            "name": name,
+            "releaseLabel": settings.release_label,
+            "type": "SPARK",
+            "architecture": settings.architecture,
+            "clientToken": client_token("application", token_key) if token_key else secrets.token_hex(16),
+            "initialCapacity": initial,
+            "maximumCapacity": maximum,
+            "autoStartConfiguration": {"enabled": True},
+            "autoStopConfiguration": {"enabled": True, "idleTimeoutMinutes": settings.idle_stop_minutes},
+            "tags": {MANAGED_TAG: "true"},
+        }
+        if settings.subnet_ids:
+            request["networkConfiguration"] = {
+                "subnetIds": list(settings.subnet_ids),
+                "securityGroupIds": list(settings.security_group_ids),
+            }
+        with aws_errors("create EMR Serverless application"):
+            app_id = str(self._emr.create_application(**request)["applicationId"])
+        log.info("emr application created", application_id=app_id, name=name, executors=executors)
+        return app_id
+
+    def _find(self, name: str) -> str | None:
+        with aws_errors("list EMR Serverless applications"):
+            pages = self._emr.get_paginator("list_applications").paginate(states=LIVE_APPLICATION_STATES)
+            named = [app for page in pages for app in page.get("applications", []) if app.get("name") == name]
+        named.sort(key=lambda app: (str(app.get("createdAt", "")), app["id"]))  # a lost race: use the first
+        return str(named[0]["id"]) if named else None
