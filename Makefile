@@ -20,9 +20,15 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[dev]'
 	@rm -f $(VENV)/.installed-* && touch $(STAMP)
 
+# Every tool runs even when an earlier one fails, so one pass shows every problem; any failure fails lint.
+# import-linter enforces the layers ([tool.importlinter]), mypy the types ([tool.mypy]), both in pyproject.toml.
+LINTERS := "ruff check ." "ruff format --check ." "lint-imports" "mypy"
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
+	@failed=(); for tool in $(LINTERS); do \
+		echo "+ $$tool"; $(VENV)/bin/$$tool || failed+=("$$tool"); \
+	done; \
+	if (( $${#failed[@]} )); then printf 'lint failed: %s\n' "$${failed[@]}" >&2; exit 1; fi
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

@@ -184,7 +184,8 @@ class _Api:
         handler = getattr(self, "m_" + method.replace(".", "_"), None)
         if handler is None:
             return {"ok": False, "error": "unknown_method"}
-        return handler(params)
+        answer: dict[str, Any] = handler(params)
+        return answer
 
     def m_auth_test(self, _: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -324,7 +325,7 @@ def _handler_for(state: _State) -> type[BaseHTTPRequestHandler]:
                     error = "not_authed"
             if status == 200 and error is None:
                 answer = {"ok": True} if method == RESPONSE_URL_METHOD else api.answer(method, params)
-                error = None if answer.get("ok") else answer.get("error")
+                error = None if answer.get("ok") else str(answer.get("error"))
             else:
                 answer = {"ok": False, "error": error or "ratelimited"}
             with state.lock:
