@@ -16,6 +16,7 @@ from sqlalchemy import update
 
 from daemon.adapters.slack_notifier import SlackNotifier
 from daemon.contract.client import DaemonClient
+from daemon.contract.models import IdlePrompt
 from daemon.slack.blocks import when
 from daemon.slack.idle_messages import IDLE_DELETE_ACTION, IDLE_KEEP_ACTION
 from daemon.slack.pipeline_messages import (
@@ -23,7 +24,6 @@ from daemon.slack.pipeline_messages import (
     UNSCHEDULE_CONFIRM_ACTION,
     UNSCHEDULE_KEEP_ACTION,
 )
-from daemon.slack.views import IdlePrompt
 from daemon.slack.web_client import make_web_client
 from daemon.usecases.wire import pipeline_out
 from scripts.devtools.slack_standin import SlackStandin

@@ -12,9 +12,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from daemon.adapters.slack_notifier import SlackDeliveryError, SlackNotifier
-from daemon.contract.models import PipelineOut, RunOut
+from daemon.contract.models import IdlePrompt, PipelineOut, RunOut
 from daemon.slack.idle_messages import IDLE_DELETE_ACTION, IDLE_KEEP_ACTION
-from daemon.slack.views import IdlePrompt
 from daemon.slack.web_client import make_web_client
 from scripts.devtools.slack_standin import SlackStandin
 from tests.fixtures.slack import BOT_TOKEN, CHANNEL, wire_pipeline, wire_run

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import structlog
 
-from daemon.contract.models import PipelineOut, RunOut
-from daemon.slack.views import IdlePrompt
+from daemon.contract.models import IdlePrompt, PipelineOut, RunOut
 from daemon.usecases.ports import Notifier
 
 log = structlog.get_logger(__name__)

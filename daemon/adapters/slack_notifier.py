@@ -26,13 +26,13 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web import SlackResponse
 
 from daemon.config.settings import Settings
-from daemon.contract.models import PipelineOut, RunOut
+from daemon.contract.models import IdlePrompt, PipelineOut, RunOut
 from daemon.core.errors import ReplayError
 from daemon.slack import idle_messages
 from daemon.slack.blocks import Message
 from daemon.slack.pipeline_messages import pipeline_run_line, pipeline_summary
 from daemon.slack.run_messages import final_reply, progress_reply, run_parent
-from daemon.slack.views import IdlePrompt, PipelineView, RunView
+from daemon.slack.views import PipelineView, RunView
 from daemon.slack.web_client import make_web_client, with_retries
 from daemon.usecases.ports import Notifier
 

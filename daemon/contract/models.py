@@ -10,6 +10,7 @@ parsed commands both front ends use (`ReplayBody.of(command)`), and read back in
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, TypeVar
 
@@ -253,3 +254,13 @@ class SourcesOut(BaseModel):
 
 class HealthOut(BaseModel):
     status: str
+
+
+@dataclass(frozen=True)
+class IdlePrompt:
+    """The question put to each owner of an idle pipeline: keep it, or let it be de-provisioned."""
+
+    pipeline: PipelineOut
+    idle_since: datetime
+    deadline: datetime
+    keep_days: int

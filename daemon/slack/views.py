@@ -102,13 +102,3 @@ class PipelineView:
             last_published_at=pipeline.last_published_at,
             created_at=pipeline.created_at,
         )
-
-
-@dataclass(frozen=True)
-class IdlePrompt:
-    """The question put to each owner of an idle pipeline: keep it, or let it be de-provisioned."""
-
-    pipeline: PipelineOut
-    idle_since: datetime
-    deadline: datetime
-    keep_days: int

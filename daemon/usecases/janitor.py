@@ -21,10 +21,10 @@ from typing import Literal
 
 import structlog
 
+from daemon.contract.models import IdlePrompt
 from daemon.core.authz import may_manage_pipeline
 from daemon.core.errors import Conflict, Forbidden
 from daemon.core.states import PipelineState
-from daemon.slack.views import IdlePrompt
 from daemon.usecases.catalog import Catalog
 from daemon.usecases.ports import ApplicationDeleter, Notifier, TopicAdmin
 from daemon.usecases.wire import pipeline_out

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from daemon.contract.models import PipelineOut, RunOut
+from daemon.contract.models import IdlePrompt, PipelineOut, RunOut
 from daemon.core.watermarks import Value
-from daemon.slack.views import IdlePrompt
 
 Handle = dict[str, Any]
 
