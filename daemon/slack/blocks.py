@@ -163,6 +163,16 @@ def message(text: str, *blocks: dict[str, Any]) -> Message:
 # --- replies that are about no run or pipeline in particular ---------------------------------------------
 
 
+def listing(kind: str, title: str, shown: Sequence[str], total: int) -> Message:
+    """A titled list of the `shown` lines, saying how many of `total` were left out; "No <kind>" if none."""
+    if total == 0:
+        return notice(f"No {kind.lower()} ({escape(title)}).")
+    more = total - len(shown)
+    body = "\n".join(shown) + (f"\n…and {more} more" if more > 0 else "")
+    text = f"*{kind} ({escape(title)})*\n{body}"
+    return message(text, section(text))
+
+
 def notice(text: str) -> Message:
     """A one-line ephemeral note (echo of the command, 'not available yet', ...)."""
     return message(text, section(text))

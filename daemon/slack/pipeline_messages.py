@@ -20,6 +20,7 @@ from daemon.slack.blocks import (
     fields,
     header,
     human_duration,
+    listing,
     message,
     notice,
     owners_line,
@@ -130,13 +131,8 @@ def pipeline_line(pipeline: PipelineOut) -> str:
 
 def pipeline_list(pipelines: Sequence[PipelineOut], title: str) -> Message:
     """`/replay pipelines [mine|idle]`."""
-    if not pipelines:
-        return notice(f"No pipelines ({escape(title)}).")
     shown = [pipeline_line(p) for p in pipelines[:MAX_LISTED_PIPELINES]]
-    more = len(pipelines) - len(shown)
-    body = "\n".join(shown) + (f"\n…and {more} more" if more > 0 else "")
-    text = f"*Pipelines ({escape(title)})*\n{body}"
-    return message(text, section(text))
+    return listing("Pipelines", title, shown, len(pipelines))
 
 
 def pipeline_detail(detail: PipelineDetailOut) -> Message:

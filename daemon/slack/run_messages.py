@@ -22,6 +22,7 @@ from daemon.slack.blocks import (
     fields,
     header,
     human_duration,
+    listing,
     mention,
     message,
     notice,
@@ -189,13 +190,8 @@ def run_line(run: RunOut) -> str:
 
 
 def run_list(runs: Sequence[RunOut], title: str) -> Message:
-    if not runs:
-        return notice(f"No runs ({escape(title)}).")
     shown = [run_line(run) for run in runs[:MAX_LISTED_RUNS]]
-    more = len(runs) - len(shown)
-    body = "\n".join(shown) + (f"\n…and {more} more" if more > 0 else "")
-    text = f"*Runs ({escape(title)})*\n{body}"
-    return message(text, section(text))
+    return listing("Runs", title, shown, len(runs))
 
 
 def cancelling(run: RunOut) -> Message:
