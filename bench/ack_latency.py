@@ -156,9 +156,10 @@ async def burst(url: str, requests: list[tuple[bytes, dict[str, str]]]) -> list[
 def run(args: argparse.Namespace) -> dict[str, Any]:
     with SlackStandin() as standin:
         url, secret = args.url, args.signing_secret
-        local = None
+        local: tuple[subprocess.Popen[bytes], ServerThread] | None = None
         if url is None:
-            url, *local = start_local_bot(standin, args.daemon_delay_ms / 1000)
+            url, bot, daemon = start_local_bot(standin, args.daemon_delay_ms / 1000)
+            local = (bot, daemon)
             secret = SECRET
             asyncio.run(burst(url, [signed("help", secret=secret, response_url=standin.response_url("w"))]))
         try:

@@ -92,7 +92,8 @@ def run_job(spec: dict[str, Any], directory: Path, master: str) -> dict[str, Any
     ]
     if done.returncode != 0 or not final or not final[-1].startswith("REPLAY_RESULT "):
         raise SystemExit(f"job failed: {final[-1] if final else done.stdout[-3000:] + done.stderr[-3000:]}")
-    return json.loads(final[-1].partition(" ")[2])
+    result: dict[str, Any] = json.loads(final[-1].partition(" ")[2])
+    return result
 
 
 def spec_for(

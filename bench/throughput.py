@@ -54,7 +54,11 @@ def raw_rate(bootstrap: str, target: str, records: list[tuple[bytes, bytes]], ex
     producer = Producer(
         {**producer_config({"bootstrap.servers": bootstrap, **extra}), "on_delivery": on_delivery}
     )
-    headers = [("replay-run-id", b"bench"), ("replay-source", b"orders"), ("replay-window", b"dt all")]
+    headers: list[tuple[str, str | bytes | None]] = [
+        ("replay-run-id", b"bench"),
+        ("replay-source", b"orders"),
+        ("replay-window", b"dt all"),
+    ]
     started = time.perf_counter()
     for count, (key, value) in enumerate(records):
         while True:

@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 import uuid
+from typing import Any
 
 import pyarrow.dataset as ds
 from confluent_kafka import Consumer, TopicPartition
@@ -18,7 +19,7 @@ from daemon.config.settings import load_settings
 from daemon.contract.client import DaemonClient
 
 
-def topic_records(bootstrap: str, topic: str) -> list[dict]:
+def topic_records(bootstrap: str, topic: str) -> list[dict[str, Any]]:
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -31,12 +32,15 @@ def topic_records(bootstrap: str, topic: str) -> list[dict]:
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions}
         consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in ends.items()])
         remaining = sum(high - low for low, high in ends.values())
-        records: list[dict] = []
+        records: list[dict[str, Any]] = []
         while remaining > 0:
             for message in consumer.consume(num_messages=5000, timeout=5):
-                if message.error():
-                    raise RuntimeError(message.error().str())
-                records.append(json.loads(message.value()))
+                error, value = message.error(), message.value()
+                if error is not None:
+                    raise RuntimeError(error.str())
+                if value is None:
+                    raise RuntimeError(f"a record without a value at {topic}[{message.partition()}]")
+                records.append(json.loads(value))
                 remaining -= 1
         return records
     finally:

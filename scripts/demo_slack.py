@@ -22,7 +22,7 @@ from daemon.contract.models import RunOut
 
 def signed_slash_command(
     text: str, *, user: str, channel: str, response_url: str, secret: str
-) -> tuple[str, dict]:
+) -> tuple[str, dict[str, str]]:
     body = urlencode(
         {
             "token": "demo",

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Run a real single-node Apache Kafka 4.x broker on loopback for tests, demos and benchmarks.
 
+One file on purpose (over 400 lines): it runs by path and is imported without the project installed.
+
     scripts/local-kafka start  [--state-dir DIR] [--fresh] [--timeout S]
     scripts/local-kafka stop   [--state-dir DIR]
     scripts/local-kafka status [--state-dir DIR]

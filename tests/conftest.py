@@ -14,7 +14,9 @@ pytest_plugins = [
     "tests.fixtures.spark",
     "tests.fixtures.daemon",
     "tests.fixtures.aws",
+    "tests.fixtures.emr_launcher",
     "tests.fixtures.slack",
+    "tests.fixtures.daemon_standin",
 ]
 
 # Variables the test run itself is allowed to carry: where the session's services already run.

@@ -7,11 +7,13 @@ exact assertion; the same flows against the real daemon are in `test_bot_e2e.py`
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from scripts.devtools.slack_standin import SlackStandin
-from tests.fixtures.slack import CHANNEL, OTHER_USER, STANDIN_TOKEN, USER, BotUnderTest, DaemonStandin
+from tests.fixtures.daemon_standin import DaemonStandin
+from tests.fixtures.slack import CHANNEL, OTHER_USER, STANDIN_TOKEN, USER, BotUnderTest
 
 GOOD = "orders 2024-01-01..2024-01-02 tps=100"
 
@@ -21,8 +23,10 @@ def bot(start_bot: Callable[..., BotUnderTest], daemon_standin: DaemonStandin) -
     return start_bot(daemon_standin.url, STANDIN_TOKEN, daemon_timeout_s=2.0)
 
 
-def _text(message: dict) -> str:
-    return message.get("text", "")
+def _text(message: dict[str, Any]) -> str:
+    text = message.get("text", "")
+    assert isinstance(text, str), message
+    return text
 
 
 @pytest.mark.parametrize(

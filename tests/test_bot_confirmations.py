@@ -14,7 +14,8 @@ import pytest
 
 from bot.confirmation import CONFIRM_TTL_S, LiveRequest
 from daemon.slack.run_messages import CANCEL_ACTION, CONFIRM_ACTION
-from tests.fixtures.slack import OTHER_USER, STANDIN_TOKEN, USER, BotUnderTest, DaemonStandin
+from tests.fixtures.daemon_standin import DaemonStandin
+from tests.fixtures.slack import OTHER_USER, STANDIN_TOKEN, USER, BotUnderTest
 
 LIVE = "orders 2024-01-01..2024-01-02 tps=100 topic=live"
 

@@ -71,7 +71,9 @@ def test_a_slash_command_becomes_a_thread_with_progress_and_the_broker_confirmed
     assert "succeeded" in repr(parent.blocks) and parent.edits == 1
     assert len(progress) >= 1
     assert all("confirmed (" in reply.text for reply in progress)
-    confirmed = int(re.search(r"The broker confirmed \*([\d,]+)\* events", final.text)[1].replace(",", ""))
+    report = re.search(r"The broker confirmed \*([\d,]+)\* events", final.text)
+    assert report is not None, final.text
+    confirmed = int(report[1].replace(",", ""))
     assert confirmed == topic_record_count(kafka_bootstrap, run.topic) == run.confirmed == 600
 
 

@@ -82,7 +82,9 @@ def test_schedule_answers_with_the_summary_and_next_run_and_the_channel_gets_the
 
     assert "asking the Replay Service" in result.ack["text"]
     [reply] = bot.replies(result.key, timeout_s=60)
-    pipeline_id = re.search(r"Scheduled as `(p-[0-9a-f]{12})`", reply["text"])[1]
+    scheduled = re.search(r"Scheduled as `(p-[0-9a-f]{12})`", reply["text"])
+    assert scheduled is not None, reply["text"]
+    pipeline_id = scheduled[1]
     pipeline = daemon_client.get_pipeline(OWNER, pipeline_id)
     next_run = when(pipeline.next_run_at)
     assert reply["response_type"] == "ephemeral"

@@ -12,6 +12,7 @@ from bot.app import create_app
 from daemon.config.settings import load_settings
 from daemon.contract.client import DaemonClient
 from daemon.core.errors import ConfigError
+from tests.fixtures.daemon_standin import DaemonStandin
 from tests.fixtures.slack import (
     BOT_TOKEN,
     CHANNEL,
@@ -19,7 +20,6 @@ from tests.fixtures.slack import (
     STANDIN_TOKEN,
     USER,
     BotUnderTest,
-    DaemonStandin,
     action_body,
     signature_headers,
     slash_body,

@@ -10,7 +10,7 @@ import pytest
 
 from daemon.cli.main import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, main
 from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess
-from tests.fixtures.kafka import consume_all
+from tests.fixtures.kafka import consume_all, value_of
 from tests.test_daemon_api import window_event_ids
 
 pytestmark = [pytest.mark.kafka]
@@ -42,7 +42,7 @@ def test_followed_replay_exits_zero_and_the_topic_holds_the_window(
     assert final["state"] == "succeeded"
     assert final["confirmed"] == len(expected)
     landed = consume_all(kafka_bootstrap, final["topic"], expected=len(expected))
-    assert {json.loads(m.value())["event_id"] for m in landed} == expected
+    assert {json.loads(value_of(m))["event_id"] for m in landed} == expected
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from daemon.contract.models import ReplayBody, RunOut
 from daemon.core.errors import BadRequest, Forbidden
 from store import Store
 from tests.fixtures.daemon import ADMIN, OWNER, STRANGER, DaemonProcess
-from tests.fixtures.kafka import consume_all
+from tests.fixtures.kafka import consume_all, headers_of, value_of
 
 pytestmark = [pytest.mark.kafka]
 
@@ -183,5 +183,5 @@ def test_replay_end_to_end_lands_exactly_the_window(
     assert run.confirmed == len(expected)
     assert (run.rows_planned, run.rows_selected) == (len(expected), len(expected))
     landed = consume_all(kafka_bootstrap, run.topic, expected=len(expected))
-    assert {json.loads(m.value())["event_id"] for m in landed} == expected
-    assert {dict(m.headers())["replay-run-id"] for m in landed} == {run.id.encode()}
+    assert {json.loads(value_of(m))["event_id"] for m in landed} == expected
+    assert {headers_of(m)["replay-run-id"] for m in landed} == {run.id.encode()}

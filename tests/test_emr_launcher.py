@@ -1,107 +1,28 @@
-"""`EmrServerlessLauncher` against a moto server over real HTTP.
+"""`EmrServerlessLauncher` over real HTTP to moto: the application it sizes and the job run it submits.
 
-moto's EMR Serverless keeps the requests it was given (so application size and job run parameters
-are checked as AWS received them) but runs nothing: a job run is SUCCESS at once, cancelling makes
-it CANCELLED, client tokens are not honoured and applications start out STARTED. Tests that need
-another job run state set it server-side with ``set_job_run_state`` and say so.
+How moto stands in for EMR Serverless is in `tests.fixtures.emr_launcher`; watching, outcomes,
+cancelling, releasing and AWS errors are in `test_emr_launcher_runs.py`.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
-from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
 
-from daemon.adapters.aws_errors import aws_errors
 from daemon.adapters.emr_launcher import EmrServerlessLauncher
-from daemon.adapters.emr_states import UnknownEmrState
 from daemon.config.emr_settings import EmrSettings, spark_heap
-from daemon.core.errors import BadRequest, ConfigError, Conflict, NotFound, ReplayError, Unavailable
-from daemon.usecases.ports import Handle, JobOutcome, JobState
-from tests.fixtures.aws import EXECUTION_ROLE_ARN, AwsClients, aws_client, set_job_run_state
-
-BUCKET = "replay-test"
-ARTIFACTS = {
-    "entry_point": f"s3://{BUCKET}/replay/artifacts/0123456789abcdef/main.py",
-    "py_files": f"s3://{BUCKET}/replay/artifacts/0123456789abcdef/spark_job.zip",
-    "venv": f"s3://{BUCKET}/replay/artifacts/fedcba9876543210/venv.tar.gz",
-}
-SPEC = {"run_id": "r-1", "topic": "replay.orders.r-1", "result_uri": "/var/lib/replay/runs/r-1/result.json"}
-
-
-class FakeClock:
-    """Time that passes only when the launcher sleeps, so polling is checked without waiting."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.calls: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.calls.append(seconds)
-        self.now += seconds
-
-    def monotonic(self) -> float:
-        return self.now
-
-
-# moto only accepts `emr-X.Y.0` labels; production defaults to emr-spark-8.0.0 (Spark 4.0, Python 3.11).
-MOTO_RELEASE_LABEL = "emr-7.5.0"
-
-
-def _settings(aws: AwsClients, **overrides: Any) -> EmrSettings:
-    values = {
-        "region": aws.region,
-        "endpoint_url": aws.endpoint_url,
-        "execution_role_arn": EXECUTION_ROLE_ARN,
-        "bucket": BUCKET,
-        "idle_stop_minutes": 5,
-        "release_label": MOTO_RELEASE_LABEL,
-    }
-    return EmrSettings.model_validate({**values, **overrides})
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def launcher(aws: AwsClients, clock: FakeClock) -> EmrServerlessLauncher:
-    aws.s3.create_bucket(Bucket=BUCKET)
-    return EmrServerlessLauncher(
-        emr_client=aws.emr_serverless,
-        s3_client=aws.s3,
-        settings=_settings(aws),
-        artifacts=ARTIFACTS,
-        poll_interval_s=7.0,
-        sleep=clock.sleep,
-        monotonic=clock.monotonic,
-    )
-
-
-def _submit(launcher: EmrServerlessLauncher, run_id: str = "r-1", workers: int = 3, **kwargs: Any) -> Handle:
-    return launcher.submit(run_id, json.dumps({**SPEC, "run_id": run_id}), workers=workers, **kwargs)
-
-
-def _put_driver_log(aws: AwsClients, handle: Handle, stream: str, text: str) -> None:
-    """Write a driver log where EMR Serverless publishes it: <logUri>/applications/…/SPARK_DRIVER/."""
-    key = (
-        f"replay/runs/{handle['run_id']}/logs/applications/{handle['application_id']}"
-        f"/jobs/{handle['job_run_id']}/SPARK_DRIVER/{stream}.gz"
-    )
-    assert handle["log_uri"] == f"s3://{BUCKET}/replay/runs/{handle['run_id']}/logs/"
-    aws.s3.put_object(Bucket=BUCKET, Key=key, Body=gzip.compress(text.encode()))
-
-
-def _job_run(aws: AwsClients, handle: Handle) -> dict[str, Any]:
-    response = aws.emr_serverless.get_job_run(
-        applicationId=handle["application_id"], jobRunId=handle["job_run_id"]
-    )
-    return dict(response["jobRun"])
-
+from daemon.core.errors import BadRequest, ConfigError, Unavailable
+from tests.fixtures.aws import EXECUTION_ROLE_ARN, AwsClients
+from tests.fixtures.emr_launcher import (
+    ARTIFACTS,
+    BUCKET,
+    MOTO_RELEASE_LABEL,
+    SPEC,
+    emr_settings,
+    job_run,
+    submit_run,
+)
 
 # -- application size ------------------------------------------------------------------------
 
@@ -109,7 +30,7 @@ def _job_run(aws: AwsClients, handle: Handle) -> dict[str, Any]:
 def test_submit_creates_a_statically_sized_application(
     aws: AwsClients, launcher: EmrServerlessLauncher
 ) -> None:
-    handle = _submit(launcher, workers=3)
+    handle = submit_run(launcher, workers=3)
 
     app = aws.emr_serverless.get_application(applicationId=handle["application_id"])["application"]
     worker = {"cpu": "4 vCPU", "memory": "16 GB"}
@@ -175,7 +96,7 @@ def test_submit_on_a_pipeline_application_keeps_it_on_release(
 ) -> None:
     app_id = launcher.ensure_application("replay-pipeline-p-1", 3)
 
-    handle = _submit(launcher, workers=3, application_id=app_id)
+    handle = submit_run(launcher, workers=3, application_id=app_id)
 
     assert (app_id, False) == (handle["application_id"], handle["owns_application"])
     assert launcher.release(handle) is True
@@ -188,7 +109,7 @@ def test_submit_refuses_more_executors_than_the_pipeline_application_has(
     app_id = launcher.ensure_application("replay-pipeline-p-1", 2)
 
     with pytest.raises(ConfigError, match="has 2 executors; the run asks for 4"):
-        _submit(launcher, workers=4, application_id=app_id)
+        submit_run(launcher, workers=4, application_id=app_id)
 
 
 def test_spark_heap_leaves_room_for_the_overhead() -> None:
@@ -206,9 +127,9 @@ def test_a_worker_size_emr_serverless_does_not_offer_is_refused() -> None:
 def test_job_run_is_submitted_with_static_spark_settings(
     aws: AwsClients, launcher: EmrServerlessLauncher
 ) -> None:
-    handle = _submit(launcher, workers=3)
+    handle = submit_run(launcher, workers=3)
 
-    run = _job_run(aws, handle)
+    run = job_run(aws, handle)
     submit = run["jobDriver"]["sparkSubmit"]
     parameters = submit["sparkSubmitParameters"].split(" ")
     assert run["executionRole"] == EXECUTION_ROLE_ARN
@@ -237,12 +158,12 @@ def test_extra_spark_conf_is_passed_but_cannot_undo_static_sizing(aws: AwsClient
     glue = "spark.hadoop.hive.metastore.client.factory.class"
     extra = {glue: "com.amazonaws.glue.catalog.metastore.AWSGlueDataCatalogHiveClientFactory"}
     extra["spark.dynamicAllocation.enabled"] = "true"
-    settings = _settings(aws, spark_conf=extra)
+    settings = emr_settings(aws, spark_conf=extra)
     launcher = EmrServerlessLauncher(
         emr_client=aws.emr_serverless, s3_client=aws.s3, settings=settings, artifacts=ARTIFACTS
     )
 
-    parameters = _job_run(aws, _submit(launcher))["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
+    parameters = job_run(aws, submit_run(launcher))["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
 
     assert f"{glue}={extra[glue]}" in parameters.split(" ")
     assert "spark.dynamicAllocation.enabled=true" not in parameters
@@ -252,7 +173,7 @@ def test_extra_spark_conf_is_passed_but_cannot_undo_static_sizing(aws: AwsClient
 def test_submit_uploads_the_spec_with_an_s3_result_uri(
     aws: AwsClients, launcher: EmrServerlessLauncher
 ) -> None:
-    handle = _submit(launcher)
+    handle = submit_run(launcher)
 
     stored = aws.s3.get_object(Bucket=BUCKET, Key="replay/runs/r-1/spec.json")
     spec = json.loads(stored["Body"].read())
@@ -268,15 +189,15 @@ def test_with_a_kms_key_the_spec_and_the_logs_are_encrypted_with_it(aws: AwsClie
     launcher = EmrServerlessLauncher(
         emr_client=aws.emr_serverless,
         s3_client=aws.s3,
-        settings=_settings(aws, kms_key_arn=key_arn),
+        settings=emr_settings(aws, kms_key_arn=key_arn),
         artifacts=ARTIFACTS,
     )
 
-    handle = _submit(launcher)
+    handle = submit_run(launcher)
 
     stored = aws.s3.head_object(Bucket=BUCKET, Key="replay/runs/r-1/spec.json")
     assert ("aws:kms", key_arn) == (stored["ServerSideEncryption"], stored["SSEKMSKeyId"])
-    logs = _job_run(aws, handle)["configurationOverrides"]["monitoringConfiguration"][
+    logs = job_run(aws, handle)["configurationOverrides"]["monitoringConfiguration"][
         "s3MonitoringConfiguration"
     ]
     assert key_arn == logs["encryptionKeyArn"]
@@ -286,9 +207,9 @@ def test_a_retried_submit_reattaches_to_the_same_job_run(
     aws: AwsClients, launcher: EmrServerlessLauncher
 ) -> None:
     """moto ignores client tokens, so this checks the look-up by name that backs them up."""
-    first = _submit(launcher)
+    first = submit_run(launcher)
 
-    again = _submit(launcher)
+    again = submit_run(launcher)
 
     assert first == again
     assert len(aws.emr_serverless.list_job_runs(applicationId=first["application_id"])["jobRuns"]) == 1
@@ -296,18 +217,18 @@ def test_a_retried_submit_reattaches_to_the_same_job_run(
 
 
 def test_each_run_gets_its_own_application(aws: AwsClients, launcher: EmrServerlessLauncher) -> None:
-    first, second = _submit(launcher, "r-1"), _submit(launcher, "r-2")
+    first, second = submit_run(launcher, "r-1"), submit_run(launcher, "r-2")
 
     assert first["application_id"] != second["application_id"]
 
 
 def test_submit_with_a_missing_bucket_is_a_config_error(aws: AwsClients) -> None:
     launcher = EmrServerlessLauncher(
-        emr_client=aws.emr_serverless, s3_client=aws.s3, settings=_settings(aws), artifacts=ARTIFACTS
+        emr_client=aws.emr_serverless, s3_client=aws.s3, settings=emr_settings(aws), artifacts=ARTIFACTS
     )
 
     with pytest.raises(ConfigError, match="NoSuchBucket") as caught:
-        _submit(launcher)
+        submit_run(launcher)
     assert caught.value.__cause__ is not None
 
 
@@ -321,246 +242,8 @@ def test_the_launcher_needs_a_job_environment(aws: AwsClients) -> None:
 
     with pytest.raises(ConfigError, match="replayd package --with-venv"):
         EmrServerlessLauncher(
-            emr_client=aws.emr_serverless, s3_client=aws.s3, settings=_settings(aws), artifacts=without_venv
+            emr_client=aws.emr_serverless,
+            s3_client=aws.s3,
+            settings=emr_settings(aws),
+            artifacts=without_venv,
         )
-
-
-# -- watching --------------------------------------------------------------------------------
-
-
-def test_a_finished_job_run_has_exited(launcher: EmrServerlessLauncher) -> None:
-    """moto reports SUCCESS as soon as the run is started."""
-    handle = _submit(launcher)
-
-    assert launcher.state(handle) == JobState.EXITED
-
-
-@pytest.mark.parametrize(
-    ("emr_state", "expected"),
-    [("SUBMITTED", JobState.PENDING), ("QUEUED", JobState.PENDING), ("RUNNING", JobState.RUNNING)],
-)
-def test_state_is_read_over_http(launcher: EmrServerlessLauncher, emr_state: str, expected: JobState) -> None:
-    """The state is set server-side (moto never moves a run through these states by itself)."""
-    handle = _submit(launcher)
-    set_job_run_state(handle["application_id"], handle["job_run_id"], emr_state)
-
-    assert expected == launcher.state(handle)
-
-
-def test_an_unknown_state_from_aws_is_an_error(launcher: EmrServerlessLauncher) -> None:
-    handle = _submit(launcher)
-    set_job_run_state(handle["application_id"], handle["job_run_id"], "HIBERNATING")
-
-    with pytest.raises(UnknownEmrState, match="'HIBERNATING'"):
-        launcher.state(handle)
-
-
-def test_a_job_run_that_no_longer_exists_is_lost(launcher: EmrServerlessLauncher) -> None:
-    handle = _submit(launcher)
-
-    assert launcher.state({**handle, "job_run_id": "0000000000000000"}) == JobState.LOST
-
-
-def test_wait_for_exit_returns_at_once_when_the_run_is_over(
-    launcher: EmrServerlessLauncher, clock: FakeClock
-) -> None:
-    handle = _submit(launcher)
-
-    assert launcher.wait_for_exit(handle, timeout_s=60) == JobState.EXITED
-    assert clock.calls == []
-
-
-def test_wait_for_exit_polls_at_the_interval_until_the_timeout(
-    launcher: EmrServerlessLauncher, clock: FakeClock
-) -> None:
-    handle = _submit(launcher)
-    set_job_run_state(handle["application_id"], handle["job_run_id"], "RUNNING")
-
-    assert launcher.wait_for_exit(handle, timeout_s=20) == JobState.RUNNING
-    assert clock.calls == [7.0, 7.0]  # a third interval would overrun the timeout
-
-
-# -- outcome ---------------------------------------------------------------------------------
-
-
-def test_outcome_is_the_result_line_of_the_driver_stdout(
-    aws: AwsClients, launcher: EmrServerlessLauncher
-) -> None:
-    handle = _submit(launcher)
-    _put_driver_log(
-        aws,
-        handle,
-        "stdout",
-        'starting\nREPLAY_RESULT {"status": "succeeded", "confirmed": 900, "tps": 100}\n',
-    )
-
-    assert JobOutcome(succeeded=True, payload={"status": "succeeded", "confirmed": 900, "tps": 100}) == (
-        launcher.outcome(handle)
-    )
-
-
-def test_outcome_is_the_failure_line_of_the_driver_stdout(
-    aws: AwsClients, launcher: EmrServerlessLauncher
-) -> None:
-    handle = _submit(launcher)
-    _put_driver_log(
-        aws, handle, "stdout", 'REPLAY_FAILED {"status": "failed", "reason": "broker down", "confirmed": 0}\n'
-    )
-
-    outcome = launcher.outcome(handle)
-
-    assert outcome is not None
-    assert (outcome.succeeded, outcome.reason) == (False, "broker down")
-
-
-def test_outcome_prefers_the_result_document(aws: AwsClients, launcher: EmrServerlessLauncher) -> None:
-    handle = _submit(launcher)
-    document = {"status": "succeeded", "run_id": "r-1", "confirmed": 42}
-    aws.s3.put_object(Bucket=BUCKET, Key="replay/runs/r-1/result.json", Body=json.dumps(document).encode())
-
-    assert JobOutcome(succeeded=True, payload=document) == launcher.outcome(handle)
-
-
-def test_no_outcome_while_the_run_is_running_without_a_result_document(
-    aws: AwsClients, launcher: EmrServerlessLauncher
-) -> None:
-    """RUNNING is set server-side; the log line alone is not read until the run is over."""
-    handle = _submit(launcher)
-    set_job_run_state(handle["application_id"], handle["job_run_id"], "RUNNING")
-    _put_driver_log(aws, handle, "stdout", 'REPLAY_RESULT {"status": "succeeded"}\n')
-
-    assert launcher.outcome(handle) is None
-
-
-def test_no_outcome_after_success_without_any_output(launcher: EmrServerlessLauncher) -> None:
-    handle = _submit(launcher)
-
-    assert launcher.outcome(handle) is None
-
-
-def test_a_run_that_failed_without_a_line_fails_with_its_state_details(
-    launcher: EmrServerlessLauncher,
-) -> None:
-    """FAILED is set server-side: moto never fails a run by itself."""
-    handle = _submit(launcher)
-    details = "Job failed, please check complete logs in configured logging destination. ExitCode: 137."
-    set_job_run_state(handle["application_id"], handle["job_run_id"], "FAILED", details)
-
-    assert JobOutcome(succeeded=False, payload={"reason": details}) == launcher.outcome(handle)
-
-
-def test_log_tail_is_the_end_of_the_driver_stderr(aws: AwsClients, launcher: EmrServerlessLauncher) -> None:
-    handle = _submit(launcher)
-    _put_driver_log(aws, handle, "stderr", "\n".join(f"line {i}" for i in range(50)) + "\n")
-
-    assert launcher.log_tail(handle, 3) == ["line 47", "line 48", "line 49"]
-
-
-def test_log_tail_is_empty_before_any_log_was_published(launcher: EmrServerlessLauncher) -> None:
-    handle = _submit(launcher)
-
-    assert launcher.log_tail(handle) == []
-
-
-# -- cancel and release ----------------------------------------------------------------------
-
-
-def test_cancel_cancels_a_running_job_run(aws: AwsClients, launcher: EmrServerlessLauncher) -> None:
-    """RUNNING is set server-side; moto's cancel_job_run then reports CANCELLED."""
-    handle = _submit(launcher)
-    set_job_run_state(handle["application_id"], handle["job_run_id"], "RUNNING")
-
-    launcher.cancel(handle)
-
-    assert _job_run(aws, handle)["state"] == "CANCELLED"
-    assert JobOutcome(succeeded=False, payload={"reason": "EMR Serverless job run cancelled"}) == (
-        launcher.outcome(handle)
-    )
-
-
-def test_cancel_leaves_a_finished_job_run_alone(aws: AwsClients, launcher: EmrServerlessLauncher) -> None:
-    handle = _submit(launcher)
-
-    launcher.cancel(handle)
-
-    assert _job_run(aws, handle)["state"] == "SUCCESS"
-
-
-def test_cancel_of_a_job_run_that_is_gone_is_not_an_error(launcher: EmrServerlessLauncher) -> None:
-    handle = _submit(launcher)
-
-    launcher.cancel({**handle, "application_id": "0000000000000000"})
-
-
-def test_release_stops_then_deletes_the_runs_application(
-    aws: AwsClients, launcher: EmrServerlessLauncher, clock: FakeClock
-) -> None:
-    """moto applications are STARTED from creation and stop at once; AWS takes a while."""
-    handle = _submit(launcher)
-
-    assert launcher.release(handle, timeout_s=60) is True
-
-    assert clock.calls == [7.0]
-    app = aws.emr_serverless.get_application(applicationId=handle["application_id"])["application"]
-    assert app["state"] == "TERMINATED"
-
-
-def test_release_without_a_timeout_takes_one_step_at_a_time(launcher: EmrServerlessLauncher) -> None:
-    handle = _submit(launcher)
-
-    assert [launcher.release(handle), launcher.release(handle)] == [False, True]
-
-
-def test_release_is_idempotent(launcher: EmrServerlessLauncher) -> None:
-    handle = _submit(launcher)
-    launcher.release(handle, timeout_s=60)
-
-    assert launcher.release(handle) is True
-
-
-def test_deleting_an_application_that_does_not_exist_is_not_an_error(launcher: EmrServerlessLauncher) -> None:
-    assert launcher.delete_application("0000000000000000") is True
-
-
-# -- errors ----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("code", "status", "expected"),
-    [
-        ("ThrottlingException", 400, Unavailable),
-        ("InternalServerException", 500, Unavailable),
-        ("ServiceQuotaExceededException", 402, Unavailable),
-        ("ResourceNotFoundException", 400, NotFound),
-        ("NoSuchKey", 404, NotFound),
-        ("NoSuchBucket", 404, ConfigError),
-        ("AccessDeniedException", 403, ConfigError),
-        ("ValidationException", 400, ConfigError),
-        ("ConflictException", 409, Conflict),
-    ],
-)
-def test_aws_error_codes_become_domain_errors(code: str, status: int, expected: type[ReplayError]) -> None:
-    """A constructed botocore error: moto cannot be made to throttle or to fail internally."""
-    error = ClientError(
-        {"Error": {"Code": code, "Message": "details"}, "ResponseMetadata": {"HTTPStatusCode": status}}, "Op"
-    )
-
-    with pytest.raises(ReplayError) as caught, aws_errors("do the thing"):
-        raise error
-
-    assert type(caught.value) is expected
-    assert str(caught.value) == f"do the thing failed: {code}: details"
-    assert caught.value.__cause__ is error
-
-
-def test_an_unreachable_endpoint_is_unavailable(aws: AwsClients) -> None:
-    closed = "http://127.0.0.1:9"
-    launcher = EmrServerlessLauncher(
-        emr_client=aws_client("emr-serverless", closed),
-        s3_client=aws_client("s3", closed),
-        settings=_settings(aws),
-        artifacts=ARTIFACTS,
-    )
-
-    with pytest.raises(Unavailable, match="get EMR Serverless job run"):
-        launcher.state({"application_id": "a", "job_run_id": "j"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import botocore.session
 import pytest
+from botocore.model import StringShape
 
 from daemon.adapters.emr_states import (
     EmrApplicationState,
@@ -20,7 +21,9 @@ from daemon.usecases.ports import JobOutcome, JobState
 
 def _api_enum(shape: str) -> set[str]:
     model = botocore.session.get_session().get_service_model("emr-serverless")
-    return set(model.shape_for(shape).enum)
+    found = model.shape_for(shape)
+    assert isinstance(found, StringShape), found
+    return set(found.enum)
 
 
 @pytest.mark.parametrize(

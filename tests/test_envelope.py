@@ -24,7 +24,7 @@ from scripts.devtools.encrypt_column import encrypt_table
 from scripts.devtools.sample_pii import email_of
 from scripts.devtools.sample_table import write_sample_table
 from spark_job.errors import SpecError
-from spark_job.pii.envelope import DecryptError, decrypt_value, encrypt_value, new_data_key
+from spark_job.pii.envelope import DecryptError, Resolver, decrypt_value, encrypt_value, new_data_key
 from spark_job.pii.keys import DataKeyCache, KeyResolver
 from spark_job.spec.decrypt import DataKeyRef, KmsSettings
 from spark_job.spec.parse import spec_from_dict, spec_from_json
@@ -44,8 +44,13 @@ def kms_proxy(moto_server: str) -> Iterator[CountingProxy]:
         yield proxy
 
 
-def resolver(key: bytes = KEY) -> Any:
+def resolver(key: bytes = KEY) -> Resolver:
     return {KEY_ID: key}.__getitem__
+
+
+def always(key: bytes) -> Resolver:
+    """A resolver that answers every key id with ``key``."""
+    return lambda _id: key
 
 
 def assert_discreet(error: DecryptError, plaintext: str, token: str) -> None:
@@ -124,7 +129,7 @@ def test_local_keys_unwrap_once_per_process(tmp_path: Path) -> None:
     resolve = KeyResolver({key_id: DataKeyRef(**entry)}, KmsSettings(), str(tmp_path / "keys"))
     for row in rows:
         key = cache.get(key_id, DataKeyRef(**entry), kms=KmsSettings(), local_key_dir=str(tmp_path / "keys"))
-        assert decrypt_value(row["email"], lambda _id, key=key: key) == email_of(row["customer_id"])
+        assert decrypt_value(row["email"], always(key)) == email_of(row["customer_id"])
         assert decrypt_value(row["email"], resolve) == email_of(row["customer_id"])
     assert cache.unwrapped == 1
 
@@ -162,7 +167,7 @@ def test_kms_data_key_is_decrypted_once_per_cache(
     rows = pq.read_table(table).to_pylist()
     for row in rows:
         key = cache.get(key_id, ref, kms=through_proxy, local_key_dir=None)
-        assert decrypt_value(row["email"], lambda _id, key=key: key) == email_of(row["customer_id"])
+        assert decrypt_value(row["email"], always(key)) == email_of(row["customer_id"])
     assert kms_proxy.calls("TrentService.Decrypt") == 1
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -50,11 +50,11 @@ class World:
     standin: SlackStandin
     bootstrap: str
     live_topic: str
-    build: object
+    build: Callable[[], Janitor]
 
     def restart(self) -> None:
         """A new janitor (as after a daemon restart) on the same store, clock and Slack."""
-        self.janitor = self.build()  # type: ignore[operator]
+        self.janitor = self.build()
 
 
 @pytest.fixture

@@ -21,8 +21,10 @@ from tests.fixtures.kafka import (
     consume_all,
     create_topic,
     delete_topic,
+    key_of,
     topic_record_count,
     unique_topic,
+    value_of,
 )
 
 pytestmark = pytest.mark.kafka
@@ -80,10 +82,10 @@ def test_keyed_records_keep_per_key_order_across_partitions(kafka_bootstrap: str
 
     assert len(messages) == topic_record_count(kafka_bootstrap, topic) == len(records)
     by_key: dict[bytes, list[int]] = {}
-    partitions_of_key: dict[bytes, set[int]] = {}
+    partitions_of_key: dict[bytes, set[int | None]] = {}
     for message in messages:
-        by_key.setdefault(message.key(), []).append(int(message.value()))
-        partitions_of_key.setdefault(message.key(), set()).add(message.partition())
+        by_key.setdefault(key_of(message), []).append(int(value_of(message)))
+        partitions_of_key.setdefault(key_of(message), set()).add(message.partition())
     assert all(values == sorted(values) for values in by_key.values())
     assert all(len(partitions) == 1 for partitions in partitions_of_key.values())
     assert {message.partition() for message in messages} != {0}  # really spread over partitions

@@ -26,7 +26,7 @@ from daemon.core.errors import BadRequest, Conflict, Forbidden
 from scripts.devtools.sample_table import SCHEMA, write_sample_table
 from store import Store
 from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess, running_daemon
-from tests.fixtures.kafka import LocalBroker, consume_all
+from tests.fixtures.kafka import LocalBroker, consume_all, headers_of, value_of
 from tests.test_daemon_api import wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -56,14 +56,15 @@ def _max_updated_at(table: Path) -> datetime:
     column = ds.dataset(table, format="parquet", partitioning="hive").to_table(columns=["updated_at"])[
         "updated_at"
     ]
-    return max(column.to_pylist())
+    latest: datetime = max(column.to_pylist())
+    return latest
 
 
 def _by_run(bootstrap: str, topic: str) -> dict[str, list[str]]:
     landed: dict[str, list[str]] = defaultdict(list)
     for message in consume_all(bootstrap, topic, timeout_s=30):
-        run_id = dict(message.headers())["replay-run-id"].decode()
-        landed[run_id].append(json.loads(message.value())["event_id"])
+        run_id = headers_of(message)["replay-run-id"].decode()
+        landed[run_id].append(json.loads(value_of(message))["event_id"])
     return landed
 
 
@@ -116,6 +117,7 @@ def test_three_runs_publish_exactly_the_new_rows_and_commit_the_high_mark(
         assert run.confirmed == len(new_ids)
         assert set(_by_run(kafka_bootstrap, pipeline.topic)[run.id]) == new_ids
         committed = client.get_pipeline(OWNER, pipeline.id).watermark
+        assert committed is not None
         assert datetime.fromisoformat(committed) == _max_updated_at(table)
         published |= new_ids
 
@@ -238,6 +240,7 @@ def test_a_failed_run_leaves_the_watermark_and_the_next_run_sends_the_missed_row
     assert "timed out" in (failed.failure_reason or "").lower()
     assert second.state == "succeeded"
     assert set(landed[second.id]) == _event_ids(table)  # the whole range again: nothing lost
+    assert committed is not None
     assert datetime.fromisoformat(committed) == _max_updated_at(table)
 
 

@@ -13,7 +13,8 @@ MANIFEST = Path(__file__).resolve().parents[1] / "slack-app-manifest.yaml"
 
 
 def _manifest() -> dict[str, Any]:
-    return yaml.safe_load(MANIFEST.read_text())
+    manifest: dict[str, Any] = yaml.safe_load(MANIFEST.read_text())
+    return manifest
 
 
 def test_the_manifest_declares_the_replay_command_on_the_events_path_unescaped() -> None:

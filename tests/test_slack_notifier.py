@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import socket
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from slack_sdk import WebClient
@@ -33,7 +34,7 @@ def notifier(slack_standin: SlackStandin) -> SlackNotifier:
     return SlackNotifier(client=make_web_client(BOT_TOKEN, slack_standin.base_url))
 
 
-def _all_text(blocks: list[dict]) -> str:
+def _all_text(blocks: list[dict[str, Any]]) -> str:
     return repr(blocks)
 
 
@@ -61,6 +62,7 @@ def test_progress_and_the_final_report_are_replies_in_the_thread_and_the_parent_
     notifier: SlackNotifier, slack_standin: SlackStandin
 ) -> None:
     ts = notifier.run_started(RUN)
+    assert ts is not None  # the parent was posted
     notifier.run_progress(_run(slack_ts=ts, confirmed=300), rate=98.0)
     final = _ended(6.1, slack_ts=ts, state="succeeded", rows_selected=600, confirmed=600, achieved_tps=99.5)
     notifier.run_finished(final)
@@ -84,6 +86,7 @@ def test_a_failed_run_reports_the_reason_and_a_next_step(
     notifier: SlackNotifier, slack_standin: SlackStandin
 ) -> None:
     ts = notifier.run_started(RUN)
+    assert ts is not None  # the parent was posted
     failed = _run(
         slack_ts=ts, state="failed", confirmed=120, failure_reason="delivery failed: broker <down> & out"
     )
@@ -183,6 +186,7 @@ def test_a_failed_parent_update_still_leaves_the_final_report(
     notifier: SlackNotifier, slack_standin: SlackStandin
 ) -> None:
     ts = notifier.run_started(RUN)
+    assert ts is not None  # the parent was posted
     slack_standin.fail_next("chat.update", error="cant_update_message")
 
     with pytest.raises(SlackDeliveryError, match="cant_update_message"):

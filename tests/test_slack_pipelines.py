@@ -63,7 +63,7 @@ def notifier(slack_standin: SlackStandin) -> SlackNotifier:
     )
 
 
-def _buttons(blocks: list[dict]) -> dict[str, str]:
+def _buttons(blocks: list[dict[str, Any]]) -> dict[str, str]:
     [actions] = [block for block in blocks if block["type"] == "actions"]
     return {button["action_id"]: button["value"] for button in actions["elements"]}
 
@@ -104,6 +104,7 @@ def test_a_pipeline_run_is_one_line_in_the_pipeline_thread_and_the_summary_is_no
     notifier: SlackNotifier, slack_standin: SlackStandin
 ) -> None:
     ts = notifier.pipeline_scheduled(_pipeline())
+    assert ts is not None  # the summary was posted
 
     notifier.run_finished(_run(slack_ts=ts))
 
@@ -121,6 +122,7 @@ def test_a_failed_pipeline_run_gives_the_reason_and_a_next_step_in_the_thread(
     notifier: SlackNotifier, slack_standin: SlackStandin
 ) -> None:
     ts = notifier.pipeline_scheduled(_pipeline())
+    assert ts is not None  # the summary was posted
     failed = _run(
         slack_ts=ts, state="failed", confirmed=3, failure_reason="could not launch the job: no spark"
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +46,10 @@ def through_the_rdd(df: DataFrame, func: ArrowMapFunction) -> list[Row]:
     """The public path: rows of each partition as one Arrow batch, ``func`` over it, rows back."""
     arrow_schema = pa.schema([("k", pa.string()), ("v", pa.binary()), ("n", pa.int64())])
 
-    def partition(rows: Iterator[Row]) -> Iterator[dict[str, Any]]:
+    def partition(rows: Iterable[Row]) -> Iterator[Row]:
         batch = pa.RecordBatch.from_pylist([row.asDict() for row in rows], schema=arrow_schema)
         for out in func(iter([batch])):
-            yield from out.to_pylist()
+            yield from (Row(**record) for record in out.to_pylist())
 
     spark = df.sparkSession
     return spark.createDataFrame(df.rdd.mapPartitions(partition), OUT_SCHEMA).collect()

@@ -24,7 +24,7 @@ from scripts.devtools.sample_pii import add_email_column, email_of
 from scripts.devtools.sample_table import write_sample_table
 from spark_job.spec.decrypt import KmsSettings
 from tests.fixtures.aws import REGION, AwsClients
-from tests.fixtures.kafka import consume_all, create_topic, unique_topic
+from tests.fixtures.kafka import consume_all, create_topic, headers_of, key_of, unique_topic, value_of
 from tests.fixtures.kms_proxy import CountingProxy, counting_proxy
 from tests.fixtures.spark import SAMPLE_START, job_spec, spark_submit, write_spec
 
@@ -104,10 +104,10 @@ def test_round_trip_publishes_plaintext(
     assert run.document["confirmed"] == run.document["rows_selected"] == len(source)
     assert run.document["dlq"] == 0
     messages = consume_all(kafka_bootstrap, topic, expected=len(source))
-    values = [json.loads(message.value()) for message in messages]
+    values = [json.loads(value_of(message)) for message in messages]
     assert sorted(value["event_id"] for value in values) == sorted(source)
     assert_plaintext_published(values, source)
-    first = messages[0].value().decode()
+    first = value_of(messages[0]).decode()
     assert list(json.loads(first)) == ["event_id", "order_id", "customer_id", "email", "status", "amount",
                                        "currency", "updated_at", "payload", "dt"]  # fmt: skip
 
@@ -141,7 +141,7 @@ def test_kms_is_asked_once_per_worker_process(
     )
     assert calls == len(unwraps) == len(set(unwraps))  # never twice for one key in one process
     assert 1 <= calls <= SLOTS * len(section["data_keys"]) < rows
-    values = [json.loads(m.value()) for m in consume_all(kafka_bootstrap, topic, expected=rows)]
+    values = [json.loads(value_of(m)) for m in consume_all(kafka_bootstrap, topic, expected=rows)]
     assert_plaintext_published(values, window_rows(table))
 
 
@@ -180,17 +180,19 @@ def test_dlq_mode_parks_bad_rows_and_publishes_the_rest(
     result = run.document
     assert result["dlq"] == len(broken) == 3
     assert result["confirmed"] + result["dlq"] == result["rows_selected"] == len(window_rows(table))
-    good = [json.loads(m.value()) for m in consume_all(kafka_bootstrap, topic, expected=result["confirmed"])]
+    good = [
+        json.loads(value_of(m)) for m in consume_all(kafka_bootstrap, topic, expected=result["confirmed"])
+    ]
     assert not {value["event_id"] for value in good} & set(broken)
     assert_plaintext_published(good, window_rows(table))
     parked = consume_all(kafka_bootstrap, dlq_topic, expected=3)
     assert len(parked) == 3
     for message in parked:
-        headers = {name: value.decode() for name, value in message.headers() or []}
-        value = json.loads(message.value())
+        headers = {name: value.decode() for name, value in headers_of(message).items()}
+        value = json.loads(value_of(message))
         event_id = headers["replay-event-id"]
         assert value["event_id"] == event_id and value["email"] == broken[event_id]  # raw row, token as is
         assert "column 'email'" in headers["replay-error"] and event_id in headers["replay-error"]
         assert headers["replay-run-id"] == document["run_id"] and headers["replay-source"] == "orders"
-        assert message.key().decode() == value["order_id"]
+        assert key_of(message).decode() == value["order_id"]
         assert broken[event_id] not in headers["replay-error"]

@@ -23,7 +23,16 @@ from pyspark.sql import SparkSession
 from spark_job import main as job_main
 from spark_job.progress import ProgressReader
 from tests.fixtures.faults import fail_first_attempt
-from tests.fixtures.kafka import LocalBroker, consume_all, create_topic, topic_record_count, unique_topic
+from tests.fixtures.kafka import (
+    LocalBroker,
+    consume_all,
+    create_topic,
+    headers_of,
+    key_of,
+    topic_record_count,
+    unique_topic,
+    value_of,
+)
 from tests.fixtures.spark import (
     MAIN,
     JobRun,
@@ -48,7 +57,7 @@ def window_ids(table: Path, first_day: str, last_day: str) -> set[str]:
 
 
 def event_ids(messages: list[Message]) -> list[str]:
-    return [json.loads(message.value())["event_id"] for message in messages]
+    return [json.loads(value_of(message))["event_id"] for message in messages]
 
 
 def run_in_process(
@@ -97,7 +106,7 @@ def test_confirmed_equals_records_in_topic_equals_rows_selected(
 
 def test_keys_are_the_entity_column(replayed: tuple[JobRun, list[Message], Path]) -> None:
     _, messages, _ = replayed
-    assert all(message.key().decode() == json.loads(message.value())["order_id"] for message in messages)
+    assert all(key_of(message).decode() == json.loads(value_of(message))["order_id"] for message in messages)
 
 
 def test_every_record_carries_provenance_and_custom_headers(
@@ -117,8 +126,8 @@ def test_each_entitys_events_arrive_in_event_time_order(replayed: tuple[JobRun, 
     _, messages, _ = replayed
     per_key: dict[bytes, list[tuple[str, str]]] = defaultdict(list)
     for message in messages:  # consume_all keeps per-partition order; one key lives in one partition
-        value = json.loads(message.value())
-        per_key[message.key()].append((value["updated_at"], value["event_id"]))
+        value = json.loads(value_of(message))
+        per_key[key_of(message)].append((value["updated_at"], value["event_id"]))
     assert all(events == sorted(events) for events in per_key.values())
     assert any(len(events) > 1 for events in per_key.values())
 
@@ -281,7 +290,7 @@ def test_watermark_run_publishes_rows_past_low_and_reports_its_high(
     assert (run.document["confirmed"], run.document["watermark_high"]) == (300, "2024-01-07")
     messages = consume_all(kafka_bootstrap, topic)
     assert set(event_ids(messages)) == window_ids(sample_table, "2024-01-07", "2024-01-07")
-    assert dict(messages[0].headers())["replay-watermark"] == b"dt (2024-01-06, 2024-01-07]"
+    assert headers_of(messages[0])["replay-watermark"] == b"dt (2024-01-06, 2024-01-07]"
 
 
 def test_watermark_run_with_nothing_new_succeeds_publishing_nothing(

@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 from spark_job import transforms
 from spark_job.errors import SourceError
 from spark_job.job import select
-from spark_job.spec.model import JobSpec
+from spark_job.spec.model import JobSpec, WatermarkRange
 from spark_job.spec.parse import spec_from_dict
 from tests.fixtures.spark import job_spec
 
@@ -89,7 +89,8 @@ def test_watermark_high_defaults_to_the_largest_selected_value(
 ) -> None:
     spec = spec_for(sample_table, window=None, watermark={"column": "dt", "low": "2024-01-05"})
     selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
-    assert transforms.watermark_high(selected, spec.selection) == "2024-01-07"  # type: ignore[arg-type]
+    assert isinstance(spec.selection, WatermarkRange)
+    assert transforms.watermark_high(selected, spec.selection) == "2024-01-07"
 
 
 def test_unknown_column_is_named(spark: SparkSession, sample_table: Path) -> None:

@@ -86,9 +86,11 @@ def test_two_owners_never_lease_the_same_run(database_url: str) -> None:
         all_ids = {new_run(daemons[0]).id for _ in range(48)}
         claimed: list[str] = []
         for round_no in range(3):  # each round: 4 new owners race for 4 runs each
-            results = in_parallel(
-                4, lambda i, r=round_no: daemons[i].runs.lease_unfinished(f"d{r}-{i}", 300, 4)
-            )
+
+            def lease(i: int, r: int = round_no) -> list[Run]:
+                return daemons[i].runs.lease_unfinished(f"d{r}-{i}", 300, 4)
+
+            results = in_parallel(4, lease)
             for i, runs in enumerate(results):
                 assert all(run.lease_owner == f"d{round_no}-{i}" for run in runs)
             claimed += [run.id for runs in results for run in runs]

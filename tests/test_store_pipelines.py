@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pytest
 
@@ -12,18 +14,28 @@ from store import Store
 from store.models import Pipeline, Run
 
 
-def new_pipeline(store: Store, **overrides: object) -> Pipeline:
-    fields: dict[str, object] = {
-        "source": "lake.orders",
-        "schedule": "every=15m",
-        "watermark_column": "updated_at",
-        "watermark_value": "2024-01-01T00:00:00Z",
-        "topic": "orders.live",
-        "tps": 200,
-        "created_by": "U1",
-    }
-    fields.update(overrides)
-    return store.pipelines.create(**fields)  # type: ignore[arg-type]
+def new_pipeline(
+    store: Store,
+    *,
+    created_by: str = "U1",
+    owners: Sequence[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+    lookback_seconds: int = 0,
+    idle_after_days: int | None = None,
+) -> Pipeline:
+    return store.pipelines.create(
+        source="lake.orders",
+        schedule="every=15m",
+        watermark_column="updated_at",
+        watermark_value="2024-01-01T00:00:00Z",
+        topic="orders.live",
+        tps=200,
+        created_by=created_by,
+        owners=owners,
+        options=options,
+        lookback_seconds=lookback_seconds,
+        idle_after_days=idle_after_days,
+    )
 
 
 def pipeline_run(store: Store, pipeline: Pipeline, state: str = "running") -> Run:

@@ -110,7 +110,8 @@ def test_lifecycle_stamps_times_and_bumps_version(store: Store) -> None:
     assert_utc(done.submitted_at)
     assert_utc(done.started_at)
     assert_utc(done.ended_at)
-    assert done.submitted_at <= done.started_at <= done.ended_at  # type: ignore[operator]
+    assert done.submitted_at and done.started_at and done.ended_at  # narrowed: assert_utc checked each
+    assert done.submitted_at <= done.started_at <= done.ended_at
     assert (done.rows_selected, done.confirmed_count, done.achieved_tps) == (1000, 1000, 498.5)
     assert store.runs.get(run.id).launcher_kind == "local"
 

@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy
 
 from store import Store
+from store.models import Run
 from tests.test_store_pipelines import new_pipeline, pipeline_run
 
 NOW = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
@@ -22,9 +23,14 @@ FIELDS = {
 }
 
 
-def _claim(store: Store, pipeline_id: str, **overrides: object) -> object:
-    args = {"now": NOW, "next_run_at": NOW + timedelta(minutes=15), "run_fields": FIELDS, **overrides}
-    return store.pipelines.claim_slot(pipeline_id, **args)  # type: ignore[arg-type]
+def _claim(store: Store, pipeline_id: str, *, skipped_reason: str | None = None) -> Run | None:
+    return store.pipelines.claim_slot(
+        pipeline_id,
+        now=NOW,
+        next_run_at=NOW + timedelta(minutes=15),
+        run_fields=FIELDS,
+        skipped_reason=skipped_reason,
+    )
 
 
 def test_a_due_slot_creates_one_queued_run_and_moves_the_next_run_on(store: Store) -> None:
@@ -34,7 +40,7 @@ def test_a_due_slot_creates_one_queued_run_and_moves_the_next_run_on(store: Stor
     run = _claim(store, pipeline.id)
 
     assert run is not None
-    saved = store.runs.get(run.id)  # type: ignore[attr-defined]
+    saved = store.runs.get(run.id)
     assert (saved.state, saved.kind, saved.pipeline_id) == ("queued", "pipeline", pipeline.id)
     assert saved.scheduled_for == NOW - timedelta(minutes=1)
     assert saved.watermark_high == FIELDS["watermark_high"]
@@ -70,7 +76,8 @@ def test_no_new_data_is_recorded_as_a_skipped_run(store: Store) -> None:
 
     run = _claim(store, pipeline.id, skipped_reason="no new data")
 
-    saved = store.runs.get(run.id)  # type: ignore[attr-defined]
+    assert run is not None
+    saved = store.runs.get(run.id)
     assert (saved.state, saved.failure_reason, saved.ended_at) == ("skipped", "no new data", NOW)
 
 
@@ -103,8 +110,9 @@ def test_two_daemons_firing_the_same_slot_create_one_run(fresh_postgres_url: str
 def test_one_run_per_slot_is_enforced_by_the_schema(store: Store) -> None:
     pipeline = new_pipeline(store)
     first = _claim(store, pipeline.id)
-    store.runs.transition(first.id, "succeeded")  # type: ignore[attr-defined]
-    store.pipelines.update(pipeline.id, next_run_at=first.scheduled_for)  # type: ignore[attr-defined]
+    assert first is not None
+    store.runs.transition(first.id, "succeeded")
+    store.pipelines.update(pipeline.id, next_run_at=first.scheduled_for)
 
     with pytest.raises(sqlalchemy.exc.IntegrityError):
         _claim(store, pipeline.id)

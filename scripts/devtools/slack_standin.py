@@ -225,9 +225,9 @@ class _Api:
         return {"ok": True, "channel": channel, "ts": posted.ts, "message": message}
 
     def m_chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
-        key = (params.get("channel"), params.get("ts"))
+        key = (params.get("channel", ""), params.get("ts", ""))
         with self._state.lock:
-            posted = self._state.messages.get(key)  # type: ignore[arg-type]
+            posted = self._state.messages.get(key)
             if posted is None:
                 return {"ok": False, "error": "message_not_found"}
             posted.text = params.get("text") or posted.text
@@ -346,10 +346,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # before the ready line: callers may stop us at once
     standin = SlackStandin(host=args.host, port=args.port).start()
     print(f"slack-standin: web api {standin.base_url} · threads {standin.url}/_standin/threads", flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         stop.wait()
     except KeyboardInterrupt:
