@@ -3,6 +3,8 @@
 The button's `value` holds the canonical command, who asked, where, when and a per-invocation nonce.
 Slack returns it untouched with the click (the request is signed), so the bot can check the clicker,
 the expiry and derive one Idempotency-Key per confirmation message: a double click creates one run.
+`approvals` (the source's `live_approvals`) says whether the requester's click launches the run or
+asks a second owner in the channel; the daemon enforces it either way, this only routes the click.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class LiveRequest:
     channel: str
     issued_at: int  # unix seconds
     nonce: str  # one per slash command invocation
+    approvals: int = 1  # 2: another owner approves in the channel (absent from values written before)
 
     def encode(self) -> str:
         return json.dumps({"v": _VERSION, **asdict(self)}, separators=(",", ":"), sort_keys=True)
@@ -38,6 +41,8 @@ class LiveRequest:
             raise ValueError(f"not a confirmation value ({exc})") from None
         texts = (request.command, request.requester, request.channel, request.nonce)
         if not all(isinstance(t, str) for t in texts) or type(request.issued_at) is not int:
+            raise ValueError("not a confirmation value (wrong field types)")
+        if type(request.approvals) is not int or request.approvals not in (1, 2):
             raise ValueError("not a confirmation value (wrong field types)")
         return request
 

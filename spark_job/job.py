@@ -23,11 +23,12 @@ from spark_job.errors import SourceError
 from spark_job.kafka_conf import producer_config
 from spark_job.pii.decrypting import decrypting_body
 from spark_job.progress import AttemptId, Beacon, ProgressReader, duplicates_possible
+from spark_job.publish.dead_letters import DeadLetterPlan, ensure_dead_letter_topic
 from spark_job.publish.publisher import RESULT_SCHEMA, TaskSettings, publish_partition
 from spark_job.publish.slots import partition_count, task_slots
-from spark_job.publish.topics import ensure_topic, topic_partitions
+from spark_job.publish.topics import ensure_topic, topic_max_message_bytes, topic_partitions
 from spark_job.result import JobFailed, ReplayFailure, ReplayResult, reason_of, utc_now
-from spark_job.spec.model import JobSpec, WatermarkRange, record_headers
+from spark_job.spec.model import JobSpec, KafkaValue, WatermarkRange, record_headers
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,8 @@ def run_replay(spark: SparkSession, spec: JobSpec) -> ReplayResult:
         high = transforms.watermark_high(selected.df, spec.selection)
         spec = replace(spec, selection=replace(spec.selection, high=high))  # headers name the real range
     topic_partitions(spec.kafka, spec.topic)
+    if spec.on_error == "dlq" and spec.dlq_topic:
+        ensure_dead_letter_topic(spec.kafka, spec.dlq_topic)
     if selected.rows == 0:  # a watermark run with nothing new publishes nothing, successfully
         return _result(spec, started_at, selected.rows, Published([0] * slots, [], 0.0), slots, failed=0)
     ensure_topic(spec.kafka, spec.progress.topic)
@@ -81,7 +84,6 @@ class Published:
     sizes: list[int]  # rows per partition
     tasks: list[Row]  # one row per successful task (publisher.RESULT_SCHEMA)
     seconds: float  # from the schedule's start to the last confirmation
-    dlq: int = 0  # rows sent to the dead-letter topic (undecryptable, decrypt.on_error=dlq)
 
 
 def _publish(
@@ -94,7 +96,7 @@ def _publish(
     settings = TaskSettings(
         run_id=spec.run_id,
         topic=spec.topic,
-        producer=producer_config(spec.kafka),
+        producer=fitted_to_topic(producer_config(spec.kafka, partitioner=spec.partitioner), spec),
         headers=list(record_headers(spec)),
         sizes=sizes,
         tps=spec.tps,
@@ -102,13 +104,15 @@ def _publish(
         t0_wall=time.time() + (START_LEAD_S if spec.tps else 0.0),  # unthrottled tasks never wait
         progress_topic=spec.progress.topic,
         progress_interval_s=spec.progress.interval_s,
+        dead_letters=DeadLetterPlan(
+            on_error=spec.on_error, topic=spec.dlq_topic, producer=producer_config(spec.kafka)
+        ),
     )
     context.setJobGroup(_group(spec.run_id), f"replay {spec.run_id}: publish to {spec.topic}")
     accumulated = context.accumulator(0)
     body: ArrowMapFunction = partial(publish_partition, settings, accumulated)
-    dead_letters = context.accumulator(0)
     if spec.decrypt is not None:
-        body = decrypting_body(spec, body, dead_letters)
+        body = decrypting_body(spec, body)
     try:
         tasks = map_in_arrow(records, body, RESULT_SCHEMA).collect()
     except Exception as exc:
@@ -124,7 +128,17 @@ def _publish(
             )
         ) from exc
     log.info("published: %d confirmed", sum(task["confirmed"] for task in tasks))
-    return Published(sizes, tasks, max(time.time() - settings.t0_wall, 1e-6), dlq=dead_letters.value)
+    return Published(sizes, tasks, max(time.time() - settings.t0_wall, 1e-6))
+
+
+def fitted_to_topic(producer: dict[str, KafkaValue], spec: JobSpec) -> dict[str, KafkaValue]:
+    """Batches no larger than the target's ``max.message.bytes``: the broker refuses a whole batch
+    that is over it, so a small record batched with an oversize one would fail with it. librdkafka
+    still sends a record larger than ``batch.size`` alone, where only that record is refused."""
+    limit = topic_max_message_bytes(spec.kafka, spec.topic)
+    if limit is None:
+        return producer
+    return {**producer, "batch.size": min(int(producer.get("batch.size", limit)), limit)}
 
 
 def _group(run_id: str) -> str:
@@ -191,7 +205,7 @@ def _result(
         slots=slots,
         partitions=len(published.sizes),
         topic=spec.topic,
-        dlq=published.dlq,
+        dead_lettered=sum(task["dead_lettered"] for task in published.tasks),
     )
 
 

@@ -3,14 +3,16 @@
 The spec's ``kafka`` dict carries connection and security settings (and may tune the producer);
 Rule 3 of docs/rules.md is not negotiable, so idempotence and ``acks=all`` are forced on top. The defaults
 batch generously (linger, lz4), which is what lets a Python task keep up at high TPS, and bound how
-long a record may wait for the broker so an outage fails the task instead of hanging it.
+long a record may wait for the broker so an outage fails the task instead of hanging it. The
+partitioner is the spec's own field (default ``murmur2_random``, the Java client's hashing), never
+librdkafka's default CRC32 one, so a key lands where the source's live producers put it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from spark_job.spec.model import KafkaValue
+from spark_job.spec.model import DEFAULT_PARTITIONER, KafkaValue, Partitioner
 
 PRODUCER_DEFAULTS: dict[str, KafkaValue] = {
     "linger.ms": 10,
@@ -50,12 +52,14 @@ _PRODUCER_ONLY = frozenset(
 )
 
 
-def producer_config(kafka: Mapping[str, KafkaValue]) -> dict[str, KafkaValue]:
-    """Defaults, then the spec's settings, then what the data path requires."""
+def producer_config(
+    kafka: Mapping[str, KafkaValue], *, partitioner: Partitioner = DEFAULT_PARTITIONER
+) -> dict[str, KafkaValue]:
+    """Defaults, then the spec's settings, then the partitioner and what the data path requires."""
     defaults = dict(PRODUCER_DEFAULTS)
     if any(alias in kafka for alias in _TIMEOUT_ALIASES):
         del defaults["message.timeout.ms"]
-    return {**defaults, **kafka, **PRODUCER_REQUIRED}
+    return {**defaults, **kafka, "partitioner": partitioner, **PRODUCER_REQUIRED}
 
 
 def client_config(kafka: Mapping[str, KafkaValue]) -> dict[str, KafkaValue]:

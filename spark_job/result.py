@@ -7,7 +7,7 @@ Success::
                    "started_at": "...Z", "ended_at": "...Z", "publish_seconds": 9.04,
                    "behind_schedule_s": 0.0, "late_start_s": 0.012,
                    "watermark_high": null, "partition_skew": 1.02, "slots": 2, "partitions": 2,
-                   "topic": "replay.orders.r-42", "dlq": 0}
+                   "topic": "replay.orders.r-42", "dead_lettered": 0}
 
 Failure (exit status 1)::
 
@@ -21,8 +21,9 @@ retry or a re-run sends them again; null when their beacons could not be read).
 ``behind_schedule_s`` is the most schedule time any task gave up because it could not keep its
 pace (0 when the requested TPS was sustained); ``late_start_s`` the most any task started after
 its first deadline (task launch; each further round of partitions adds one). ``partition_skew``
-is largest/smallest partition, null when a partition is empty. ``dlq`` counts rows the broker
-confirmed on the dead-letter topic (values that did not decrypt): ``confirmed + dlq`` is every row.
+is largest/smallest partition, null when a partition is empty. ``dead_lettered`` counts records
+set aside with ``on_error=dlq`` (too large, not encodable, not decryptable) whose copy the broker
+confirmed on the dead-letter topic: ``confirmed + dead_lettered == rows_selected``.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class ReplayResult:
     slots: int
     partitions: int
     topic: str
-    dlq: int = 0  # rows dead-lettered instead of published (decrypt.on_error=dlq)
+    dead_lettered: int = 0  # records set aside on the dead-letter topic instead (on_error=dlq)
 
     def document(self) -> dict[str, Any]:
         return {"status": "succeeded", **asdict(self)}

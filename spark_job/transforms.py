@@ -2,7 +2,8 @@
 
 The window filter sits directly on the partition column so Spark prunes whole partitions (only the
 window's files are read). Record values are built in the JVM (``to_json(struct(*))``) and cast to
-binary there, so the Python side only hands ready bytes to the producer.
+binary there, so the Python side only hands ready bytes to the producer. A raw (bronze) record's
+key and value bytes pass through untouched, and its own headers travel in a column of their own.
 """
 
 from __future__ import annotations
@@ -14,11 +15,31 @@ import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
-from pyspark.sql.types import DataType, DateType, StringType, TimestampNTZType, TimestampType
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    DateType,
+    IntegralType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from spark_job.arrow_map import map_in_arrow
 from spark_job.errors import SourceError
-from spark_job.spec.model import Bound, DayWindow, JobSpec, Selection, Source, TimeWindow, WatermarkRange
+from spark_job.publish.publisher import EVENT_ID, HEADERS, TIMESTAMP
+from spark_job.spec.model import (
+    Bound,
+    DayWindow,
+    JobSpec,
+    Selection,
+    Source,
+    TimeWindow,
+    WatermarkRange,
+    event_timestamp_column,
+)
 
 KEY = "_replay_key"
 VALUE = "_replay_value"
@@ -36,6 +57,8 @@ def read_source(spark: SparkSession, source: Source) -> DataFrame:
 def required_columns(spec: JobSpec) -> list[str]:
     wanted = [spec.selection.column, spec.key_column, spec.event_id_column]
     wanted += [name for name in (spec.event_time_column, spec.value_column) if name]
+    wanted += [name for name in (spec.headers_column, spec.raw_timestamp_column) if name]
+    wanted += list(spec.value_columns or ())
     return list(dict.fromkeys(wanted))
 
 
@@ -95,19 +118,74 @@ def watermark_high(selected: DataFrame, selection: WatermarkRange) -> Bound:
 
 
 def with_record_columns(selected: DataFrame, spec: JobSpec) -> DataFrame:
-    """Key and value as binary, plus what ordering sorts by; the value is the whole row as JSON."""
-    value = (
-        sf.to_json(sf.struct(*[sf.col(name) for name in selected.columns]))
-        if spec.value_format == "json"
-        else sf.col(spec.value_column or "")
-    )
+    """Key and value as binary, plus what ordering sorts by (and a raw record's own headers).
+
+    A json value is the event's columns as JSON; a raw value is the stored bytes, untouched.
+    """
+    if spec.value_format == "json":
+        names = value_columns(selected.columns, spec)
+        value = sf.to_json(sf.struct(*[sf.col(name) for name in names])).cast("binary")
+    else:
+        value = _as_bytes(selected, spec.value_column or "")
     time_column = sf.col(spec.event_time_column) if spec.event_time_column else sf.lit(None)
+    headers = [_record_headers(selected, spec.headers_column)] if spec.headers_column else []
     return selected.select(
-        sf.col(spec.key_column).cast("string").cast("binary").alias(KEY),
-        value.cast("binary").alias(VALUE),
+        _as_bytes(selected, spec.key_column).alias(KEY),
+        value.alias(VALUE),
+        *headers,
         time_column.alias(_TIME),
         sf.col(spec.event_id_column).alias(_ID),
+        *_timestamp_columns(selected, spec),
     )
+
+
+def value_columns(columns: list[str], spec: JobSpec) -> list[str]:
+    """A json value's columns: the spec's list, else every column but the partition column."""
+    if spec.value_columns is not None:
+        return list(spec.value_columns)
+    layout = (spec.partition_column or "").lower()
+    return [name for name in columns if name.lower() != layout]
+
+
+def _type_of(df: DataFrame, name: str) -> DataType:
+    return next(field.dataType for field in df.schema.fields if field.name.lower() == name.lower())
+
+
+def _as_bytes(df: DataFrame, name: str) -> Column:
+    """Binary columns exactly as stored (raw bytes are never re-encoded); anything else as UTF-8 text."""
+    if isinstance(_type_of(df, name), BinaryType):
+        return sf.col(name)
+    return sf.col(name).cast("string").cast("binary")
+
+
+def _record_headers(df: DataFrame, name: str) -> Column:
+    """A bronze headers column as ``array<struct<name: string, value: binary>>``, order kept."""
+    kind = _type_of(df, name)
+    element = kind.elementType if isinstance(kind, ArrayType) else None
+    fields = {field.name for field in element.fields} if isinstance(element, StructType) else set()
+    if fields != {"name", "value"}:
+        raise SourceError(
+            f"headers column '{name}' is {kind.simpleString()}, "
+            "not an array of struct<name: string, value: binary>"
+        )
+    as_header = sf.transform(
+        sf.col(name),
+        lambda header: sf.struct(
+            header["name"].cast("string").alias("name"), header["value"].cast("binary").alias("value")
+        ),
+    )
+    return as_header.alias(HEADERS)
+
+
+def _timestamp_columns(selected: DataFrame, spec: JobSpec) -> list[Column]:
+    """With ``timestamp=event``: the record's timestamp in epoch ms, from the event time (or a bronze
+    record's original timestamp). An integral column is taken as epoch ms already (Kafka's unit)."""
+    name = event_timestamp_column(spec) if spec.timestamp == "event" else None
+    if name is None:
+        return []
+    if isinstance(_type_of(selected, name), IntegralType):
+        return [sf.col(name).cast("long").alias(TIMESTAMP)]
+    return [sf.unix_millis(sf.col(name).cast("timestamp")).alias(TIMESTAMP)]
 
 
 def distribute(records: DataFrame, partitions: int, ordering: str) -> DataFrame:
@@ -116,7 +194,8 @@ def distribute(records: DataFrame, partitions: int, ordering: str) -> DataFrame:
         spread = records.repartition(partitions, KEY).sortWithinPartitions(_TIME, _ID)
     else:
         spread = records.repartition(partitions)
-    return spread.select(KEY, VALUE)
+    optional = [name for name in (HEADERS, TIMESTAMP) if name in records.columns]
+    return spread.select(KEY, VALUE, *optional, sf.col(_ID).cast("string").alias(EVENT_ID))
 
 
 def _count_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

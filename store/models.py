@@ -154,6 +154,8 @@ class Run(_AwareTimestamps, Base):
     confirmed_count: Mapped[int] = mapped_column(BigInteger, default=0)
     failed_tasks: Mapped[int] = mapped_column(Integer, default=0)
     duplicates_reported: Mapped[int] = mapped_column(BigInteger, default=0)
+    # records set aside on the dead-letter topic (on_error=dlq); None until the job reported it
+    dead_lettered: Mapped[int | None] = mapped_column(BigInteger)
     achieved_tps: Mapped[float | None] = mapped_column(Float)
     failure_reason: Mapped[str | None] = mapped_column(Text)
     launcher_kind: Mapped[str | None] = mapped_column(String(32))

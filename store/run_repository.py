@@ -21,6 +21,7 @@ from daemon.core.errors import BadRequest, InvalidTransition, PipelineNotFound, 
 from daemon.core.ids import new_run_id
 from daemon.core.states import RunKind, RunState
 from store.leases import RunLeases
+from store.live_guard import LiveGuard, overlapping_runs, refuse_overlap
 from store.models import Pipeline, Run, RunProgress
 from store.pagination import decode_cursor, encode_cursor
 from store.transitions import COUNTERS, apply_transition, check_version, lock_run, set_fields, touch
@@ -65,8 +66,13 @@ class RunRepository(RunLeases):
         slack_channel: str | None = None,
         slack_ts: str | None = None,
         run_id: str | None = None,
+        live_guard: LiveGuard | None = None,
     ) -> Run:
-        """Insert a ``queued`` run. Unknown ``pipeline_id`` raises PipelineNotFound."""
+        """Insert a ``queued`` run. Unknown ``pipeline_id`` raises PipelineNotFound.
+
+        With ``live_guard``, an overlapping replay into the same topic (see ``store.live_guard``) raises
+        OverlappingReplay instead, checked in the insert's own transaction.
+        """
         now = self._store.now()
         run = Run(
             id=run_id or new_run_id(),
@@ -98,6 +104,8 @@ class RunRepository(RunLeases):
         with self._store.session() as session:
             if pipeline_id is not None and session.get(Pipeline, pipeline_id) is None:
                 raise PipelineNotFound(pipeline_id)
+            if live_guard is not None:
+                refuse_overlap(session, run, live_guard)
             session.add(run)
         return run
 
@@ -117,6 +125,13 @@ class RunRepository(RunLeases):
             if existing is None:
                 raise
             return existing, False
+
+    def overlapping(
+        self, *, source: str, topic: str, start: datetime, end: datetime, since: datetime
+    ) -> builtins.list[Run]:
+        """Replays a guarded insert of this window would collide with (a plan shows them)."""
+        with self._store.session() as session:
+            return overlapping_runs(session, source=source, topic=topic, start=start, end=end, since=since)
 
     def find_by_idempotency_key(self, requester: str, idempotency_key: str) -> Run | None:
         """The run this requester already created with this key, if any."""

@@ -24,6 +24,7 @@ UPDATABLE_RUN_FIELDS = frozenset(
         "confirmed_count",
         "failed_tasks",
         "duplicates_reported",
+        "dead_lettered",
         "achieved_tps",
         "failure_reason",
         "launcher_kind",

@@ -90,3 +90,18 @@ def test_missing_file_and_bad_yaml_name_the_file(tmp_path: Path) -> None:
 def test_bad_source_name_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match="source 'Orders!'"):
         load_catalog(_write(tmp_path, GOOD.replace("  orders:", "  Orders!:")))
+
+
+def _owners(text: str) -> str:
+    return GOOD.replace("    owners: [U0OWNER1]\n", text)
+
+
+def test_live_approvals_need_as_many_distinct_owners(tmp_path: Path) -> None:
+    two = _owners("    owners: [U0OWNER1, U0OWNER2]\n    live_approvals: 2\n")
+    assert load_catalog(_write(tmp_path, two)).get("orders").live_approvals == 2
+
+    alone = _owners("    owners: [U0OWNER1]\n    live_approvals: 2\n")
+    with pytest.raises(CatalogError, match="live_approvals: 2 needs as many distinct owners"):
+        load_catalog(_write(tmp_path, alone))
+    with pytest.raises(CatalogError, match="field 'live_approvals'"):
+        load_catalog(_write(tmp_path, _owners("    owners: [U0OWNER1]\n    live_approvals: 3\n")))

@@ -210,10 +210,10 @@ def spec_document(**decrypt: Any) -> dict[str, Any]:
 
 
 def test_decrypt_section_round_trips() -> None:
-    spec = spec_from_dict(
-        spec_document(on_error="dlq", dlq_topic="t.dlq", kms={"region": "eu-west-1", "endpoint_url": None})
-    )
+    document = spec_document(kms={"region": "eu-west-1", "endpoint_url": None})
+    spec = spec_from_dict({**document, "on_error": "dlq", "dlq_topic": "t.dlq"})
     assert spec.decrypt is not None and spec.decrypt.columns == ("email",)
+    assert (spec.on_error, spec.dlq_topic) == ("dlq", "t.dlq")  # the run's, for every bad record
     assert spec_from_json(spec.to_json()) == spec
     without = spec_from_dict({k: v for k, v in spec_document().items() if k != "decrypt"})
     assert "decrypt" not in without.to_dict()
@@ -223,8 +223,8 @@ def test_decrypt_section_round_trips() -> None:
     ("override", "field"),
     [
         ({"columns": []}, "decrypt.columns"),
-        ({"on_error": "dlq"}, "decrypt.dlq_topic"),
-        ({"on_error": "skip"}, "decrypt.on_error"),
+        ({"on_error": "dlq"}, "decrypt.on_error"),  # the run's choice now, at the spec's top level
+        ({"dlq_topic": "t.dlq"}, "decrypt.dlq_topic"),
         ({"local_key_dir": None}, "decrypt.local_key_dir"),
         ({"columns": ["event_id"]}, "decrypt.columns"),
         ({"data_keys": {}}, "decrypt.data_keys"),
@@ -264,17 +264,15 @@ def test_daemon_reads_the_key_manifest(tmp_path: Path) -> None:
     manifest["dk-foreign"] = {"encrypted": "AAAA", "key_ref": "kms:someone-else"}
     (table / "_keys.json").write_text(json.dumps(manifest))
     settings = load_settings({}, local_key_dir=tmp_path / "keys")
-    section = decrypt_section(catalog_source(table, email="local:sample"), {}, settings, "replay.orders.r-1")
+    section = decrypt_section(catalog_source(table, email="local:sample"), settings)
     assert section is not None
-    assert section.columns == ("email",) and section.on_error == "fail"
+    assert section.columns == ("email",)
     assert set(section.data_keys) == set(manifest) - {"dk-foreign"}  # only keys the catalog names
     assert section.local_key_dir == str(tmp_path / "keys")
     assert (section.kms.region, section.kms.endpoint_url) == (settings.emr.region, settings.emr.endpoint_url)
-    dlq = decrypt_section(catalog_source(table, email="local:sample"), {"on_error": "dlq"}, settings, "t")
-    assert dlq is not None and dlq.dlq_topic == "t.dlq"
-    assert decrypt_section(catalog_source(table), {}, settings, "t") is None
+    assert decrypt_section(catalog_source(table), settings) is None
     with pytest.raises(KeyManifestError, match=r"_keys\.json"):
-        decrypt_section(catalog_source(tmp_path / "nowhere", email="local:sample"), {}, settings, "t")
+        decrypt_section(catalog_source(tmp_path / "nowhere", email="local:sample"), settings)
 
 
 def test_new_data_keys_are_random() -> None:
@@ -303,5 +301,6 @@ def test_build_spec_carries_the_decrypt_section(tmp_path: Path) -> None:
     )
     settings = load_settings({"REPLAY_LOCAL_KEY_DIR": str(tmp_path / "keys")})
     spec = build_spec(run, catalog=catalog, settings=settings, result_uri=None)
-    assert spec.decrypt is not None and spec.decrypt.dlq_topic == "replay.orders.r-7.dlq"
+    assert spec.decrypt is not None
+    assert (spec.on_error, spec.dlq_topic) == ("dlq", "replay.dlq.orders")
     assert spec_from_json(spec.to_json()) == spec

@@ -102,7 +102,7 @@ def test_round_trip_publishes_plaintext(
     assert run.kind == "REPLAY_RESULT", run.stderr[-3000:]
     source = window_rows(table)
     assert run.document["confirmed"] == run.document["rows_selected"] == len(source)
-    assert run.document["dlq"] == 0
+    assert run.document["dead_lettered"] == 0
     messages = consume_all(kafka_bootstrap, topic, expected=len(source))
     values = [json.loads(value_of(message)) for message in messages]
     assert sorted(value["event_id"] for value in values) == sorted(source)
@@ -173,13 +173,15 @@ def test_dlq_mode_parks_bad_rows_and_publishes_the_rest(
     broken = corrupt(table, tmp_path / "orders", count=3)
     topic, dlq_topic = unique_topic("pii-ok"), unique_topic("pii-dlq")
     create_topic(kafka_bootstrap, topic, partitions=2)
-    section = decrypt_section(tmp_path / "orders", keys, on_error="dlq", dlq_topic=dlq_topic)
-    document = job_spec(tmp_path / "orders", kafka_bootstrap, topic, decrypt=section)
+    section = decrypt_section(tmp_path / "orders", keys)
+    document = job_spec(
+        tmp_path / "orders", kafka_bootstrap, topic, decrypt=section, on_error="dlq", dlq_topic=dlq_topic
+    )
     run = spark_submit(write_spec(tmp_path, document))
     assert run.kind == "REPLAY_RESULT", run.stderr[-3000:]
     result = run.document
-    assert result["dlq"] == len(broken) == 3
-    assert result["confirmed"] + result["dlq"] == result["rows_selected"] == len(window_rows(table))
+    assert result["dead_lettered"] == len(broken) == 3
+    assert result["confirmed"] + result["dead_lettered"] == result["rows_selected"] == len(window_rows(table))
     good = [
         json.loads(value_of(m)) for m in consume_all(kafka_bootstrap, topic, expected=result["confirmed"])
     ]

@@ -5,34 +5,66 @@ A click is acked at once; the lazy half checks who clicked and when, then create
 `confirm_live=True` and an Idempotency-Key derived from the confirmation, and replaces the buttons
 with the outcome. A second click gets the first run back from the daemon (and says so); a click
 by anyone else, or after the confirmation expired, starts nothing and says why.
+
+A source with `live_approvals: 2` takes one more step: the requester's click posts an approval request
+in the channel (not ephemeral: the incident room sees it), and the click of another owner creates the
+run with `approved_by`. The requester's own click is refused here; the daemon refuses (and audits)
+anyone who is not an owner. A window that overlaps a going or recent live replay is refused at once,
+unless `force=yes`, and then the prompt names the run it overrides.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from slack_bolt import Ack, App, Respond
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackClientError
 
 from bot.confirmation import LiveRequest
 from bot.deps import BotDeps
 from bot.replies import answer_with, create_once, key_for
-from daemon.contract.models import ReplayBody
+from daemon.contract.models import PlanOut, ReplayBody, RunCreated
+from daemon.core.errors import OverlappingReplay
 from daemon.core.grammar import USAGE, GrammarError, ReplayCommand, parse, render
 from daemon.core.quantities import render_duration
 from daemon.slack.blocks import MAX_BUTTON_VALUE, Message, escape, mention, notice, refusal
-from daemon.slack.run_messages import CANCEL_ACTION, CONFIRM_ACTION, accepted, live_confirmation
+from daemon.slack.run_messages import (
+    APPROVE_ACTION,
+    CANCEL_ACTION,
+    CONFIRM_ACTION,
+    accepted,
+    live_approval_request,
+    live_confirmation,
+)
+
+
+def _refuse_overlap(plan: PlanOut, parsed: ReplayCommand) -> None:
+    """The daemon's own refusal, said before any button: the window repeats a going or recent run."""
+    if plan.overlapping and not parsed.force:
+        other = plan.overlapping[0]
+        raise OverlappingReplay(
+            run_id=other.run_id,
+            requester=other.requester,
+            state=other.state,
+            window=other.window,
+            topic=plan.topic,
+        )
 
 
 def ask(deps: BotDeps, parsed: ReplayCommand, command: dict[str, Any]) -> Message:
     """The plan and the buttons; the daemon is only asked to plan, so nothing can start yet."""
     user = command["user_id"]
     plan = deps.daemon.plan(user, ReplayBody.of(parsed))
+    _refuse_overlap(plan, parsed)
     request = LiveRequest(
         command=render(parsed),
         requester=user,
         channel=str(command.get("channel_id") or ""),
         issued_at=int(deps.clock()),
         nonce=key_for("n", str(command.get("trigger_id") or command.get("response_url") or "")),
+        approvals=plan.live_approvals,
     )
     value = request.encode()
     if len(value) > MAX_BUTTON_VALUE:
@@ -40,21 +72,59 @@ def ask(deps: BotDeps, parsed: ReplayCommand, command: dict[str, Any]) -> Messag
     return live_confirmation(plan, value=value, expires_in_s=deps.confirm_ttl_s)
 
 
-def _launch(deps: BotDeps, request: LiveRequest) -> Message:
+def _replay_of(request: LiveRequest) -> ReplayCommand:
     parsed = parse(request.command)
     if not isinstance(parsed, ReplayCommand):
         raise GrammarError("this confirmation does not hold a replay")
-    body = ReplayBody.of(parsed, confirm_live=True, slack_channel=request.channel or None)
-    run = create_once(deps.daemon, request.requester, body, key=request.idempotency_key())
-    if run.created:
-        return accepted(run, created=True)
+    return parsed
+
+
+def _create(deps: BotDeps, request: LiveRequest, approved_by: str | None = None) -> RunCreated:
+    body = ReplayBody.of(
+        _replay_of(request), confirm_live=True, approved_by=approved_by, slack_channel=request.channel or None
+    )
+    return create_once(deps.daemon, request.requester, body, key=request.idempotency_key())
+
+
+def _already(run: RunCreated) -> Message:
     return notice(
         f":repeat: Already published from this confirmation as `{escape(run.id)}` "
         f"({escape(run.state)}); this click started nothing new."
     )
 
 
-def on_click(deps: BotDeps, body: dict[str, Any], respond: Respond, *, publish: bool) -> None:
+def _launch(deps: BotDeps, request: LiveRequest) -> Message:
+    run = _create(deps, request)
+    return accepted(run, created=True) if run.created else _already(run)
+
+
+def _ask_for_approval(deps: BotDeps, request: LiveRequest, client: WebClient) -> Message:
+    """Post the approval request in the channel; the requester is told where it went."""
+    parsed = _replay_of(request)
+    plan = deps.daemon.plan(request.requester, ReplayBody.of(parsed))
+    _refuse_overlap(plan, parsed)
+    if not request.channel:
+        return notice(":no_entry: No channel to ask for approval in; nothing was published.")
+    asked = replace(request, issued_at=int(deps.clock()))
+    prompt = live_approval_request(
+        plan, requester=request.requester, value=asked.encode(), expires_in_s=deps.confirm_ttl_s
+    )
+    try:
+        client.chat_postMessage(channel=request.channel, **prompt.payload())
+    except SlackClientError as exc:
+        return notice(
+            f":electric_plug: Could not post the approval request in the channel ({escape(str(exc))}); "
+            "nothing was published. Invite the app to the channel, then run the command again."
+        )
+    return notice(
+        ":raised_hand: Asked in the channel: another owner of the source must approve; "
+        "nothing is published until then."
+    )
+
+
+def on_click(
+    deps: BotDeps, body: dict[str, Any], respond: Respond, *, publish: bool, client: WebClient | None = None
+) -> None:
     clicker = body["user"]["id"]
     try:
         request = LiveRequest.decode(body["actions"][0]["value"])
@@ -76,20 +146,63 @@ def on_click(deps: BotDeps, body: dict[str, Any], respond: Respond, *, publish: 
             f":hourglass: This confirmation expired (after {ttl}); nothing was published. "
             f"Run `/replay {escape(request.command)}` again."
         )
+    elif request.approvals > 1 and client is not None:
+        message = answer_with(lambda: _ask_for_approval(deps, request, client), usage=USAGE["replay"])
     else:
         message = answer_with(lambda: _launch(deps, request), usage=USAGE["replay"])
     respond(**message.ephemeral(replace_original=True))
+
+
+def on_approve(deps: BotDeps, body: dict[str, Any], respond: Respond) -> None:
+    """A click on the channel's approval request: another owner's launches, anyone else's is refused."""
+    clicker = body["user"]["id"]
+    try:
+        request = LiveRequest.decode(body["actions"][0]["value"])
+    except ValueError:
+        respond(**refusal("this button is not one of ours").ephemeral(replace_original=False))
+        return
+    if clicker == request.requester:
+        note = ":no_entry: You asked for this replay; another owner of the source must approve it."
+        respond(**notice(note).ephemeral(replace_original=False))
+        return
+    if request.expired(deps.clock(), deps.confirm_ttl_s):
+        ttl = render_duration(int(deps.confirm_ttl_s))
+        expired = notice(
+            f":hourglass: This approval request expired (after {ttl}); nothing was published. "
+            f"{mention(request.requester)} can run `/replay {escape(request.command)}` again."
+        )
+        respond(**expired.payload(response_type="in_channel", replace_original=True))
+        return
+    created: list[bool] = []
+
+    def approve() -> Message:
+        run = _create(deps, request, approved_by=clicker)
+        created.append(run.created)
+        if not run.created:
+            return _already(run)
+        launched = accepted(run, created=True).text
+        return notice(f":white_check_mark: Approved by {mention(clicker)}. {launched}")
+
+    message = answer_with(approve, usage=USAGE["replay"])
+    if created == [True]:  # the channel sees the outcome; a refusal or a repeat is for the clicker only
+        respond(**message.payload(response_type="in_channel", replace_original=True))
+    else:
+        respond(**message.ephemeral(replace_original=False))
 
 
 def register(app: App, deps: BotDeps) -> None:
     def ack_click(ack: Ack) -> None:
         ack()
 
-    def publish_live(body: dict[str, Any], respond: Respond) -> None:
-        on_click(deps, body, respond, publish=True)
+    def publish_live(body: dict[str, Any], respond: Respond, client: WebClient) -> None:
+        on_click(deps, body, respond, publish=True, client=client)
+
+    def approve_live(body: dict[str, Any], respond: Respond) -> None:
+        on_approve(deps, body, respond)
 
     def dismiss_live(body: dict[str, Any], respond: Respond) -> None:
         on_click(deps, body, respond, publish=False)
 
     app.action(CONFIRM_ACTION)(ack=ack_click, lazy=[publish_live])
     app.action(CANCEL_ACTION)(ack=ack_click, lazy=[dismiss_live])
+    app.action(APPROVE_ACTION)(ack=ack_click, lazy=[approve_live])

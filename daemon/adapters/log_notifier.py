@@ -31,6 +31,7 @@ class LogNotifier(Notifier):
             state=str(run.state),
             confirmed=run.confirmed,
             rows_selected=run.rows_selected,
+            dead_lettered=run.dead_lettered,
             reason=run.failure_reason,
         )
 

@@ -68,6 +68,9 @@ def describe_run(run: RunOut) -> str:
         text += f", {run.confirmed:,}/{run.rows:,} confirmed"
     if run.state == RunState.SUCCEEDED and run.achieved_tps:
         text += f" (achieved {run.achieved_tps:,.1f}/s)"
+    if run.dead_lettered:  # None (unknown) is not 0: only a reported count is shown
+        where = f" in {run.dlq_topic}" if run.dlq_topic else ""
+        text += f", dlq={run.dead_lettered:,} set aside{where}"
     if run.duplicates:
         text += f", {run.duplicates:,} possibly duplicated by retried tasks"
     if run.failure_reason:

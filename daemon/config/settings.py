@@ -71,6 +71,9 @@ class Settings(BaseSettings):
     max_tps: int = Field(default=200_000, gt=0)
     default_tps: int = Field(default=1_000, gt=0)
     max_workers: int = Field(default=64, ge=1)
+    live_replay_guard_hours: float = Field(
+        default=24.0, ge=0, description="refuse live replays overlapping one that succeeded this recently"
+    )
 
     slack_bot_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from daemon.core.cron import parse_cron
 from daemon.core.errors import BadRequest
-from daemon.core.grammar import PlanCommand, ReplayCommand, ScheduleCommand
+from daemon.core.grammar import OnError, PlanCommand, ReplayCommand, ScheduleCommand, Timestamp
 from daemon.core.quantities import parse_duration, render_duration
 from daemon.core.states import PipelineState, RunKind, RunState
 from daemon.core.windows import label, parse_window
@@ -39,7 +39,17 @@ class ReplayBody(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     workers: int | None = Field(default=None, ge=1, le=512)
     ordering: Literal["entity", "none"] = "entity"
+    force: bool = Field(default=False, description="replay into the live topic over an overlapping run")
+    timestamp: Timestamp | None = Field(
+        default=None, description="records' Kafka timestamp: event time or publish time; None = the source's"
+    )
+    on_error: OnError | None = Field(
+        default=None, description="a record that cannot be published: fail the run, or set it aside (dlq)"
+    )
     confirm_live: bool = False
+    approved_by: str | None = Field(
+        default=None, max_length=64, description="the second owner who approved a live replay"
+    )
     slack_channel: str | None = Field(default=None, max_length=64)
 
     @classmethod
@@ -48,6 +58,7 @@ class ReplayBody(BaseModel):
         command: ReplayCommand | PlanCommand,
         *,
         confirm_live: bool = False,
+        approved_by: str | None = None,
         slack_channel: str | None = None,
     ) -> ReplayBody:
         """The request for a parsed replay or plan command."""
@@ -59,7 +70,11 @@ class ReplayBody(BaseModel):
             headers=dict(command.headers),
             workers=command.workers,
             ordering=command.ordering,
+            force=command.force,
+            timestamp=command.timestamp,
+            on_error=command.on_error,
             confirm_live=confirm_live,
+            approved_by=approved_by,
             slack_channel=slack_channel,
         )
 
@@ -73,6 +88,9 @@ class ReplayBody(BaseModel):
             headers=tuple(sorted(self.headers.items())),
             workers=self.workers,
             ordering=self.ordering,
+            force=self.force,
+            timestamp=self.timestamp,
+            on_error=self.on_error,
         )
 
 
@@ -90,6 +108,7 @@ class ScheduleBody(BaseModel):
     lookback: str | None = Field(default=None, max_length=20, examples=["1h"])
     headers: dict[str, str] = Field(default_factory=dict)
     idle_after_days: int | None = Field(default=None, ge=1, le=3660)
+    on_error: OnError | None = Field(default=None, description="for every run; None = the source's default")
     confirm_live: bool = False
     slack_channel: str | None = Field(default=None, max_length=64)
 
@@ -109,6 +128,7 @@ class ScheduleBody(BaseModel):
             lookback=render_duration(command.lookback_seconds) if command.lookback_seconds else None,
             headers=dict(command.headers),
             idle_after_days=command.idle_after_days,
+            on_error=command.on_error,
             confirm_live=confirm_live,
             slack_channel=slack_channel,
         )
@@ -124,6 +144,7 @@ class ScheduleBody(BaseModel):
             lookback_seconds=_option("lookback", self.lookback, parse_duration) or 0,
             headers=tuple(sorted(self.headers.items())),
             idle_after_days=self.idle_after_days,
+            on_error=self.on_error,
         )
 
 
@@ -150,6 +171,15 @@ class UnscheduleBody(BaseModel):
     confirm: bool = False
 
 
+class OverlapOut(BaseModel):
+    """A running or recently succeeded replay whose window a live replay would publish again."""
+
+    run_id: str
+    requester: str
+    state: RunState
+    window: str
+
+
 class PlanOut(BaseModel):
     """What a replay would do: the dry run's answer, and what a live confirmation shows."""
 
@@ -166,6 +196,12 @@ class PlanOut(BaseModel):
     workers: int
     headers: dict[str, str] = Field(default_factory=dict)
     ordering: Literal["entity", "none"] = "entity"
+    timestamp: Timestamp = Field(default="replay", description="the records' Kafka timestamp, as resolved")
+    on_error: OnError = Field(default="fail", description="what a bad record does, as resolved")
+    overlapping: list[OverlapOut] = Field(
+        default_factory=list, description="live replays this one would repeat (refused unless force)"
+    )
+    live_approvals: int = Field(default=1, description="owners who must agree to a live replay (1 or 2)")
 
 
 class RunOut(BaseModel):
@@ -186,6 +222,10 @@ class RunOut(BaseModel):
     achieved_tps: float | None
     failed_tasks: int
     duplicates: int
+    dead_lettered: int | None = Field(
+        default=None, description="records set aside on the dead-letter topic (on_error=dlq); None: unknown"
+    )
+    dlq_topic: str | None = Field(default=None, description="where this run sets bad records aside")
     failure_reason: str | None
     pipeline_id: str | None = None
     created_at: datetime

@@ -16,7 +16,8 @@ ReplayError                        user-facing message in ``str(exc)``
 │   └── NotificationNotFound       carries ``dedup_key``
 ├── Conflict                       HTTP 409 (e.g. cancelling a finished run)
 │   ├── StaleUpdate (RuntimeError) optimistic-concurrency conflict: the row's version moved on
-│   └── InvalidTransition (ValueError) the run/pipeline state machine refused the change
+│   ├── InvalidTransition (ValueError) the run/pipeline state machine refused the change
+│   └── OverlappingReplay          a live replay would repeat a running or recent one: carries it
 └── Unavailable                    a dependency (broker, daemon, Spark) is down: HTTP 503
 """
 
@@ -121,3 +122,16 @@ class InvalidTransition(Conflict, ValueError):
         self.entity_id = entity_id
         self.from_state = from_state
         self.to_state = to_state
+
+
+class OverlappingReplay(Conflict):
+    """A replay into a live topic overlaps a running or recently succeeded one of the same source."""
+
+    def __init__(self, *, run_id: str, requester: str, state: str, window: str, topic: str) -> None:
+        state = str(state)
+        super().__init__(
+            f"the window overlaps run {run_id} ({window}, requested by {requester}, {state}) into the live "
+            f"topic '{topic}'; add force=yes to replay it anyway"
+        )
+        self.run_id, self.requester, self.state = run_id, requester, state
+        self.window, self.topic = window, topic

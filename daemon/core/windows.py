@@ -198,3 +198,8 @@ def label(window: Window) -> str:
     if isinstance(window, TimeWindow):
         return f"{_stamp(window.start)}..{_stamp(window.end)}"
     return f"last={render_duration(window.seconds)}"
+
+
+def overlaps(first: tuple[datetime, datetime], second: tuple[datetime, datetime]) -> bool:
+    """Whether two half-open ``[start, end)`` intervals share an instant (touching ends do not)."""
+    return first[0] < second[1] and second[0] < first[1]

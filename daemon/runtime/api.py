@@ -129,6 +129,7 @@ def create_api(
             who,
             body.command(ReplayCommand),
             confirm_live=body.confirm_live,
+            approved_by=body.approved_by,
             idempotency_key=idempotency_key,
             slack_channel=body.slack_channel,
         )

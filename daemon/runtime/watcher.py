@@ -187,6 +187,8 @@ class Watcher:
             fields["rows_selected"] = int(result["rows_selected"])
         if result.get("achieved_tps") is not None:
             fields["achieved_tps"] = float(result["achieved_tps"])
+        if result.get("dead_lettered") is not None:
+            fields["dead_lettered"] = int(result["dead_lettered"])
         if outcome.succeeded:
             self._finish(run, RunState.SUCCEEDED, **fields)
         else:

@@ -34,6 +34,7 @@ from daemon.slack.views import RunView
 MAX_LISTED_RUNS = 15
 CONFIRM_ACTION = "replay_live_confirm"
 CANCEL_ACTION = "replay_live_cancel"
+APPROVE_ACTION = "replay_live_approve"
 
 _STATE_ICON = {
     "queued": ":hourglass_flowing_sand:",
@@ -65,6 +66,18 @@ def _out_of(run: RunView) -> str:
     return "the job reported no row count"
 
 
+def set_aside(run: RunView) -> str | None:
+    """``dlq=N``: records the broker refused or the job could not encode or decrypt, parked on the
+    dead-letter topic; None when there are none, or when nobody knows (never shown as 0)."""
+    if not run.dead_lettered:
+        return None
+    where = f" in `{escape(run.dlq_topic)}`" if run.dlq_topic else ""
+    return (
+        f":warning: {count(run.dead_lettered)} set aside{where} (dlq={run.dead_lettered:,}): records "
+        "that could not be published; each names its reason in its `replay-error` header."
+    )
+
+
 def next_step(run: RunView) -> str:
     """A suggestion for a failed or cancelled run, from its reason; never empty."""
     reason = (run.reason or "").lower()
@@ -73,6 +86,11 @@ def next_step(run: RunView) -> str:
     if "launch" in reason or "spark" in reason:
         return (
             "the job never started: ask the platform team to check the launcher, then run the command again"
+        )
+    if "cannot be published" in reason or "cannot decrypt" in reason:
+        return (
+            "a record could not be published (its event id is in the reason): fix it at the source, or "
+            f"re-run `{escape(_rerun(run))} on_error=dlq` to set such records aside and publish the rest"
         )
     if "lost" in reason:
         return "the job process disappeared (host restart?); run the command again"
@@ -102,7 +120,10 @@ def run_parent(run: RunView) -> Message:
     ]
     if final:
         pairs[5] = ("Took", human_duration(run.duration_s))
-        pairs.append(("Confirmed by the broker", f"{count(run.confirmed)} ({_out_of(run)})"))
+        confirmed = f"{count(run.confirmed)} ({_out_of(run)})"
+        if run.dead_lettered:  # Slack shows at most 10 fields: the count joins the confirmed one
+            confirmed += f"; dlq={run.dead_lettered:,} set aside"
+        pairs.append(("Confirmed by the broker", confirmed))
         pairs.append(("Achieved rate", rate(run.achieved_tps)))
         footer = "Final report in the thread."
     else:
@@ -156,6 +177,8 @@ def final_reply(run: RunView) -> Message:
             f"*Reason:* {reason}",
             f"*Next step:* {next_step(run)}",
         ]
+    if aside := set_aside(run):
+        lines.append(aside)
     text = "\n".join(lines)
     return message(text, section(text))
 
@@ -222,6 +245,15 @@ def plan_summary(plan: PlanOut) -> Message:
     return message(text, header("Dry run: nothing was sent"), _plan_fields(plan))
 
 
+def overridden(plan: PlanOut) -> str:
+    """The runs a `force=yes` live replay publishes over, one per line; empty when there are none."""
+    return "\n".join(
+        f":heavy_exclamation_mark: `force=yes` overrides `{escape(o.run_id)}` ({escape(o.window)}, "
+        f"requested by {mention(o.requester)}, {escape(o.state)}): its window is published again."
+        for o in plan.overlapping
+    )
+
+
 def live_confirmation(plan: PlanOut, *, value: str, expires_in_s: float) -> Message:
     """Buttons before publishing into a live topic; both carry the same request in `value`."""
     warning = (
@@ -229,9 +261,28 @@ def live_confirmation(plan: PlanOut, *, value: str, expires_in_s: float) -> Mess
         f"it will see these {count(plan.rows)} events again. Confirm within "
         f"{human_duration(expires_in_s)}."
     )
+    label = "Publish to live topic"
+    if plan.live_approvals > 1:
+        warning += " Confirming asks a second owner of the source to approve it, in this channel."
+        label = "Ask an owner to approve"
+    if overrides := overridden(plan):
+        warning += "\n" + overrides
     actions = buttons(
         "replay_live",
-        (CONFIRM_ACTION, "Publish to live topic", value, "danger"),
+        (CONFIRM_ACTION, label, value, "danger"),
         (CANCEL_ACTION, "Cancel", value, None),
     )
     return message(warning, section(warning), _plan_fields(plan), actions)
+
+
+def live_approval_request(plan: PlanOut, *, requester: str, value: str, expires_in_s: float) -> Message:
+    """Posted in the channel, so the incident room sees it: another owner's click launches the replay."""
+    text = (
+        f":raised_hand: {mention(requester)} asks to publish {count(plan.rows)} events of "
+        f"{escape(plan.source)} `{escape(plan.window)}` into the *live* topic `{escape(plan.topic)}`. "
+        f"Another owner of {escape(plan.source)} must approve within {human_duration(expires_in_s)}."
+    )
+    if overrides := overridden(plan):
+        text += "\n" + overrides
+    actions = buttons("replay_live_approval", (APPROVE_ACTION, "Approve and publish", value, "danger"))
+    return message(text, section(text), _plan_fields(plan), actions)

@@ -31,6 +31,8 @@ class RunView:
     rows: int | None = None  # the best count known (`RunOut.rows`); None: unknown
     rows_selected: int | None = None  # the job's own count, once it reported it
     confirmed: int = 0
+    dead_lettered: int | None = None  # set aside on `dlq_topic` (on_error=dlq); None: unknown
+    dlq_topic: str | None = None
     rate: float | None = None
     achieved_tps: float | None = None
     duration_s: float | None = None
@@ -53,6 +55,8 @@ class RunView:
             rows=run.rows,
             rows_selected=run.rows_selected,
             confirmed=run.confirmed,
+            dead_lettered=run.dead_lettered,
+            dlq_topic=run.dlq_topic,
             rate=rate,
             achieved_tps=run.achieved_tps,
             duration_s=(ended - started).total_seconds() if started and ended else None,

@@ -8,12 +8,30 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from daemon.core.errors import CatalogError, UnknownSource
+from daemon.core.grammar import OnError, Timestamp
+from daemon.usecases.value_formats import (
+    RawColumns,
+    ValueFormat,
+    check_raw,
+    check_value_columns,
+    check_value_format,
+    with_raw_defaults,
+)
+from spark_job.spec.model import DEFAULT_PARTITIONER, Partitioner
 
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -54,8 +72,38 @@ class Source(BaseModel):
     event_id_column: str = Field(min_length=1)
     watermark_column: str | None = None
     encrypted_columns: dict[str, EncryptedColumn] = Field(default_factory=dict)
+    # json: value_columns as JSON (default all but partition_column); raw: a bronze table's bytes
+    value_format: ValueFormat = "json"
+    value_columns: list[str] | None = Field(default=None, min_length=1)
+    raw: RawColumns | None = None  # a raw source's value, headers and timestamp columns
     live_topic: str | None = None
     owners: list[str] = Field(min_length=1)
+    # 2: a replay into the live topic also needs the click of a second owner (not the requester).
+    live_approvals: int = Field(default=1, ge=1, le=2)
+    # librdkafka's name for how keys map to partitions; murmur2 = the Java client's (the default)
+    partitioner: Partitioner = DEFAULT_PARTITIONER
+    timestamp: Timestamp = "replay"  # the runs' default: records stamped at publish, or at event time
+    on_error: OnError = "fail"  # the runs' default: a bad record fails the run, or goes to its dlq topic
+
+    @model_validator(mode="before")
+    @classmethod
+    def _raw_defaults(cls, body: Any) -> Any:
+        return with_raw_defaults(body)
+
+    @field_validator("value_format")
+    @classmethod
+    def _format_fits(cls, value: ValueFormat, info: ValidationInfo) -> ValueFormat:
+        return check_value_format(value, info.data)
+
+    @field_validator("value_columns")
+    @classmethod
+    def _json_columns(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        return check_value_columns(value, info.data)
+
+    @field_validator("raw")
+    @classmethod
+    def _raw_columns(cls, value: RawColumns | None, info: ValidationInfo) -> RawColumns | None:
+        return check_raw(value, info.data)
 
     @field_validator("live_topic")
     @classmethod
@@ -71,6 +119,12 @@ class Source(BaseModel):
             if not _SLACK_USER.match(owner):
                 raise ValueError(f"'{owner}' is not a Slack user id (like U024BE7LH)")
         return value
+
+    @model_validator(mode="after")
+    def _enough_owners_to_approve(self) -> Source:
+        if len(set(self.owners)) < self.live_approvals:
+            raise ValueError(f"live_approvals: {self.live_approvals} needs as many distinct owners")
+        return self
 
 
 class Catalog(BaseModel):

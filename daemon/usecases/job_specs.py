@@ -11,6 +11,7 @@ from datetime import date, timedelta
 
 from daemon.config.settings import Settings
 from daemon.usecases.catalog import Catalog
+from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.pii import decrypt_section
 from spark_job.spec.model import DayWindow, JobSpec, Progress, Selection, Source, TimeWindow, WatermarkRange
 from store.models import Run
@@ -38,6 +39,8 @@ def _job_kafka(settings: Settings) -> dict[str, str | int | float | bool]:
 def build_spec(run: Run, *, catalog: Catalog, settings: Settings, result_uri: str | None) -> JobSpec:
     source = catalog.get(run.source)
     options = run.options or {}
+    # recorded when the run was created; a run recorded before on_error existed takes the source's
+    dead_letters = dead_letter_options(options.get("on_error") or source.on_error, source.name)
     return JobSpec(
         run_id=run.id,
         source=Source(name=source.name, path=source.table.path, table=source.table.table),
@@ -48,9 +51,19 @@ def build_spec(run: Run, *, catalog: Catalog, settings: Settings, result_uri: st
         key_column=source.key_column,
         event_id_column=source.event_id_column,
         event_time_column=source.event_time_column,
+        value_format=source.value_format,
+        value_columns=None if source.value_columns is None else tuple(source.value_columns),
+        partition_column=source.partition_column,
+        value_column=source.raw.value_column if source.raw else None,
+        headers_column=source.raw.headers_column if source.raw else None,
+        raw_timestamp_column=source.raw.timestamp_column if source.raw else None,
         headers=dict(options.get("headers") or {}),
         ordering=options.get("ordering", "entity"),
         progress=Progress(topic=settings.progress_topic, interval_s=settings.progress_interval_s),
         result_uri=result_uri,
-        decrypt=decrypt_section(source, options, settings, run.target_topic),
+        decrypt=decrypt_section(source, settings),
+        partitioner=source.partitioner,
+        timestamp=options.get("timestamp") or source.timestamp,
+        on_error="dlq" if dead_letters["on_error"] == "dlq" else "fail",
+        dlq_topic=options.get("dlq_topic") or dead_letters.get("dlq_topic"),
     )

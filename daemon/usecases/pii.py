@@ -49,10 +49,9 @@ def read_manifest(table_path: str, settings: Settings) -> dict[str, Any]:
     return document
 
 
-def decrypt_section(
-    source: Source, options: dict[str, Any], settings: Settings, target_topic: str
-) -> Decrypt | None:
-    """``None`` for sources without encrypted columns; options ``on_error`` / ``dlq_topic`` apply."""
+def decrypt_section(source: Source, settings: Settings) -> Decrypt | None:
+    """``None`` for sources without encrypted columns; a row that does not decrypt is a bad record,
+    so the run's ``on_error`` decides what it does (``daemon.usecases.dead_letters``)."""
     if not source.encrypted_columns:
         return None
     if source.table.path is None:
@@ -63,13 +62,9 @@ def decrypt_section(
         for key_id, entry in read_manifest(source.table.path, settings).items()
         if isinstance(entry, dict) and entry.get("key_ref") in allowed and entry.get("encrypted")
     }
-    on_error = options.get("on_error", "fail")
-    dlq_topic = options.get("dlq_topic") or (f"{target_topic}.dlq" if on_error == "dlq" else None)
     return Decrypt(
         columns=tuple(source.encrypted_columns),
         data_keys=data_keys,
         kms=KmsSettings(region=settings.emr.region, endpoint_url=settings.emr.endpoint_url),
         local_key_dir=str(settings.local_key_dir) if settings.local_key_dir else None,
-        on_error=on_error,
-        dlq_topic=dlq_topic,
     )

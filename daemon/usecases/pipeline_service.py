@@ -24,6 +24,7 @@ from daemon.core.states import PipelineState
 from daemon.core.watermarks import encode, has_new_data, low_bound
 from daemon.usecases.audit import Audit
 from daemon.usecases.catalog import Catalog, Source
+from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.fire_times import next_fire
 from daemon.usecases.ports import Notifier, TableStats, TopicAdmin
 from daemon.usecases.wire import pipeline_out
@@ -140,7 +141,11 @@ class PipelineService:
                     created_by=actor,
                     owners=sorted({actor, *source.owners}),
                     lookback_seconds=command.lookback_seconds,
-                    options={"headers": dict(command.headers), "topic_mode": command.topic},
+                    options={
+                        "headers": dict(command.headers),
+                        "topic_mode": command.topic,
+                        "on_error": command.on_error,  # None: the source's default at each run
+                    },
                     idle_after_days=command.idle_after_days,
                     slack_channel=slack_channel,
                 )
@@ -243,7 +248,13 @@ class PipelineService:
             "tps": pipeline.tps,
             "requester": pipeline.created_by,
             "watermark_column": pipeline.watermark_column,
-            "options": {"headers": (pipeline.options or {}).get("headers", {}), "ordering": "entity"},
+            "options": {
+                "headers": (pipeline.options or {}).get("headers", {}),
+                "ordering": "entity",
+                **dead_letter_options(
+                    (pipeline.options or {}).get("on_error") or source.on_error, source.name
+                ),
+            },
             "slack_channel": pipeline.slack_channel,
             "slack_ts": pipeline.slack_ts,
         }

@@ -11,7 +11,7 @@ import builtins
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import structlog
 from sqlalchemy.exc import IntegrityError
@@ -30,8 +30,10 @@ from daemon.core.states import RunState
 from daemon.core.windows import DayWindow, TimeWindow, bounds, days, label, resolve
 from daemon.usecases.audit import Audit
 from daemon.usecases.catalog import Catalog, Source
+from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.ports import TableStats, TopicAdmin
 from store import Store
+from store.live_guard import LiveGuard
 from store.models import Run
 
 log = structlog.get_logger(__name__)
@@ -41,6 +43,16 @@ LAUNCH_FAILURE = "could not launch the job"
 # Sizing a topic with no live twin: one partition per this many bytes/s of target throughput.
 BYTES_PER_PARTITION_PER_S = 5 * 1024 * 1024
 MAX_AUTO_PARTITIONS = 64
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """A going or recently succeeded live replay that a new one would publish again."""
+
+    run_id: str
+    requester: str
+    state: str
+    window: str
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,11 @@ class Plan:
     workers: int
     headers: dict[str, str] = field(default_factory=dict)
     ordering: str = "entity"
+    timestamp: str = "replay"  # resolved: the run's option, else the source's default
+    on_error: str = "fail"  # resolved: the run's option, else the source's default
+    force: bool = False
+    overlapping: tuple[Overlap, ...] = ()  # live topic only: refused unless force
+    live_approvals: int = 1
 
 
 class _AlreadyCreated(Exception):
@@ -131,6 +148,7 @@ class ReplayService:
         rows = self._count_rows(source, window)
         if rows == 0:
             raise EmptyWindow(f"no rows of '{source.name}' in {label(command.window)}; nothing to replay")
+        overlapping: tuple[Overlap, ...] = ()
         if command.topic == "live":
             if source.live_topic is None:
                 raise BadRequest(f"source '{source.name}' has no live topic; use topic=auto")
@@ -138,6 +156,7 @@ class ReplayService:
             if live is None:
                 raise BadRequest(f"the live topic '{source.live_topic}' does not exist on the cluster")
             topic, partitions = source.live_topic, live.partitions
+            overlapping = self._overlapping(source.name, topic, start, end)
         else:
             topic, partitions = auto_topic_name(source.name, "<run id>"), self._auto_partitions(source, tps)
         plan = Plan(
@@ -154,8 +173,38 @@ class ReplayService:
             workers=workers,
             headers=dict(command.headers),
             ordering=command.ordering,
+            timestamp=command.timestamp or source.timestamp,
+            on_error=command.on_error or source.on_error,
+            force=command.force,
+            overlapping=overlapping,
+            live_approvals=source.live_approvals,
         )
         return source, plan
+
+    def _guard_since(self) -> datetime:
+        return self._clock() - timedelta(hours=self._settings.live_replay_guard_hours)
+
+    def _overlapping(self, source: str, topic: str, start: datetime, end: datetime) -> tuple[Overlap, ...]:
+        runs = self._store.runs.overlapping(
+            source=source, topic=topic, start=start, end=end, since=self._guard_since()
+        )
+        return tuple(Overlap(r.id, r.requester, str(r.state), r.window_label or "") for r in runs)
+
+    def _check_approval(self, actor: str, source: Source, approved_by: str | None) -> None:
+        """A source with ``live_approvals: 2`` takes a live replay only with a second owner's approval."""
+        if approved_by is None:
+            if source.live_approvals > 1:
+                owners = ", ".join(f"<@{owner}>" for owner in source.owners if owner != actor)
+                raise Conflict(
+                    f"a replay of '{source.name}' into its live topic needs the approval of a second owner "
+                    f"({owners}); in Slack, confirm it and one of them approves in the channel"
+                )
+            return
+        if approved_by == actor:
+            raise Forbidden("the requester cannot approve their own live replay; another owner must")
+        if approved_by not in source.owners:
+            owners = ", ".join(f"<@{owner}>" for owner in source.owners if owner != actor)
+            raise Forbidden(f"only another owner of '{source.name}' ({owners}) may approve this live replay")
 
     def _count_rows(self, source: Source, window: DayWindow | TimeWindow) -> int:
         assert source.table.path is not None, "catalog tables are resolved by the EMR launcher"
@@ -190,10 +239,23 @@ class ReplayService:
         command: ReplayCommand,
         *,
         confirm_live: bool = False,
+        approved_by: str | None = None,
         idempotency_key: str | None = None,
         slack_channel: str | None = None,
     ) -> tuple[Run, bool]:
-        """Validate, provision the topic, record a queued run. Returns (run, created)."""
+        """Validate, provision the topic, record a queued run. Returns (run, created).
+
+        ``approved_by`` is the second owner who approved a live replay (``live_approvals: 2``); a
+        refused approval is audited under the approver, before an earlier run could be handed back.
+        """
+        if approved_by is not None:
+            self._audit.refusing(
+                approved_by,
+                "approve",
+                command.source,
+                lambda: self._check_approval(actor, self._catalog.get(command.source), approved_by),
+                requester=actor,
+            )
         if idempotency_key is not None:
             existing = self._store.runs.find_by_idempotency_key(actor, idempotency_key)
             if existing is not None:
@@ -206,31 +268,36 @@ class ReplayService:
                     f"publishing into the live topic '{plan.topic}' needs an explicit confirmation "
                     "(confirm_live=true)"
                 )
-            return self._provision_and_record(actor, source, plan, idempotency_key, slack_channel)
+            if command.topic == "live":
+                self._check_approval(actor, source, approved_by)
+            return self._provision_and_record(
+                actor, source, plan, idempotency_key, slack_channel, approved_by
+            )
 
         try:
             run = self._audit.refusing(actor, "replay", command.source, work)
         except _AlreadyCreated as raced:
             return raced.run, False
         self._audit.accepted(actor, "replay", run.id, source=run.source, window=run.window_label, tps=run.tps)
+        if approved_by is not None:
+            self._audit.accepted(approved_by, "approve", run.id, requester=actor, source=run.source)
         self._wake_watcher()
         return run, True
 
     def _provision_and_record(
-        self, actor: str, source: Source, plan: Plan, idempotency_key: str | None, slack_channel: str | None
+        self,
+        actor: str,
+        source: Source,
+        plan: Plan,
+        idempotency_key: str | None,
+        slack_channel: str | None,
+        approved_by: str | None = None,
     ) -> Run:
         run_id = new_run_id()
         topic, created = plan.topic, False
         if plan.topic_mode == "auto":
             topic = auto_topic_name(source.name, run_id)
-            self._topics.create(
-                topic,
-                partitions=plan.partitions,
-                config={
-                    "message.timestamp.type": "LogAppendTime",
-                    "retention.ms": str(self._settings.topic_retention_ms),
-                },
-            )
+            self._topics.create(topic, partitions=plan.partitions, config=self._auto_topic_config(plan))
             created = True
         try:
             return self._store.runs.create(
@@ -247,13 +314,17 @@ class ReplayService:
                 options={
                     "headers": plan.headers,
                     "ordering": plan.ordering,
+                    "timestamp": plan.timestamp,
                     "workers": plan.workers,
                     "rows": plan.rows,
                     "partitions": plan.partitions,
                     "topic_mode": plan.topic_mode,
+                    **dead_letter_options(plan.on_error, source.name),
+                    **self._live_options(plan, approved_by),
                 },
                 idempotency_key=idempotency_key,
                 slack_channel=slack_channel,
+                live_guard=self._live_guard(plan),
             )
         except Exception as exc:
             if created:  # never leave a topic behind for a run that does not exist
@@ -263,6 +334,31 @@ class ReplayService:
                 if existing is not None:  # a concurrent retry of the same request won the race
                     raise _AlreadyCreated(existing) from exc
             raise
+
+    def _live_guard(self, plan: Plan) -> LiveGuard | None:
+        """Checked again in the insert's own transaction: the plan's answer may be stale by then."""
+        if plan.topic_mode != "live" or plan.force:
+            return None
+        return LiveGuard(self._guard_since())
+
+    @staticmethod
+    def _live_options(plan: Plan, approved_by: str | None) -> dict[str, object]:
+        """What a live run records about its guard: runs it overrode (``force``) and its approver."""
+        options: dict[str, object] = {}
+        if plan.force and plan.overlapping:
+            options["overrides"] = [overlap.run_id for overlap in plan.overlapping]
+        if approved_by is not None:
+            options["approved_by"] = approved_by
+        return options
+
+    def _auto_topic_config(self, plan: Plan) -> dict[str, str]:
+        """Broker timestamps (LogAppendTime) prove the rate; ``timestamp=event`` needs CreateTime, and
+        then retention counts from event time, so it is stretched to keep the oldest event as long."""
+        retention_ms = self._settings.topic_retention_ms
+        if plan.timestamp != "event":
+            return {"message.timestamp.type": "LogAppendTime", "retention.ms": str(retention_ms)}
+        age_ms = max(0, int((self._clock() - plan.window_start).total_seconds() * 1000))
+        return {"message.timestamp.type": "CreateTime", "retention.ms": str(retention_ms + age_ms)}
 
     # -- reading and cancelling ------------------------------------------------------------
 

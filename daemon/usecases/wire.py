@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from daemon.contract.models import (
     IdlePipelineOut,
+    OverlapOut,
     PipelineDetailOut,
     PipelineOut,
     PlanOut,
@@ -44,6 +45,8 @@ def run_out(run: Run) -> RunOut:
         achieved_tps=run.achieved_tps,
         failed_tasks=run.failed_tasks,
         duplicates=run.duplicates_reported,
+        dead_lettered=run.dead_lettered,
+        dlq_topic=(run.options or {}).get("dlq_topic"),
         failure_reason=run.failure_reason,
         pipeline_id=run.pipeline_id,
         created_at=run.created_at,
@@ -99,6 +102,13 @@ def plan_out(plan: Plan) -> PlanOut:
         workers=plan.workers,
         headers=dict(plan.headers),
         ordering="none" if plan.ordering == "none" else "entity",
+        timestamp="event" if plan.timestamp == "event" else "replay",
+        on_error="dlq" if plan.on_error == "dlq" else "fail",
+        overlapping=[
+            OverlapOut(run_id=o.run_id, requester=o.requester, state=RunState(o.state), window=o.window)
+            for o in plan.overlapping
+        ],
+        live_approvals=plan.live_approvals,
     )
 
 

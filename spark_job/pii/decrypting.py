@@ -6,10 +6,9 @@ JSON text in place of the token. Every other byte of the value stays as Spark wr
 plaintext exists only in the publishing worker's memory, never in Spark's cache or shuffle files.
 
 A value that does not decrypt either fails the task (``on_error=fail``: the reason names the column
-and the row's event id, never the value) or goes, as the raw row JSON with the token untouched, to
-the dead-letter topic (``on_error=dlq``) with ``replay-error`` / ``replay-event-id`` headers; the
-DLQ records a successful task had confirmed are added to an accumulator, so
-``confirmed + dlq == rows_selected``.
+and the row's event id, never the value) or, with ``on_error=dlq``, keeps its raw row JSON (token
+untouched) and is marked in the publisher's ``ERROR`` column: the publisher sets it aside on the
+run's dead-letter topic like any other bad record, so ``confirmed + dead_lettered == rows_selected``.
 """
 
 from __future__ import annotations
@@ -21,20 +20,13 @@ from functools import partial
 from typing import Any
 
 import pyarrow as pa
-from confluent_kafka import Producer
-from pyspark import Accumulator
 
 from spark_job.arrow_map import ArrowMapFunction
-from spark_job.errors import PublishError
-from spark_job.kafka_conf import producer_config
 from spark_job.pii.envelope import DecryptError, decrypt_value
 from spark_job.pii.keys import KeyResolver
-from spark_job.publish.publisher import DeliveryCounter, Header
-from spark_job.publish.topics import ensure_topic
+from spark_job.publish.publisher import ERROR
 from spark_job.spec.decrypt import Decrypt
-from spark_job.spec.model import JobSpec, provenance_headers
-
-DLQ_FLUSH_S = 30.0
+from spark_job.spec.model import JobSpec
 
 
 @dataclass(frozen=True)
@@ -43,98 +35,46 @@ class DecryptPlan:
 
     decrypt: Decrypt
     event_id_column: str
-    producer: dict[str, Any]
-    headers: list[Header]  # provenance headers, for DLQ records
+    keep_bad_rows: bool = False  # on_error=dlq: mark undecryptable rows instead of failing
 
 
-def decrypting_body(spec: JobSpec, body: ArrowMapFunction, dlq_total: Accumulator[int]) -> ArrowMapFunction:
-    """``body`` fed with decrypted batches; creates the DLQ topic when the spec asks for one."""
+def decrypting_body(spec: JobSpec, body: ArrowMapFunction) -> ArrowMapFunction:
+    """``body`` fed with decrypted batches."""
     assert spec.decrypt is not None
-    if spec.decrypt.on_error == "dlq" and spec.decrypt.dlq_topic:
-        ensure_topic(spec.kafka, spec.decrypt.dlq_topic)
     plan = DecryptPlan(
-        decrypt=spec.decrypt,
-        event_id_column=spec.event_id_column,
-        producer=producer_config(spec.kafka),
-        headers=[(name, value.encode()) for name, value in provenance_headers(spec).items()],
+        decrypt=spec.decrypt, event_id_column=spec.event_id_column, keep_bad_rows=spec.on_error == "dlq"
     )
-    return partial(_run, plan, body, dlq_total)
+    return partial(_run, plan, body)
 
 
 def _run(
-    plan: DecryptPlan, body: ArrowMapFunction, dlq_total: Accumulator[int], batches: Iterator[pa.RecordBatch]
+    plan: DecryptPlan, body: ArrowMapFunction, batches: Iterator[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
-    yield from body(decrypted_batches(plan, batches, dlq_total))
+    yield from body(decrypted_batches(plan, batches))
 
 
-class DeadLetters:
-    """This task's DLQ producer, made on the first bad row; counts what the broker confirmed."""
-
-    def __init__(self, plan: DecryptPlan) -> None:
-        self._plan = plan
-        self._topic = plan.decrypt.dlq_topic or ""
-        self._producer: Producer | None = None
-        self.counter = DeliveryCounter(self._topic)
-
-    def send(self, key: bytes | None, value: bytes, error: DecryptError) -> None:
-        if self._producer is None:
-            self._producer = Producer({**self._plan.producer, "on_delivery": self.counter})
-        headers: list[Header] = [
-            *self._plan.headers,
-            ("replay-error", str(error).encode()),
-            ("replay-event-id", (error.event_id or "").encode()),
-            ("replay-column", (error.column or "").encode()),
-        ]
-        while True:
-            try:
-                self._producer.produce(self._topic, value, key, headers=headers)
-                break
-            except BufferError:
-                self._producer.poll(0.1)
-        self._producer.poll(0)
-
-    def finish(self) -> int:
-        """Wait for every DLQ record's report; a refused one fails the task like a target record."""
-        if self._producer is not None:
-            self._producer.flush(DLQ_FLUSH_S)
-            if len(self._producer):
-                raise PublishError(
-                    f"{len(self._producer)} record(s) to DLQ topic '{self._topic}' unconfirmed"
-                )
-        self.counter.raise_if_failed()
-        return self.counter.confirmed
-
-
-def decrypted_batches(
-    plan: DecryptPlan, batches: Iterator[pa.RecordBatch], dlq_total: Accumulator[int] | None
-) -> Iterator[pa.RecordBatch]:
-    """(key, value) batches with declared columns in plaintext; bad rows dead-lettered or fatal."""
+def decrypted_batches(plan: DecryptPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Batches with declared columns in plaintext; a bad row is fatal, or marked in ``ERROR``."""
     resolve = KeyResolver(plan.decrypt.data_keys, plan.decrypt.kms, plan.decrypt.local_key_dir)
-    dead = DeadLetters(plan)
     for batch in batches:
-        keys: list[Any] = batch.column(0).to_pylist()
         values: list[Any] = batch.column(1).to_pylist()
-        kept_keys: list[Any] = []
-        kept_values: list[bytes] = []
-        for key, value in zip(keys, values, strict=True):
+        plain: list[bytes] = []
+        errors: list[str | None] = []
+        for value in values:
             try:
-                kept_values.append(decrypt_row(value, plan, resolve))
+                plain.append(decrypt_row(value, plan, resolve))
+                errors.append(None)
             except DecryptError as error:
-                if plan.decrypt.on_error != "dlq":
+                if not plan.keep_bad_rows:
                     raise
-                dead.send(key, value, error)
-                continue
-            kept_keys.append(key)
-        yield pa.RecordBatch.from_arrays(
-            [
-                pa.array(kept_keys, batch.schema.field(0).type),
-                pa.array(kept_values, batch.schema.field(1).type),
-            ],
-            schema=batch.schema,
-        )
-    confirmed = dead.finish()
-    if dlq_total is not None and confirmed:
-        dlq_total.add(confirmed)
+                plain.append(value)
+                errors.append(str(error))
+        columns = [batch.column(0), pa.array(plain, batch.schema.field(1).type), *batch.columns[2:]]
+        names = list(batch.schema.names)
+        if plan.keep_bad_rows:
+            columns.append(pa.array(errors, pa.string()))
+            names.append(ERROR)
+        yield pa.RecordBatch.from_arrays(columns, names=names)
 
 
 def decrypt_row(value: bytes, plan: DecryptPlan, resolve: KeyResolver) -> bytes:

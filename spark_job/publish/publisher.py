@@ -5,7 +5,10 @@ driver's ``collect()`` only sees the counts of attempts that succeeded (Spark di
 of failed attempts). docs/rules.md rules 1, 3, 4, 5: idempotent producer with ``acks=all``, key = entity
 column, provenance headers on every record, and a record counts only when its delivery report came
 back without error; ``flush()`` before the task ends, and any delivery error fails the task with the
-broker's own error text. Beacons report the confirmed count while the task runs.
+broker's own error text. A record refused for its own sake (too large, not encodable, marked bad
+by an earlier step) is set aside instead (``spark_job.publish.dead_letters``): on the dead-letter
+topic with ``on_error=dlq``, else it fails the task naming its event id. Beacons report the
+confirmed count while the task runs.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -22,12 +26,29 @@ from pyspark import Accumulator, TaskContext
 
 from spark_job.errors import PublishError
 from spark_job.progress import Beacon
+from spark_job.publish.dead_letters import (
+    BadRecord,
+    DeadLetterPlan,
+    DeadLetters,
+    bad_record_of,
+    is_bad_record,
+    kafka_reason,
+)
 from spark_job.publish.pacing import Pacer, partition_schedule
 from spark_job.spec.model import KafkaValue
 
 Header = tuple[str, str | bytes | None]  # a record header as confluent-kafka takes it
+# Batches are (key, value[, TIMESTAMP]): the optional column carries timestamp=event's epoch ms.
+TIMESTAMP = "_replay_timestamp"
+# ... and [, HEADERS]: a raw record's own headers, array<struct<name, value>>, sent before the provenance.
+HEADERS = "_replay_headers"
+# ... and [, EVENT_ID]: each row's event id as text, which a bad record's reason and dead letter name.
+EVENT_ID = "_replay_event_id"
+# ... and [, ERROR]: why a step before the publisher could not prepare the row (null when it could).
+ERROR = "_replay_error"
 RESULT_SCHEMA = (
-    "partition int, attempt int, task_id long, confirmed long, skipped_s double, late_start_s double"
+    "partition int, attempt int, task_id long, confirmed long, skipped_s double, late_start_s double,"
+    " dead_lettered long"
 )
 _RESULT_ARROW = pa.schema(
     [
@@ -37,6 +58,7 @@ _RESULT_ARROW = pa.schema(
         ("confirmed", pa.int64()),
         ("skipped_s", pa.float64()),
         ("late_start_s", pa.float64()),
+        ("dead_lettered", pa.int64()),
     ]
 )
 MAX_WAIT_S = 0.1  # longest sleep between checks for delivery reports, beacons and deadlines
@@ -58,26 +80,41 @@ class TaskSettings:
     t0_wall: float  # job-wide schedule start (epoch seconds), shared by every executor
     progress_topic: str
     progress_interval_s: float
+    dead_letters: DeadLetterPlan = field(default_factory=DeadLetterPlan)  # on_error and its topic
 
 
 class DeliveryCounter:
-    """The producer's delivery callback: counts confirmations, remembers the first error."""
+    """The producer's delivery callback: counts confirmations, remembers the first error.
 
-    def __init__(self, topic: str) -> None:
+    A record the broker refused for its own sake (too large, invalid) goes to ``dead_letters``
+    instead, named by the event id its own ``report`` callback was bound to.
+    """
+
+    def __init__(self, topic: str, dead_letters: DeadLetters | None = None) -> None:
         self.topic = topic
         self.confirmed = 0
         self.failed = 0
         self.first_error: KafkaError | None = None
+        self.dead_letters = dead_letters
 
     def __call__(self, error: KafkaError | None, message: Message) -> None:
+        self.report(None, error, message)
+
+    def report(self, event_id: str | None, error: KafkaError | None, message: Message) -> None:
         if error is None:
             self.confirmed += 1
+            return
+        if self.dead_letters is not None and is_bad_record(error):
+            bad = BadRecord(message.key(), message.value(), event_id, kafka_reason(error))
+            self.dead_letters.set_aside(bad)
             return
         self.failed += 1
         if self.first_error is None:
             self.first_error = error
 
     def raise_if_failed(self) -> None:
+        if self.dead_letters is not None:
+            self.dead_letters.raise_if_failed()
         if self.first_error is not None:
             error = self.first_error
             raise PublishError(
@@ -125,7 +162,8 @@ def publish_partition(
     context = TaskContext.get()
     assert context is not None, "publish_partition runs inside a Spark task"
     partition, attempt, task_id = context.partitionId(), context.attemptNumber(), context.taskAttemptId()
-    counter = DeliveryCounter(settings.topic)
+    dead_letters = DeadLetters(settings.dead_letters, target=settings.topic, headers=settings.headers)
+    counter = DeliveryCounter(settings.topic, dead_letters)
     producer = Producer({**settings.producer, "on_delivery": counter})
     identity = Beacon(settings.run_id, partition, attempt, 0, task_id=task_id)
     beacons = BeaconEmitter(producer, settings, identity)
@@ -140,10 +178,12 @@ def publish_partition(
             counter.raise_if_failed()
             beacons.tick(counter.confirmed)
         counter.raise_if_failed()
+        dead_lettered = dead_letters.finish()
         beacons.tick(counter.confirmed, force=True, done=True)
         producer.flush(BEACON_FLUSH_S)
     except BaseException:
         producer.flush(FAILURE_FLUSH_S)  # the last count is then as true as it can be
+        dead_letters.abandon()
         with contextlib.suppress(BufferError, KafkaException):
             beacons.tick(counter.confirmed, force=True, failed=True)
             producer.flush(BEACON_FLUSH_S)
@@ -158,6 +198,7 @@ def publish_partition(
             "confirmed": [counter.confirmed],
             "skipped_s": [pacer.skipped_s],
             "late_start_s": [pacer.late_start_s],
+            "dead_lettered": [dead_lettered],
         },
         schema=_RESULT_ARROW,
     )
@@ -173,21 +214,66 @@ def _publish_batch(
 ) -> None:
     keys: list[Any] = batch.column(0).to_pylist()
     values: list[Any] = batch.column(1).to_pylist()
-    produce, topic, headers = producer.produce, settings.topic, settings.headers
+    event_ids, errors = _optional(batch, EVENT_ID), _optional(batch, ERROR)
+    report, dead_letters = counter.report, counter.dead_letters
+    timestamps = _timestamps(batch)
+    produce, topic, headers = producer.produce, settings.topic, _headers(batch, settings.headers)
     done, rows = 0, len(keys)
     while done < rows:
         granted = pacer.take(rows - done)
         if granted:
             for index in range(done, done + granted):
+                event_id = event_ids[index]
+                if errors[index] is not None and dead_letters is not None:  # marked by a step before
+                    dead_letters.set_aside(BadRecord(keys[index], values[index], event_id, errors[index]))
+                    continue
                 while True:
                     try:
-                        produce(topic, values[index], keys[index], headers=headers)
+                        produce(
+                            topic,
+                            values[index],
+                            keys[index],
+                            headers=headers[index],
+                            timestamp=timestamps[index],
+                            on_delivery=partial(report, event_id),
+                        )
                         break
                     except BufferError:  # local queue full: serve reports, then retry
                         producer.poll(MAX_WAIT_S)
+                    except (KafkaException, TypeError, ValueError) as exc:  # refused at produce()
+                        reason = bad_record_of(exc, keys[index], values[index])
+                        if reason is None or dead_letters is None:
+                            raise
+                        dead_letters.set_aside(BadRecord(keys[index], values[index], event_id, reason))
+                        break
             done += granted
             producer.poll(0)
         else:
             pacer.wait(MAX_WAIT_S)
         counter.raise_if_failed()
         beacons.tick(counter.confirmed)
+
+
+def _optional(batch: pa.RecordBatch, name: str) -> list[Any]:
+    """An optional column's values, or ``None`` for every row when the batch has no such column."""
+    index = batch.schema.get_field_index(name)
+    return [None] * batch.num_rows if index < 0 else batch.column(index).to_pylist()
+
+
+def _timestamps(batch: pa.RecordBatch) -> list[int]:
+    """Each record's timestamp in epoch ms (``timestamp=event``); 0 lets the producer stamp "now"."""
+    index = batch.schema.get_field_index(TIMESTAMP)
+    if index < 0:
+        return [0] * batch.num_rows
+    return [stamp or 0 for stamp in batch.column(index).to_pylist()]
+
+
+def _headers(batch: pa.RecordBatch, appended: list[Header]) -> list[list[Header]]:
+    """Each record's headers: a raw record's own, in their order, then ``appended`` (the provenance)."""
+    index = batch.schema.get_field_index(HEADERS)
+    if index < 0:
+        return [appended] * batch.num_rows
+    return [
+        [(header["name"], header["value"]) for header in own or ()] + appended
+        for own in batch.column(index).to_pylist()
+    ]

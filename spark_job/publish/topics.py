@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from spark_job.errors import TopicError
 from spark_job.kafka_conf import client_config
@@ -61,3 +61,17 @@ def ensure_topic(
 def _text(exc: KafkaException) -> str:
     error = exc.args[0] if exc.args else None
     return error.str() if isinstance(error, KafkaError) else str(exc)
+
+
+def topic_max_message_bytes(
+    kafka: Mapping[str, KafkaValue], topic: str, *, timeout_s: float = 15.0
+) -> int | None:
+    """The topic's effective ``max.message.bytes``; None when the cluster does not say (no rights)."""
+    admin = AdminClient(client_config(kafka))
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    try:
+        configs = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout_s)
+    except KafkaException:
+        return None
+    entry = configs.get("max.message.bytes")
+    return int(entry.value) if entry is not None and entry.value else None

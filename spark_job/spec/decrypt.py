@@ -7,10 +7,10 @@ Shape (defaults shown)::
       "data_keys": {"dk-1a2b": {"encrypted": "<base64>", "key_ref": "local:dev"}},
                                                   # from the table's _keys.json, see spark_job.pii.keys
       "kms": {"region": null, "endpoint_url": null},
-      "local_key_dir": null,                      # required when a key_ref is local:<name>
-      "on_error": "fail",                         # or "dlq": undecryptable rows go to dlq_topic
-      "dlq_topic": null
+      "local_key_dir": null                       # required when a key_ref is local:<name>
     }
+
+What an undecryptable row does is the run's ``on_error`` (the spec's top level), as for any bad record.
 
 The section's shape and rules only (``spark_job.spec.model`` holds it as one field and calls
 ``validate_decrypt``); ``spark_job.spec.parse`` reads it from the document.
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
 
 from spark_job.errors import SpecError
 
@@ -48,8 +47,6 @@ class Decrypt:
     data_keys: dict[str, DataKeyRef]
     kms: KmsSettings = field(default_factory=KmsSettings)
     local_key_dir: str | None = None
-    on_error: Literal["fail", "dlq"] = "fail"
-    dlq_topic: str | None = None
 
 
 def is_local(key_ref: str) -> bool:
@@ -94,7 +91,3 @@ def validate_decrypt(decrypt: Decrypt, *, value_format: str, protected: tuple[st
             raise SpecError(
                 f"decrypt.data_keys.{key_id}.key_ref", "must be local:<name>, kms:<id> or a KMS ARN"
             )
-    if decrypt.on_error not in ("fail", "dlq"):
-        raise SpecError("decrypt.on_error", f"must be 'fail' or 'dlq', got {decrypt.on_error!r}")
-    if decrypt.on_error == "dlq" and not decrypt.dlq_topic:
-        raise SpecError("decrypt.dlq_topic", "is required when on_error is 'dlq'")

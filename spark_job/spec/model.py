@@ -20,14 +20,24 @@ refused so a typo fails fast instead of being ignored. Shape (optional fields sh
       "key_column": "order_id",         # Kafka message key (the entity)
       "event_id_column": "event_id",
       "event_time_column": "updated_at",   # orders one entity's events; required for "entity"
-      "value_format": "json",           # "json" = the row as JSON, or "raw" with "value_column"
-      "value_column": null,
+      "value_format": "json",           # "json" = value_columns as JSON, or "raw" (a bronze table)
+      "value_column": null,             # raw: the value bytes, published untouched (required)
+      "value_columns": null,            # json: the value's columns; null = all but "partition_column"
+      "partition_column": null,         # json: storage layout, left out of a whole-row value
+      "headers_column": null,           # raw: array<struct<name: string, value: binary>>, published
+                                        # first and in order, the provenance headers after them
+      "raw_timestamp_column": null,     # raw: the bronze record's original timestamp
       "headers": {},                    # added to every record, next to the replay-* provenance
       "ordering": "entity",             # or "none"
+      "partitioner": "murmur2_random",  # librdkafka's name; murmur2 = the Java client's partitions
+      "timestamp": "replay",            # or "event": each record's timestamp is its row's event time
       "progress": {"topic": "replay.progress", "interval_s": 10},
       "result_uri": null,               # where the REPLAY_RESULT JSON is also written
       "max_partition_multiple": null,   # cap on k in k x slots partitions
-      "decrypt": null                   # PII columns to decrypt, see spark_job.spec.decrypt
+      "decrypt": null,                  # PII columns to decrypt, see spark_job.spec.decrypt
+      "on_error": "fail",               # or "dlq": a record that cannot be published (too large,
+                                        # not encodable, not decryptable) goes to dlq_topic
+      "dlq_topic": null                 # required with "dlq"; the job creates it when missing
     }
 
 Naive timestamps are read as UTC. This module is the shape and its invariants only: reading a
@@ -40,7 +50,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from spark_job.errors import SpecError
 from spark_job.spec.decrypt import Decrypt, validate_decrypt
@@ -48,6 +58,14 @@ from spark_job.spec.decrypt import Decrypt, validate_decrypt
 KafkaValue = str | int | float | bool
 Bound = str | int | float | None
 RESERVED_HEADERS = ("replay-run-id", "replay-source", "replay-window", "replay-watermark")
+# librdkafka's partitioners; murmur2 hashes keys the way the Java client, Kafka Streams and most
+# services do, so a replayed key lands on the partition its live events are on.
+Partitioner = Literal[
+    "murmur2_random", "murmur2", "consistent_random", "consistent", "random", "fnv1a_random", "fnv1a"
+]
+PARTITIONERS: tuple[str, ...] = get_args(Partitioner)
+DEFAULT_PARTITIONER: Partitioner = "murmur2_random"
+Timestamp = Literal["replay", "event"]  # the record's Kafka timestamp: publish time, or the row's event time
 
 
 @dataclass(frozen=True)
@@ -116,12 +134,20 @@ class JobSpec:
     event_time_column: str | None = None
     value_format: Literal["json", "raw"] = "json"
     value_column: str | None = None
+    value_columns: tuple[str, ...] | None = None
+    partition_column: str | None = None
+    headers_column: str | None = None
+    raw_timestamp_column: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     ordering: Literal["entity", "none"] = "entity"
     progress: Progress = field(default_factory=Progress)
     result_uri: str | None = None
     max_partition_multiple: int | None = None
     decrypt: Decrypt | None = None  # PII columns to decrypt on the executors (spark_job.spec.decrypt)
+    partitioner: Partitioner = DEFAULT_PARTITIONER
+    timestamp: Timestamp = "replay"
+    on_error: Literal["fail", "dlq"] = "fail"  # what a bad record does: fail the run, or go to dlq_topic
+    dlq_topic: str | None = None
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -163,10 +189,19 @@ def _validate(spec: JobSpec) -> None:
         raise SpecError("value_format", f"must be 'json' or 'raw', got {spec.value_format!r}")
     if spec.value_format == "raw" and not spec.value_column:
         raise SpecError("value_column", "is required when value_format is 'raw'")
+    _validate_value_shape(spec)
     if spec.ordering not in ("entity", "none"):
         raise SpecError("ordering", f"must be 'entity' or 'none', got {spec.ordering!r}")
     if spec.ordering == "entity" and not spec.event_time_column:
         raise SpecError("event_time_column", "is required when ordering is 'entity'")
+    if spec.partitioner not in PARTITIONERS:
+        raise SpecError("partitioner", f"must be one of {', '.join(PARTITIONERS)}, got {spec.partitioner!r}")
+    if "partitioner" in spec.kafka:
+        raise SpecError("kafka.partitioner", "set the spec's 'partitioner' field instead")
+    if spec.timestamp not in ("replay", "event"):
+        raise SpecError("timestamp", f"must be 'replay' or 'event', got {spec.timestamp!r}")
+    if spec.timestamp == "event" and event_timestamp_column(spec) is None:
+        raise SpecError("event_time_column", "is required when timestamp is 'event'")
     for name, value in spec.headers.items():
         if not isinstance(value, str):
             raise SpecError(f"headers.{name}", "must be a string")
@@ -176,9 +211,31 @@ def _validate(spec: JobSpec) -> None:
         raise SpecError("progress.interval_s", "must be > 0")
     if spec.max_partition_multiple is not None and spec.max_partition_multiple < 1:
         raise SpecError("max_partition_multiple", "must be >= 1")
+    if spec.on_error not in ("fail", "dlq"):
+        raise SpecError("on_error", f"must be 'fail' or 'dlq', got {spec.on_error!r}")
+    if spec.on_error == "dlq" and not spec.dlq_topic:
+        raise SpecError("dlq_topic", "is required when on_error is 'dlq'")
+    if spec.dlq_topic is not None and spec.dlq_topic == spec.topic:
+        raise SpecError("dlq_topic", "must not be the target topic")
     if spec.decrypt is not None:
         protected = (spec.key_column, spec.event_id_column)
         validate_decrypt(spec.decrypt, value_format=spec.value_format, protected=protected)
+
+
+def _validate_value_shape(spec: JobSpec) -> None:
+    """Each format's own columns: a json value's columns, a raw record's headers and timestamp."""
+    fields = {"json": ("value_columns",), "raw": ("value_column", "headers_column", "raw_timestamp_column")}
+    for name in ("value_column", "headers_column", "raw_timestamp_column", "value_columns"):
+        if getattr(spec, name) is not None and name not in fields[spec.value_format]:
+            raise SpecError(name, f"is not used with value_format '{spec.value_format}'")
+    if spec.value_columns is not None:
+        if not spec.value_columns:
+            raise SpecError("value_columns", "must name at least one column (or be null for the whole row)")
+        for column in spec.value_columns:
+            if not isinstance(column, str) or not column.strip():
+                raise SpecError("value_columns", "must be non-empty strings")
+        if len(set(spec.value_columns)) != len(spec.value_columns):
+            raise SpecError("value_columns", "names a column twice")
 
 
 def _iso(value: date) -> str:
@@ -189,6 +246,14 @@ def _iso(value: date) -> str:
 
 def _bound(value: Bound, *, missing: str) -> str:
     return missing if value is None else str(value)
+
+
+def event_timestamp_column(spec: JobSpec) -> str | None:
+    """Where ``timestamp=event`` takes each record's timestamp: a bronze record's original one, else
+    the row's event time."""
+    if spec.value_format == "raw" and spec.raw_timestamp_column:
+        return spec.raw_timestamp_column
+    return spec.event_time_column
 
 
 def provenance_headers(spec: JobSpec) -> dict[str, str]:

@@ -13,6 +13,7 @@ from typing import Any
 from spark_job.errors import SpecError
 from spark_job.spec.decrypt import DataKeyRef, Decrypt, KmsSettings
 from spark_job.spec.model import (
+    DEFAULT_PARTITIONER,
     DayWindow,
     JobSpec,
     Progress,
@@ -106,12 +107,20 @@ def _parse(doc: _Fields) -> JobSpec:
         event_time_column=doc.get("event_time_column", str),
         value_format=doc.get("value_format", str, default="json"),
         value_column=doc.get("value_column", str),
+        value_columns=_parse_names(doc, "value_columns"),
+        partition_column=doc.get("partition_column", str),
+        headers_column=doc.get("headers_column", str),
+        raw_timestamp_column=doc.get("raw_timestamp_column", str),
         headers=doc.get("headers", dict, default={}),
         ordering=doc.get("ordering", str, default="entity"),
         progress=_parse_progress(progress) if progress else Progress(),
         result_uri=doc.get("result_uri", str),
         max_partition_multiple=doc.get("max_partition_multiple", int),
         decrypt=_parse_decrypt(doc.nested("decrypt")),
+        partitioner=doc.get("partitioner", str, default=DEFAULT_PARTITIONER),
+        timestamp=doc.get("timestamp", str, default="replay"),
+        on_error=doc.get("on_error", str, default="fail"),
+        dlq_topic=doc.get("dlq_topic", str),
     )
     doc.done()
     return spec
@@ -185,11 +194,19 @@ def _parse_decrypt(doc: _Fields | None) -> Decrypt | None:
         data_keys=keys,
         kms=kms,
         local_key_dir=doc.get("local_key_dir", str),
-        on_error=doc.get("on_error", str, default="fail"),
-        dlq_topic=doc.get("dlq_topic", str),
     )
     doc.done()
     return decrypt
+
+
+def _parse_names(doc: _Fields, key: str) -> tuple[str, ...] | None:
+    """A list of column names (``None`` when absent); each must be a string."""
+    names = doc.get(key, list)
+    if names is None:
+        return None
+    if not all(isinstance(name, str) for name in names):
+        raise SpecError(doc.path(key), "must be a list of column names")
+    return tuple(names)
 
 
 def _parse_day(doc: _Fields, key: str) -> date:

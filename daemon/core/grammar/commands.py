@@ -30,11 +30,24 @@ from daemon.core.windows import DayWindow, RelativeWindow, TimeWindow, Window
 
 Topic = Literal["auto", "live"]
 Ordering = Literal["entity", "none"]
+Timestamp = Literal["event", "replay"]  # a record's Kafka timestamp: the row's event time, or publish time
 ListFilter = Literal["all", "mine", "running"]
 PipelineFilter = Literal["all", "mine", "idle"]
+OnError = Literal["fail", "dlq"]  # a record that cannot be published: fail the run, or set it aside
+ON_ERROR_CHOICES: tuple[OnError, ...] = ("fail", "dlq")
 
-RUN_OPTIONS = ("tps", "topic", "headers", "workers", "ordering")
-SCHEDULE_OPTIONS = ("every", "cron", "watermark", "tps", "topic", "lookback", "headers", "idle_after")
+RUN_OPTIONS = ("tps", "topic", "headers", "workers", "ordering", "force", "timestamp", "on_error")
+SCHEDULE_OPTIONS = (
+    "every",
+    "cron",
+    "watermark",
+    "tps",
+    "topic",
+    "lookback",
+    "headers",
+    "idle_after",
+    "on_error",
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +61,9 @@ class ReplaySpec:
     headers: tuple[tuple[str, str], ...] = ()
     workers: int | None = None
     ordering: Ordering = "entity"
+    force: bool = False  # replay into the live topic even over an overlapping recent run
+    timestamp: Timestamp | None = None  # None: the source's default (catalog)
+    on_error: OnError | None = None  # None: the source's default (catalog)
 
     def __post_init__(self) -> None:
         with blaming(None, USAGE["plan" if isinstance(self, PlanCommand) else "replay"]):
@@ -59,6 +75,12 @@ class ReplaySpec:
             check_headers(self.headers)
             check_range("workers", self.workers, 1, MAX_WORKERS)
             check_choice("ordering", self.ordering, ("entity", "none"))
+            if not isinstance(self.force, bool):
+                raise InvalidValue(None, "force must be true or false")
+            if self.timestamp is not None:
+                check_choice("timestamp", self.timestamp, ("event", "replay"))
+            if self.on_error is not None:
+                check_choice("on_error", self.on_error, ON_ERROR_CHOICES)
 
 
 @dataclass(frozen=True)
@@ -121,6 +143,7 @@ class ScheduleCommand:
     lookback_seconds: int = 0
     headers: tuple[tuple[str, str], ...] = ()
     idle_after_days: int | None = None
+    on_error: OnError | None = None  # None: the source's default (catalog), read at each run
 
     def __post_init__(self) -> None:
         with blaming(None, USAGE["schedule"]):
@@ -136,6 +159,8 @@ class ScheduleCommand:
             check_range("lookback", self.lookback_seconds, 0, MAX_DURATION_SECONDS)
             check_headers(self.headers)
             check_range("idle_after days", self.idle_after_days, 1, MAX_IDLE_DAYS)
+            if self.on_error is not None:
+                check_choice("on_error", self.on_error, ON_ERROR_CHOICES)
 
 
 @dataclass(frozen=True)

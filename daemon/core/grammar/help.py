@@ -6,15 +6,15 @@ PREFIX = "/replay"
 
 USAGE: dict[str, str] = {
     "replay": f"{PREFIX} <source> <window> [tps=N] [topic=auto|live] [headers=k:v,k2:v2] [workers=N]"
-    " [ordering=entity|none]",
+    " [ordering=entity|none] [force=yes] [timestamp=event|replay] [on_error=fail|dlq]",
     "plan": f"{PREFIX} plan <source> <window> [tps=N] [topic=auto|live] [headers=k:v,k2:v2] [workers=N]"
-    " [ordering=entity|none]",
+    " [ordering=entity|none] [force=yes] [timestamp=event|replay] [on_error=fail|dlq]",
     "status": f"{PREFIX} status [run-id]",
     "list": f"{PREFIX} list [mine|running]",
     "cancel": f"{PREFIX} cancel <run-id>",
     "schedule": f'{PREFIX} schedule <source> (every=<duration> | cron="<min hour day month weekday>")'
     " watermark=<column> [tps=N] [topic=auto|live] [lookback=<duration>] [headers=k:v,k2:v2]"
-    " [idle_after=<N>d]",
+    " [idle_after=<N>d] [on_error=fail|dlq]",
     "pipelines": f"{PREFIX} pipelines [mine|idle]",
     "pipeline": f"{PREFIX} pipeline <pipeline-id>",
     "pause": f"{PREFIX} pause <pipeline-id>",

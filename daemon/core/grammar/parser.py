@@ -13,6 +13,7 @@ from typing import Literal, TypeVar, cast
 from daemon.core.cron import parse_cron
 from daemon.core.grammar.commands import (
     ACTION_WORDS,
+    ON_ERROR_CHOICES,
     RUN_OPTIONS,
     SCHEDULE_OPTIONS,
     CancelCommand,
@@ -20,6 +21,7 @@ from daemon.core.grammar.commands import (
     HelpCommand,
     ListCommand,
     ListFilter,
+    OnError,
     Ordering,
     PipelineAction,
     PipelineFilter,
@@ -29,6 +31,7 @@ from daemon.core.grammar.commands import (
     ReplaySpec,
     ScheduleCommand,
     StatusCommand,
+    Timestamp,
     Topic,
 )
 from daemon.core.grammar.help import GENERAL_USAGE, USAGE
@@ -148,6 +151,9 @@ def _parse_spec(cls: type[ReplaySpec], command: str, args: list[str]) -> ReplayS
         headers=_value(options, "headers", parse_headers, usage) or (),
         workers=_value(options, "workers", lambda v: parse_count(v, minimum=1, maximum=MAX_WORKERS), usage),
         ordering=cast(Ordering, _value(options, "ordering", _choice(("entity", "none")), usage) or "entity"),
+        force=_value(options, "force", _choice(("yes", "no")), usage) == "yes",
+        timestamp=cast(Timestamp | None, _value(options, "timestamp", _choice(("event", "replay")), usage)),
+        on_error=cast(OnError | None, _value(options, "on_error", _choice(ON_ERROR_CHOICES), usage)),
     )
 
 
@@ -177,6 +183,7 @@ def _parse_schedule(args: list[str]) -> ScheduleCommand:
         lookback_seconds=_value(options, "lookback", parse_duration, usage) or 0,
         headers=_value(options, "headers", parse_headers, usage) or (),
         idle_after_days=_value(options, "idle_after", _idle_days, usage),
+        on_error=cast(OnError | None, _value(options, "on_error", _choice(ON_ERROR_CHOICES), usage)),
     )
 
 

@@ -45,6 +45,12 @@ def _render_spec(spec: ReplaySpec) -> list[str]:
         parts.append(f"workers={spec.workers}")
     if spec.ordering != "entity":
         parts.append(f"ordering={spec.ordering}")
+    if spec.force:
+        parts.append("force=yes")
+    if spec.timestamp is not None:
+        parts.append(f"timestamp={spec.timestamp}")
+    if spec.on_error is not None:
+        parts.append(f"on_error={spec.on_error}")
     return parts
 
 
@@ -65,6 +71,8 @@ def _render_schedule(command: ScheduleCommand) -> list[str]:
         parts.append("headers=" + _quote(render_headers(command.headers)))
     if command.idle_after_days is not None:
         parts.append(f"idle_after={command.idle_after_days}d")
+    if command.on_error is not None:
+        parts.append(f"on_error={command.on_error}")
     return parts
 
 

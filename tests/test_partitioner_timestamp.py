@@ -1,0 +1,178 @@
+"""Partitioner and record timestamps, without a broker: catalog -> grammar/API -> job spec -> producer.
+
+The broker-side proofs (Java parity, timestamps as landed, the auto topic's timestamp type) are in
+test_spark_partitioner.py, test_spark_timestamps.py and test_daemon_timestamps.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon.contract.models import ReplayBody
+from daemon.core.errors import CatalogError
+from daemon.core.grammar import GrammarError, PlanCommand, ReplayCommand, parse, render
+from daemon.usecases.catalog import load_catalog
+from spark_job.errors import SpecError
+from spark_job.kafka_conf import producer_config
+from spark_job.spec.parse import spec_from_dict, spec_from_json
+
+CATALOG = """
+sources:
+  orders:
+    table: {path: lake/orders, format: parquet}
+    partition_column: dt
+    event_time_column: updated_at
+    key_column: order_id
+    event_id_column: event_id
+    owners: [U0OWNER1]
+"""
+
+
+def document(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "run_id": "r-42",
+        "source": {"name": "orders", "path": "/lake/orders"},
+        "window": {"column": "dt", "start_day": "2024-01-01", "end_day": "2024-01-07"},
+        "topic": "orders",
+        "kafka": {"bootstrap.servers": "broker:9092"},
+        "tps": 1000,
+        "key_column": "order_id",
+        "event_id_column": "event_id",
+        "event_time_column": "updated_at",
+    }
+    base.update(overrides)
+    return {key: value for key, value in base.items() if value is not None}
+
+
+# --- the producer -------------------------------------------------------------------------------
+
+
+def test_the_producer_hashes_keys_like_the_java_client_by_default() -> None:
+    config = producer_config({"bootstrap.servers": "b:9092"})
+
+    assert config["partitioner"] == "murmur2_random"
+
+
+def test_the_producer_takes_the_specs_partitioner_and_still_forces_the_data_path_rules() -> None:
+    spec = spec_from_dict(document(partitioner="consistent_random"))
+
+    config = producer_config(spec.kafka, partitioner=spec.partitioner)
+
+    assert (config["partitioner"], config["enable.idempotence"], config["acks"]) == (
+        "consistent_random",
+        True,
+        "all",
+    )
+
+
+# --- the job spec -------------------------------------------------------------------------------
+
+
+def test_a_spec_without_the_fields_gets_murmur2_and_replay_time() -> None:
+    spec = spec_from_dict(document())
+
+    assert (spec.partitioner, spec.timestamp) == ("murmur2_random", "replay")
+
+
+def test_partitioner_and_timestamp_survive_the_json_round_trip() -> None:
+    spec = spec_from_dict(document(partitioner="fnv1a", timestamp="event"))
+
+    assert spec_from_json(spec.to_json()) == spec
+    assert (spec.partitioner, spec.timestamp) == ("fnv1a", "event")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"partitioner": "crc32"}, "partitioner"),
+        ({"kafka": {"bootstrap.servers": "b:1", "partitioner": "murmur2"}}, "kafka.partitioner"),
+        ({"timestamp": "now"}, "timestamp"),
+        ({"timestamp": "event", "ordering": "none", "event_time_column": None}, "event_time_column"),
+    ],
+)
+def test_bad_partitioner_or_timestamp_names_the_field(overrides: dict[str, Any], field: str) -> None:
+    with pytest.raises(SpecError, match=f"'{field}'"):
+        spec_from_dict(document(**overrides))
+
+
+# --- the catalog --------------------------------------------------------------------------------
+
+
+def _catalog(tmp_path: Path, extra: str = "") -> Path:
+    path = tmp_path / "sources.yaml"
+    path.write_text(CATALOG + extra)
+    return path
+
+
+def test_a_source_defaults_to_murmur2_and_replay_time(tmp_path: Path) -> None:
+    orders = load_catalog(_catalog(tmp_path)).get("orders")
+
+    assert (orders.partitioner, orders.timestamp) == ("murmur2_random", "replay")
+
+
+def test_a_source_may_name_its_producers_partitioner_and_event_time(tmp_path: Path) -> None:
+    orders = load_catalog(_catalog(tmp_path, "    partitioner: consistent_random\n    timestamp: event\n"))
+
+    assert (orders.get("orders").partitioner, orders.get("orders").timestamp) == (
+        "consistent_random",
+        "event",
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "problem"),
+    [
+        ("    partitioner: crc32\n", "partitioner", "'murmur2_random'"),
+        ("    timestamp: now\n", "timestamp", "'event' or 'replay'"),
+    ],
+)
+def test_a_bad_partitioner_or_timestamp_stops_the_catalog(
+    tmp_path: Path, line: str, field: str, problem: str
+) -> None:
+    with pytest.raises(CatalogError) as caught:
+        load_catalog(_catalog(tmp_path, line))
+
+    assert (caught.value.source, caught.value.field) == ("orders", field)
+    assert problem in str(caught.value)
+
+
+# --- the run option: grammar and API ------------------------------------------------------------
+
+
+def test_timestamp_is_a_run_option_that_renders_back() -> None:
+    command = parse("orders last=6h timestamp=EVENT")
+
+    assert isinstance(command, ReplayCommand)
+    assert command.timestamp == "event"
+    assert render(command) == "orders last=6h timestamp=event"
+    assert parse(render(command)) == command
+
+
+def test_without_the_option_the_source_decides() -> None:
+    command = parse("orders last=6h")
+
+    assert isinstance(command, ReplayCommand)
+    assert command.timestamp is None
+    assert "timestamp" not in render(command)
+
+
+def test_a_bad_timestamp_value_is_blamed_on_its_token() -> None:
+    with pytest.raises(GrammarError, match=r"`timestamp=later`: .*must be one of event, replay"):
+        parse("orders last=6h timestamp=later")
+
+
+def test_the_api_body_carries_the_option_both_ways() -> None:
+    plan = parse("plan orders 2024-01-01..2024-01-02 timestamp=replay")
+    assert isinstance(plan, PlanCommand)
+    assert ReplayBody.of(plan).command(PlanCommand) == plan
+
+    replay = parse("orders 2024-01-01..2024-01-02 timestamp=event")
+    assert isinstance(replay, ReplayCommand)
+    body = ReplayBody.of(replay)
+
+    assert body.timestamp == "event"
+    assert body.command(ReplayCommand) == replay
+    assert ReplayBody.model_validate({"source": "orders", "window": "last=1h"}).timestamp is None
