@@ -9,10 +9,12 @@ from hypothesis import strategies as st
 from daemon.core.errors import BadRequest
 from daemon.core.quantities import (
     DAY,
+    MAX_AUTO_PARTITIONS,
     MAX_DURATION_SECONDS,
     InvalidValue,
     parse_count,
     parse_duration,
+    partitions_for_rate,
     render_count,
     render_duration,
 )
@@ -132,3 +134,18 @@ def test_duration_round_trip(seconds: int) -> None:
 def test_count_parser_only_raises_invalid_value(text: str) -> None:
     with contextlib.suppress(InvalidValue):
         parse_count(text)
+
+
+@given(tps=st.integers(-10, 10_000_000), more=st.integers(0, 1_000_000), record_bytes=st.integers(0, 1 << 20))
+def test_partitions_for_a_new_topic_grow_with_the_rate_within_bounds(
+    tps: int, more: int, record_bytes: int
+) -> None:
+    partitions = partitions_for_rate(tps, record_bytes)
+    assert 1 <= partitions <= MAX_AUTO_PARTITIONS
+    assert partitions_for_rate(tps + more, record_bytes) >= partitions
+
+
+def test_one_partition_carries_five_mebibytes_a_second() -> None:
+    assert partitions_for_rate(10_240, 512) == 1
+    assert partitions_for_rate(10_241, 512) == 2
+    assert partitions_for_rate(10_000_000, 512) == MAX_AUTO_PARTITIONS

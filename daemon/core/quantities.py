@@ -6,6 +6,7 @@ rounded, and every refusal carries a reason a person can act on. Pure functions,
 
 from __future__ import annotations
 
+import math
 import re
 
 from daemon.core.errors import BadRequest
@@ -107,3 +108,15 @@ def render_duration(seconds: int) -> str:
         if seconds and seconds % size == 0:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+# Sizing a topic with no live twin: one partition per this many bytes/s of target throughput.
+BYTES_PER_PARTITION_PER_S = 5 * 1024 * 1024
+MAX_AUTO_PARTITIONS = 64
+
+
+def partitions_for_rate(tps: int, record_bytes: int) -> int:
+    """Partitions for a new topic with no live topic to copy: enough for the byte rate, at least 1."""
+    if tps <= 0:
+        return 1
+    return max(1, min(MAX_AUTO_PARTITIONS, math.ceil(tps * max(record_bytes, 1) / BYTES_PER_PARTITION_PER_S)))

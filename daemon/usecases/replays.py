@@ -8,7 +8,6 @@ topic and its `queued` run; launching is the watcher's job, so a crash between t
 from __future__ import annotations
 
 import builtins
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -23,9 +22,11 @@ from daemon.core.errors import (
     Conflict,
     EmptyWindow,
     Forbidden,
+    OverlappingReplay,
 )
 from daemon.core.grammar import PlanCommand, ReplayCommand
 from daemon.core.ids import new_run_id
+from daemon.core.quantities import partitions_for_rate
 from daemon.core.states import RunState
 from daemon.core.windows import DayWindow, TimeWindow, bounds, days, label, resolve
 from daemon.usecases.audit import Audit
@@ -40,9 +41,6 @@ log = structlog.get_logger(__name__)
 
 TYPICAL_RECORD_BYTES = 512
 LAUNCH_FAILURE = "could not launch the job"
-# Sizing a topic with no live twin: one partition per this many bytes/s of target throughput.
-BYTES_PER_PARTITION_PER_S = 5 * 1024 * 1024
-MAX_AUTO_PARTITIONS = 64
 
 
 @dataclass(frozen=True)
@@ -89,13 +87,6 @@ class _AlreadyCreated(Exception):
 
 def auto_topic_name(source: str, run_id: str) -> str:
     return f"replay.{source}.{run_id}"
-
-
-def partitions_for_rate(tps: int, record_bytes: int) -> int:
-    """Partitions for a new topic with no live topic to copy: enough for the byte rate, at least 1."""
-    if tps <= 0:
-        return 1
-    return max(1, min(MAX_AUTO_PARTITIONS, math.ceil(tps * max(record_bytes, 1) / BYTES_PER_PARTITION_PER_S)))
 
 
 class ReplayService:
@@ -329,9 +320,11 @@ class ReplayService:
         except Exception as exc:
             if created:  # never leave a topic behind for a run that does not exist
                 self._topics.delete(topic)
-            if isinstance(exc, IntegrityError) and idempotency_key is not None:
+            # A concurrent retry of the same request (a double click) that won the race shows up as a
+            # duplicate key or, on a live topic, as the overlapping run: either way it is this request's run.
+            if isinstance(exc, IntegrityError | OverlappingReplay) and idempotency_key is not None:
                 existing = self._store.runs.find_by_idempotency_key(actor, idempotency_key)
-                if existing is not None:  # a concurrent retry of the same request won the race
+                if existing is not None:
                     raise _AlreadyCreated(existing) from exc
             raise
 
