@@ -122,14 +122,21 @@ def _ask_for_approval(deps: BotDeps, request: LiveRequest, client: WebClient) ->
     )
 
 
+def _request_of(body: dict[str, Any], respond: Respond) -> LiveRequest | None:
+    """The confirmation a button carries, or None after telling the clicker it is not one of ours."""
+    try:
+        return LiveRequest.decode(body["actions"][0]["value"])
+    except ValueError:
+        respond(**refusal("this button is not one of ours").ephemeral(replace_original=False))
+        return None
+
+
 def on_click(
     deps: BotDeps, body: dict[str, Any], respond: Respond, *, publish: bool, client: WebClient | None = None
 ) -> None:
     clicker = body["user"]["id"]
-    try:
-        request = LiveRequest.decode(body["actions"][0]["value"])
-    except ValueError:
-        respond(**refusal("this button is not one of ours").ephemeral(replace_original=False))
+    request = _request_of(body, respond)
+    if request is None:
         return
     if clicker != request.requester:
         note = f":no_entry: Only {mention(request.requester)} can answer this confirmation."
@@ -156,10 +163,8 @@ def on_click(
 def on_approve(deps: BotDeps, body: dict[str, Any], respond: Respond) -> None:
     """A click on the channel's approval request: another owner's launches, anyone else's is refused."""
     clicker = body["user"]["id"]
-    try:
-        request = LiveRequest.decode(body["actions"][0]["value"])
-    except ValueError:
-        respond(**refusal("this button is not one of ours").ephemeral(replace_original=False))
+    request = _request_of(body, respond)
+    if request is None:
         return
     if clicker == request.requester:
         note = ":no_entry: You asked for this replay; another owner of the source must approve it."
