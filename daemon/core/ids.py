@@ -22,11 +22,3 @@ def new_run_id() -> str:
 def new_pipeline_id() -> str:
     """``p-`` + 12 hex digits."""
     return f"p-{secrets.token_hex(ID_HEX_DIGITS // 2)}"
-
-
-def is_run_id(text: str) -> bool:
-    return RUN_ID_PATTERN.fullmatch(text) is not None
-
-
-def is_pipeline_id(text: str) -> bool:
-    return PIPELINE_ID_PATTERN.fullmatch(text) is not None
