@@ -1,13 +1,17 @@
-"""One replay run on the driver: select, distribute, plan the pace, publish, and count.
+"""One replay run on the driver: select, distribute, plan the pace, publish, count and reconcile.
 
 The order matters: everything that can be refused cheaply (spec, columns, empty window, slots,
 missing topic) is checked before a single record is sent. Counting uses the results Spark keeps
 (one row per successful task), so a failed attempt's records never add to ``confirmed``; what such
 attempts had confirmed comes from their progress beacons and is reported as ``duplicates_possible``.
+The target topic's end offsets are snapshotted before publishing and after every task ended: the
+run's records lie between them, which is what ``spark_job.reconcile`` then reads. Once publishing
+started, any failure is a ``JobFailed`` carrying what is known (never "nothing was sent").
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, replace
@@ -16,24 +20,45 @@ from functools import partial
 from confluent_kafka import KafkaException
 from pyspark import SparkContext, StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as sf
 
 from spark_job import transforms
 from spark_job.arrow_map import ArrowMapFunction, map_in_arrow
 from spark_job.errors import SourceError
 from spark_job.kafka_conf import producer_config
 from spark_job.pii.decrypting import decrypting_body
-from spark_job.progress import AttemptId, Beacon, ProgressReader, duplicates_possible
+from spark_job.progress import AttemptId, Beacon, ProgressReader, duplicates_possible, latest_per_attempt
 from spark_job.publish.dead_letters import DeadLetterPlan, ensure_dead_letter_topic
-from spark_job.publish.publisher import RESULT_SCHEMA, TaskSettings, publish_partition
+from spark_job.publish.publisher import EVENT_ID, RESULT_SCHEMA, TaskSettings, TaskTotals, publish_partition
 from spark_job.publish.slots import partition_count, task_slots
 from spark_job.publish.topics import ensure_topic, topic_max_message_bytes, topic_partitions
-from spark_job.result import JobFailed, ReplayFailure, ReplayResult, reason_of, utc_now
-from spark_job.spec.model import JobSpec, KafkaValue, WatermarkRange, record_headers
+from spark_job.reconcile import end_offsets, reconcile, run_ranges
+from spark_job.result import (
+    JobFailed,
+    Phase,
+    ReconcileResult,
+    Reconciliation,
+    ReplayFailure,
+    ReplayResult,
+    iso_utc,
+    rate_series,
+    reason_of,
+    utc_now,
+)
+from spark_job.spec.model import (
+    JobSpec,
+    KafkaValue,
+    OffsetRanges,
+    ReconcileTarget,
+    WatermarkRange,
+    record_headers,
+)
 
 log = logging.getLogger(__name__)
 
 START_LEAD_S = 1.0  # the schedule starts this long after the publish job is submitted: tasks get going
 PROGRESS_READ_S = 5.0  # the broker may be the reason the run failed: do not wait long for beacons
+OFFSETS_READ_S = 5.0  # the same for the end offsets after a failure
 
 
 @dataclass(frozen=True)
@@ -42,16 +67,30 @@ class Selected:
     rows: int
 
 
-def select(spark: SparkSession, spec: JobSpec) -> Selected:
+def select(spark: SparkSession, spec: JobSpec, *, allow_empty: bool = False) -> Selected:
     """The window's rows; a clear ``SourceError`` for unknown columns or an empty window."""
     selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
     rows = selected.count()
-    if rows == 0 and not isinstance(spec.selection, WatermarkRange):
+    if rows == 0 and not allow_empty and not isinstance(spec.selection, WatermarkRange):
         raise SourceError(f"no rows in window {spec.selection.describe()} of source {spec.source.name}")
     return Selected(selected, rows)
 
 
-def run_replay(spark: SparkSession, spec: JobSpec) -> ReplayResult:
+def run_reconcile(spark: SparkSession, spec: JobSpec) -> ReconcileResult:
+    """``mode: "reconcile"``: select the window as a replay would, publish nothing, reconcile."""
+    assert spec.reconcile is not None, "the spec refuses mode 'reconcile' without its target"
+    target = spec.reconcile
+    selected = select(spark, spec, allow_empty=True)
+    log.info("reconciling run %s against %d selected rows", target.run_id, selected.rows)
+    ids = selected.df.select(sf.col(spec.event_id_column).cast("string").alias("event_id"))
+    topic = target.offsets.topic if target.offsets is not None else spec.topic
+    spark.sparkContext.setJobGroup(f"reconcile-{spec.run_id}", f"reconcile {target.run_id} on {topic}")
+    return ReconcileResult(spec.run_id, reconcile(spark, ids, kafka=spec.kafka, topic=topic, target=target))
+
+
+def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -> ReplayResult:
+    """One replay; ``phase.publishing`` turns true just before the first record may be sent."""
+    phase = phase or Phase()
     started_at = utc_now()
     context = spark.sparkContext
     assert context.master is not None, "a running SparkContext has a master"
@@ -65,18 +104,51 @@ def run_replay(spark: SparkSession, spec: JobSpec) -> ReplayResult:
     if spec.on_error == "dlq" and spec.dlq_topic:
         ensure_dead_letter_topic(spec.kafka, spec.dlq_topic)
     if selected.rows == 0:  # a watermark run with nothing new publishes nothing, successfully
-        return _result(spec, started_at, selected.rows, Published([0] * slots, [], 0.0), slots, failed=0)
+        nothing = Published([0] * slots, [], 0.0, None)
+        return _result(spec, started_at, selected.rows, nothing, slots, failed=0, reconciled=None)
     ensure_topic(spec.kafka, spec.progress.topic)
     partitions = partition_count(selected.rows, slots, spec.max_partition_multiple)
     records = transforms.distribute(
         transforms.with_record_columns(selected.df, spec), partitions, spec.ordering
     ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        published = _publish(context, records, spec, slots, started_at)
+        before = end_offsets(spec.kafka, spec.topic)
+        phase.publishing = True
+        published = _publish(context, records, spec, slots, started_at, before)
+        try:
+            failed = _failed_tasks(context, spec.run_id)
+            ids = records.select(sf.col(EVENT_ID).alias("event_id"))
+            reconciled = _reconcile(spark, spec, ids, published.offsets)
+            return _result(
+                spec, started_at, selected.rows, published, slots, failed=failed, reconciled=reconciled
+            )
+        except Exception as exc:  # counted, then failed: the tasks' own counts are known
+            confirmed = sum(task["confirmed"] for task in published.tasks)
+            dead = sum(task["dead_lettered"] for task in published.tasks)
+            offsets = published.offsets.document() if published.offsets else None
+            failure = ReplayFailure(
+                run_id=spec.run_id,
+                reason=reason_of(exc),
+                confirmed=confirmed,
+                started_at=started_at,
+                ended_at=utc_now(),
+                on_topic_at_least=confirmed,
+                dead_lettered=dead if spec.on_error == "dlq" else None,  # nothing is set aside in fail mode
+                offsets=offsets,
+            )
+            raise JobFailed(failure) from exc
     finally:
         records.unpersist()
-    failed = _failed_tasks(context, spec.run_id)
-    return _result(spec, started_at, selected.rows, published, slots, failed=failed)
+
+
+def _reconcile(
+    spark: SparkSession, spec: JobSpec, ids: DataFrame, offsets: OffsetRanges | None
+) -> Reconciliation:
+    if offsets is None:
+        return Reconciliation.failed(f"the end offsets of topic '{spec.topic}' after publishing are unknown")
+    spark.sparkContext.setJobGroup(f"reconcile-{spec.run_id}", f"reconcile {spec.run_id} on {spec.topic}")
+    target = ReconcileTarget(spec.run_id, offsets, spec.dlq_topic)
+    return reconcile(spark, ids, kafka=spec.kafka, topic=spec.topic, target=target)
 
 
 @dataclass(frozen=True)
@@ -84,10 +156,16 @@ class Published:
     sizes: list[int]  # rows per partition
     tasks: list[Row]  # one row per successful task (publisher.RESULT_SCHEMA)
     seconds: float  # from the schedule's start to the last confirmation
+    offsets: OffsetRanges | None  # where the run's records lie; None when the end was unreadable
 
 
 def _publish(
-    context: SparkContext, records: DataFrame, spec: JobSpec, slots: int, started_at: str
+    context: SparkContext,
+    records: DataFrame,
+    spec: JobSpec,
+    slots: int,
+    started_at: str,
+    before: dict[int, int],
 ) -> Published:
     sizes = transforms.partition_sizes(records, records.rdd.getNumPartitions())
     log.info(
@@ -109,26 +187,43 @@ def _publish(
         ),
     )
     context.setJobGroup(_group(spec.run_id), f"replay {spec.run_id}: publish to {spec.topic}")
-    accumulated = context.accumulator(0)
-    body: ArrowMapFunction = partial(publish_partition, settings, accumulated)
+    totals = TaskTotals(confirmed=context.accumulator(0), dead_lettered=context.accumulator(0))
+    body: ArrowMapFunction = partial(publish_partition, settings, totals)
     if spec.decrypt is not None:
         body = decrypting_body(spec, body)
     try:
         tasks = map_in_arrow(records, body, RESULT_SCHEMA).collect()
     except Exception as exc:
+        beacons = _beacons(spec)
+        failed = _failed_tasks(context, spec.run_id)
+        offsets = _offsets_after(spec, before)
         raise JobFailed(
             ReplayFailure(
                 run_id=spec.run_id,
                 reason=reason_of(exc),
-                confirmed=accumulated.value,
-                failed_tasks=_failed_tasks(context, spec.run_id),
-                duplicates_possible=_duplicates(spec, succeeded=None),
+                confirmed=totals.confirmed.value,
+                failed_tasks=failed,
+                # after a failed job Spark keeps no results: the attempts that said "done" succeeded
+                duplicates_possible=_duplicates(beacons, {b.attempt_id for b in beacons or () if b.done}),
                 started_at=started_at,
                 ended_at=utc_now(),
+                on_topic_at_least=_on_topic_at_least(totals.confirmed.value, beacons),
+                dead_lettered=totals.dead_lettered.value if spec.on_error == "dlq" else None,
+                offsets=offsets.document() if offsets is not None else None,
             )
         ) from exc
     log.info("published: %d confirmed", sum(task["confirmed"] for task in tasks))
-    return Published(sizes, tasks, max(time.time() - settings.t0_wall, 1e-6))
+    seconds = max(time.time() - settings.t0_wall, 1e-6)
+    return Published(sizes, tasks, seconds, _offsets_after(spec, before))
+
+
+def _offsets_after(spec: JobSpec, before: dict[int, int]) -> OffsetRanges | None:
+    """The run's offset ranges, from a snapshot taken now (every task has ended); None if unreadable."""
+    try:
+        return run_ranges(spec.topic, before, end_offsets(spec.kafka, spec.topic, timeout_s=OFFSETS_READ_S))
+    except Exception as exc:
+        log.warning("end offsets of topic '%s' unreadable: %s", spec.topic, reason_of(exc))
+        return None
 
 
 def fitted_to_topic(producer: dict[str, KafkaValue], spec: JobSpec) -> dict[str, KafkaValue]:
@@ -157,12 +252,8 @@ def _failed_tasks(context: SparkContext, run_id: str) -> int:
     return failed
 
 
-def _duplicates(spec: JobSpec, *, succeeded: set[AttemptId] | None) -> int | None:
-    """What failed attempts had confirmed, from their beacons; None when the beacons are unreadable.
-
-    After a failed job Spark keeps no results, so the attempts that sent a ``done`` beacon are the
-    ones that succeeded (``succeeded=None``).
-    """
+def _beacons(spec: JobSpec) -> list[Beacon] | None:
+    """Every beacon of the run so far; None when they are unreadable (the broker may be down)."""
     try:
         # After a failure the broker may be down: its connection errors would only repeat the reason.
         quiet = logging.getLogger("spark_job.job.beacons")
@@ -172,41 +263,77 @@ def _duplicates(spec: JobSpec, *, succeeded: set[AttemptId] | None) -> int | Non
         )
         with progress as reader:
             reader.read(timeout_s=PROGRESS_READ_S)
-            beacons: list[Beacon] = reader.beacons()
+            return reader.beacons()
     except (KafkaException, TimeoutError) as exc:
         log.warning("progress beacons unreadable: %s", reason_of(exc))
         return None
-    if succeeded is None:
-        succeeded = {beacon.attempt_id for beacon in beacons if beacon.done}
-    return duplicates_possible(beacons, succeeded)
+
+
+def _duplicates(beacons: list[Beacon] | None, succeeded: set[AttemptId]) -> int | None:
+    """What attempts other than ``succeeded`` had confirmed; None (never 0) when beacons are unknown."""
+    return None if beacons is None else duplicates_possible(beacons, succeeded)
+
+
+def _on_topic_at_least(confirmed: int, beacons: list[Beacon] | None) -> int | None:
+    """A lower bound on the run's records on the topic: successful tasks' count, or every attempt's
+    last beacon summed (each attempt's confirmed records are its own), whichever is larger."""
+    if beacons is None:
+        return confirmed or None  # without beacons, 0 would only mean "unknown"
+    return max(confirmed, sum(beacon.confirmed for beacon in latest_per_attempt(beacons).values()))
 
 
 def _result(
-    spec: JobSpec, started_at: str, rows_selected: int, published: Published, slots: int, *, failed: int
+    spec: JobSpec,
+    started_at: str,
+    rows_selected: int,
+    published: Published,
+    slots: int,
+    *,
+    failed: int,
+    reconciled: Reconciliation | None,
 ) -> ReplayResult:
-    confirmed = sum(task["confirmed"] for task in published.tasks)
-    succeeded = {(task["partition"], task["task_id"]) for task in published.tasks}
+    tasks = published.tasks
+    confirmed = sum(task["confirmed"] for task in tasks)
+    succeeded = {(task["partition"], task["task_id"]) for task in tasks}
+    firsts = [task["first_delivery_at"] for task in tasks if task["first_delivery_at"] is not None]
+    lasts = [task["last_delivery_at"] for task in tasks if task["last_delivery_at"] is not None]
+    first, last = min(firsts, default=None), max(lasts, default=None)
+    histograms = [
+        {int(second): count for second, count in json.loads(task["per_second"]).items()} for task in tasks
+    ]
     selection = spec.selection
     return ReplayResult(
         run_id=spec.run_id,
         rows_selected=rows_selected,
         confirmed=confirmed,
         failed_tasks=failed,
-        duplicates_possible=_duplicates(spec, succeeded=succeeded) if failed else 0,
-        achieved_tps=round(confirmed / published.seconds, 2) if published.seconds else 0.0,
+        duplicates_possible=_duplicates(_beacons(spec), succeeded) if failed else 0,
+        achieved_tps=achieved_tps(confirmed, first, last),
         tps=spec.tps,
         started_at=started_at,
         ended_at=utc_now(),
         publish_seconds=round(published.seconds, 3),
-        behind_schedule_s=_largest(published.tasks, "skipped_s"),
-        late_start_s=_largest(published.tasks, "late_start_s"),
+        behind_schedule_s=_largest(tasks, "skipped_s"),
+        late_start_s=_largest(tasks, "late_start_s"),
         watermark_high=selection.high if isinstance(selection, WatermarkRange) else None,
         partition_skew=transforms.skew(published.sizes),
         slots=slots,
         partitions=len(published.sizes),
         topic=spec.topic,
-        dead_lettered=sum(task["dead_lettered"] for task in published.tasks),
+        dead_lettered=sum(task["dead_lettered"] for task in tasks),
+        first_delivery_at=iso_utc(first) if first is not None else None,
+        last_delivery_at=iso_utc(last) if last is not None else None,
+        rate_series=rate_series(histograms),
+        offsets=published.offsets.document() if published.offsets is not None else None,
+        reconcile=reconciled,
     )
+
+
+def achieved_tps(confirmed: int, first: float | None, last: float | None) -> float | None:
+    """Confirmed records over the span of their confirmations; None without a span to divide by."""
+    if confirmed < 2 or first is None or last is None or last <= first:
+        return None
+    return round(confirmed / (last - first), 2)
 
 
 def _largest(tasks: list[Row], field: str) -> float:

@@ -2,8 +2,10 @@
 
 The same command runs locally and on EMR Serverless. It parses the spec, builds the SparkSession
 (app ``replay-<run id>``, no speculation: a speculative copy would publish a partition twice), runs
-the job and prints exactly one final line, ``REPLAY_RESULT {json}`` or ``REPLAY_FAILED {json}``
-(then exits 1); see ``spark_job.result`` for both shapes.
+the job (a replay, or with ``mode: "reconcile"`` only the reconcile of an earlier run) and prints
+exactly one final line, ``REPLAY_RESULT {json}`` or ``REPLAY_FAILED {json}`` (then exits 1); see
+``spark_job.result`` for both shapes. A failure is labelled "nothing sent" (confirmed 0) only when
+it happened before publishing started.
 
 The package need not be installed: run as a script, this file puts its parent directory on
 ``sys.path`` and ships the package to the executors with ``addPyFile``. On EMR Serverless pass the
@@ -17,6 +19,7 @@ import logging
 import sys
 import tempfile
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: import the package, not this directory's modules
@@ -25,7 +28,16 @@ if __package__ in (None, ""):  # run as a script: import the package, not this d
 from typing import TYPE_CHECKING
 
 from spark_job.errors import ReplayError, SpecError
-from spark_job.result import JobFailed, ReplayFailure, reason_of, report, utc_now
+from spark_job.result import (
+    JobFailed,
+    Phase,
+    ReconcileResult,
+    ReplayFailure,
+    ReplayResult,
+    reason_of,
+    report,
+    utc_now,
+)
 from spark_job.spec.model import JobSpec
 from spark_job.spec.parse import load_spec
 
@@ -101,46 +113,72 @@ def main(argv: list[str] | None = None, *, spark: SparkSession | None = None) ->
     args = sys.argv[1:] if argv is None else argv
     started_at = utc_now()
     spec: JobSpec | None = None
+    phase = Phase()
     try:
         if len(args) != 1:
             raise SpecError("<argv>", "usage: main.py SPEC_URI (a path, file:// or s3:// URI)")
         spec = load_spec(args[0])
-        from spark_job.job import run_replay
+        from spark_job.job import run_reconcile, run_replay
 
         session = spark or _session(spec)
         try:
-            result = run_replay(session, spec)
+            if spec.mode == "reconcile":
+                result: ReplayResult | ReconcileResult = run_reconcile(session, spec)
+            else:
+                result = run_replay(session, spec, phase)
         finally:
             if spark is None:
                 session.stop()  # before the final line, so nothing Spark prints can follow it
     except JobFailed as failed:
         outcome = failed.failure
-    except Exception as exc:  # before any record was sent: nothing confirmed
+    except Exception as exc:
         if not isinstance(exc, ReplayError):
             log.exception("replay failed")
+        nothing_sent = 0 if not phase.publishing else None  # once publishing started: unknown, never 0
         outcome = ReplayFailure(
             run_id=spec.run_id if spec else None,
             reason=reason_of(exc),
-            confirmed=0,
+            confirmed=nothing_sent,
             started_at=started_at,
             ended_at=utc_now(),
+            on_topic_at_least=nothing_sent,
+            dead_lettered=nothing_sent,
         )
     else:
         try:
             print(report(result, spec.result_uri), flush=True)
             return 0
         except Exception as exc:
-            outcome = ReplayFailure(
-                run_id=spec.run_id,
-                reason=f"published, but cannot write the result to {spec.result_uri}: {reason_of(exc)}",
-                confirmed=result.confirmed,
-                failed_tasks=result.failed_tasks,
-                duplicates_possible=result.duplicates_possible,
-                started_at=started_at,
-                ended_at=utc_now(),
+            outcome = _unreported(
+                result, spec, f"cannot write the result to {spec.result_uri}: {reason_of(exc)}"
             )
+            outcome = replace(outcome, started_at=started_at)
     print(report(outcome, spec.result_uri if spec else None), flush=True)
     return 1
+
+
+def _unreported(result: ReplayResult | ReconcileResult, spec: JobSpec, why: str) -> ReplayFailure:
+    """The run's own counts, when only its result could not be written."""
+    if isinstance(result, ReconcileResult):
+        return ReplayFailure(
+            run_id=spec.run_id,
+            reason=f"reconciled, but {why}",
+            confirmed=0,  # a reconcile publishes nothing
+            ended_at=utc_now(),
+            on_topic_at_least=0,
+            dead_lettered=0,
+        )
+    return ReplayFailure(
+        run_id=spec.run_id,
+        reason=f"published, but {why}",
+        confirmed=result.confirmed,
+        failed_tasks=result.failed_tasks,
+        duplicates_possible=result.duplicates_possible,
+        ended_at=utc_now(),
+        on_topic_at_least=result.confirmed,
+        dead_lettered=result.dead_lettered,
+        offsets=result.offsets,
+    )
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """Progress beacons: confirmed counts observable from outside the job while it runs.
 
 A task that paces for an hour cannot report through Spark until it ends, so every task emits a
-small JSON beacon ``{run_id, partition, attempt, confirmed, done}`` (key = run id) to the progress
-topic at least every ``progress.interval_s`` and once more when it ends. Anyone (the daemon, the
+small JSON beacon ``{run_id, partition, attempt, confirmed, done, at}`` (key = run id) to the
+progress topic at least every ``progress.interval_s`` and once more when it ends; ``at`` is when the
+beacon was emitted (epoch seconds), so a reader computes rates from the beacons' own clock, never
+from its polling clock (older beacons lack it: None). Anyone (the daemon, the
 driver after a failure) can rebuild the confirmed total with ``aggregate``: per partition the
 highest attempt's latest count wins, so a retry that re-publishes a partition never inflates it.
 
@@ -37,6 +39,7 @@ class Beacon:
     done: bool = False
     failed: bool = False
     task_id: int = 0  # Spark's taskAttemptId: unique in the application, later attempts are higher
+    at: float | None = None  # epoch seconds when the task emitted it (None: a beacon from before)
 
     @property
     def attempt_id(self) -> AttemptId:
@@ -97,6 +100,7 @@ class Snapshot:
     confirmed: int
     partitions_done: int
     beacons: int
+    at: float | None = None  # when the newest beacon was sent (the job's clock); None: none had a time
 
 
 class ProgressReader:
@@ -167,8 +171,12 @@ class ProgressReader:
 
     def snapshot(self) -> Snapshot:
         done = {b.partition for b in latest_per_attempt(self._beacons).values() if b.done}
+        stamps = [beacon.at for beacon in self._beacons if beacon.at is not None]
         return Snapshot(
-            confirmed=aggregate(self._beacons), partitions_done=len(done), beacons=len(self._beacons)
+            confirmed=aggregate(self._beacons),
+            partitions_done=len(done),
+            beacons=len(self._beacons),
+            at=max(stamps, default=None),
         )
 
     def _assign(self, timeout_s: float) -> bool:

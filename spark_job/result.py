@@ -1,35 +1,65 @@
 """What a run reports: one final stdout line the daemon parses, and the same JSON at ``result_uri``.
 
-Success::
+Success (a replay)::
 
-    REPLAY_RESULT {"status": "succeeded", "run_id": "r-42", "rows_selected": 900, "confirmed": 900,
-                   "failed_tasks": 0, "duplicates_possible": 0, "achieved_tps": 99.6, "tps": 100,
-                   "started_at": "...Z", "ended_at": "...Z", "publish_seconds": 9.04,
-                   "behind_schedule_s": 0.0, "late_start_s": 0.012,
+    REPLAY_RESULT {"status": "succeeded", "mode": "replay", "run_id": "r-42", "rows_selected": 900,
+                   "confirmed": 900, "failed_tasks": 0, "duplicates_possible": 0, "dead_lettered": 0,
+                   "achieved_tps": 99.6, "tps": 100, "first_delivery_at": "...Z",
+                   "last_delivery_at": "...Z", "rate_series": {"start": 1717000000, "counts": [98, 100]},
+                   "offsets": {"topic": "replay.orders.r-42", "partitions": {"0": [120, 570]}},
+                   "reconcile": {...}, "started_at": "...Z", "ended_at": "...Z",
+                   "publish_seconds": 9.04, "behind_schedule_s": 0.0, "late_start_s": 0.012,
                    "watermark_high": null, "partition_skew": 1.02, "slots": 2, "partitions": 2,
-                   "topic": "replay.orders.r-42", "dead_lettered": 0}
+                   "topic": "replay.orders.r-42"}
+
+Success (``mode: "reconcile"``, nothing published)::
+
+    REPLAY_RESULT {"status": "succeeded", "mode": "reconcile", "run_id": "r-43", "reconcile": {...}}
 
 Failure (exit status 1)::
 
     REPLAY_FAILED {"status": "failed", "run_id": "r-42", "reason": "Broker: Message size too large
-                   (MSG_SIZE_TOO_LARGE): ...", "confirmed": 0, "failed_tasks": 2,
-                   "duplicates_possible": 0, "started_at": "...Z", "ended_at": "...Z"}
+                   (MSG_SIZE_TOO_LARGE): ...", "confirmed": 0, "on_topic_at_least": 310,
+                   "dead_lettered": 0, "failed_tasks": 2, "duplicates_possible": 0,
+                   "offsets": {...}, "started_at": "...Z", "ended_at": "...Z"}
 
 ``confirmed`` counts only records of successful tasks whose delivery the broker confirmed;
 ``duplicates_possible`` counts records that failed attempts had confirmed before they failed (a
-retry or a re-run sends them again; null when their beacons could not be read).
-``behind_schedule_s`` is the most schedule time any task gave up because it could not keep its
-pace (0 when the requested TPS was sustained); ``late_start_s`` the most any task started after
-its first deadline (task launch; each further round of partitions adds one). ``partition_skew``
-is largest/smallest partition, null when a partition is empty. ``dead_lettered`` counts records
-set aside with ``on_error=dlq`` (too large, not encodable, not decryptable) whose copy the broker
-confirmed on the dead-letter topic: ``confirmed + dead_lettered == rows_selected``.
+retry or a re-run sends them again; null when their beacons could not be read, never 0 for unknown).
+``achieved_tps`` is ``confirmed / (last_delivery_at - first_delivery_at)``, both read from the
+tasks' own delivery reports (one clock, the executors' wall clock; null below 2 confirmed records).
+``rate_series`` counts confirmed deliveries per wall-clock second (``counts[i]`` is second
+``start + i``), summed over successful tasks. ``offsets`` holds, per partition of the target topic,
+the end offsets snapshotted before publishing and after every task ended: every record the run sent
+lies in ``[lo, hi)``. ``behind_schedule_s`` is the most schedule time any task gave up because it
+could not keep its pace (0 when the requested TPS was sustained); ``late_start_s`` the most any task
+started after its first deadline. ``partition_skew`` is largest/smallest partition, null when a
+partition is empty. ``dead_lettered`` counts records set aside with ``on_error=dlq`` whose copy the
+broker confirmed on the dead-letter topic: ``confirmed + dead_lettered == rows_selected``.
+
+``reconcile`` (null when no rows were selected) compares the selected event ids with the
+``replay-event-id`` headers of the records within ``offsets`` that carry this run's
+``replay-run-id`` (docs/rules.md rule 9)::
+
+    {"selected": 900, "found": 905, "missing": 0, "unexpected": 0, "duplicates": 5,
+     "missing_sample": [], "unexpected_sample": [], "duplicates_sample": ["e-1", ...],
+     "missing_dead_lettered": null, "scanned_records": 905, "error": null}
+
+``found == selected - missing + duplicates + unexpected``: ``duplicates`` sums the extra copies of
+selected ids, ``unexpected`` counts records whose id was not selected; samples are at most 10 ids,
+sorted. ``missing_dead_lettered`` is how many missing ids are on the dead-letter topic under this
+run (null without one). When reconcile could not be done ``error`` says why and the counts are null.
+
+On failure ``on_topic_at_least`` is what the broker confirmed for any attempt (successful tasks'
+counts, every attempt's last beacon): a lower bound, null when unknown; ``dead_lettered`` counts
+successful tasks only. A failure before publishing started says 0 for both, and only then.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -49,6 +79,37 @@ _PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Failure|Interru
 _MAX_REASON = 500
 
 
+SAMPLE_SIZE = 10  # sample ids per reconcile category
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """The selected event ids against the run's records on the topic (see the module's docstring)."""
+
+    selected: int | None
+    found: int | None
+    missing: int | None
+    unexpected: int | None
+    duplicates: int | None
+    missing_sample: tuple[str, ...] = ()
+    unexpected_sample: tuple[str, ...] = ()
+    duplicates_sample: tuple[str, ...] = ()
+    missing_dead_lettered: int | None = None
+    scanned_records: int | None = None
+    error: str | None = None
+
+    @classmethod
+    def failed(cls, error: str) -> Reconciliation:
+        """Reconcile could not be done: every count unknown (never 0), and why."""
+        return cls(None, None, None, None, None, error=error)
+
+    def document(self) -> dict[str, Any]:
+        document = asdict(self)
+        for name in ("missing_sample", "unexpected_sample", "duplicates_sample"):
+            document[name] = list(document[name])
+        return document
+
+
 @dataclass(frozen=True)
 class ReplayResult:
     run_id: str
@@ -56,7 +117,7 @@ class ReplayResult:
     confirmed: int
     failed_tasks: int
     duplicates_possible: int | None
-    achieved_tps: float
+    achieved_tps: float | None
     tps: int
     started_at: str
     ended_at: str
@@ -69,9 +130,32 @@ class ReplayResult:
     partitions: int
     topic: str
     dead_lettered: int = 0  # records set aside on the dead-letter topic instead (on_error=dlq)
+    first_delivery_at: str | None = None
+    last_delivery_at: str | None = None
+    rate_series: dict[str, Any] | None = None  # {"start": epoch second, "counts": [...]}
+    offsets: dict[str, Any] | None = None  # OffsetRanges.document()
+    reconcile: Reconciliation | None = None
 
     def document(self) -> dict[str, Any]:
-        return {"status": "succeeded", **asdict(self)}
+        document = {"status": "succeeded", "mode": "replay", **asdict(self)}
+        document["reconcile"] = self.reconcile.document() if self.reconcile is not None else None
+        return document
+
+
+@dataclass(frozen=True)
+class ReconcileResult:
+    """``mode: "reconcile"``: nothing was published, only an earlier run's records were checked."""
+
+    run_id: str
+    reconcile: Reconciliation
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "status": "succeeded",
+            "mode": "reconcile",
+            "run_id": self.run_id,
+            "reconcile": self.reconcile.document(),
+        }
 
 
 @dataclass(frozen=True)
@@ -83,9 +167,22 @@ class ReplayFailure:
     duplicates_possible: int | None = None
     started_at: str | None = None
     ended_at: str | None = None
+    on_topic_at_least: int | None = None  # a lower bound on this run's records on the topic
+    dead_lettered: int | None = None
+    offsets: dict[str, Any] | None = None
 
     def document(self) -> dict[str, Any]:
         return {"status": "failed", **asdict(self)}
+
+
+@dataclass
+class Phase:
+    """How far a run got: once publishing started, no failure may claim that nothing was sent."""
+
+    publishing: bool = False
+
+
+Outcome = ReplayResult | ReconcileResult | ReplayFailure
 
 
 class JobFailed(ReplayError):
@@ -97,7 +194,26 @@ class JobFailed(ReplayError):
 
 
 def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return iso_utc(datetime.now(UTC).timestamp())
+
+
+def iso_utc(epoch_s: float) -> str:
+    """Epoch seconds as ISO-8601 UTC with milliseconds and a ``Z``."""
+    moment = datetime.fromtimestamp(epoch_s, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def rate_series(histograms: Iterable[Mapping[int, int]]) -> dict[str, Any] | None:
+    """Per-second counts summed over tasks, as ``{"start": second, "counts": [...]}`` with every second
+    from the first to the last (0 where nothing was confirmed); None when nothing was."""
+    totals: dict[int, int] = {}
+    for histogram in histograms:
+        for second, count in histogram.items():
+            totals[second] = totals.get(second, 0) + count
+    if not totals:
+        return None
+    start = min(totals)
+    return {"start": start, "counts": [totals.get(second, 0) for second in range(start, max(totals) + 1)]}
 
 
 def reason_of(exc: BaseException) -> str:
@@ -122,7 +238,7 @@ def _one_line(text: str) -> str:
     return line if len(line) <= _MAX_REASON else line[: _MAX_REASON - 1] + "…"
 
 
-def report(outcome: ReplayResult | ReplayFailure, result_uri: str | None) -> str:
+def report(outcome: Outcome, result_uri: str | None) -> str:
     """The final stdout line; the same document goes to ``result_uri`` (best effort on failure)."""
     document = outcome.document()
     text = json.dumps(document, sort_keys=True)
@@ -130,7 +246,7 @@ def report(outcome: ReplayResult | ReplayFailure, result_uri: str | None) -> str
         try:
             write_text(result_uri, text + "\n")
         except Exception:
-            if isinstance(outcome, ReplayResult):
+            if not isinstance(outcome, ReplayFailure):
                 raise
-    prefix = RESULT_PREFIX if isinstance(outcome, ReplayResult) else FAILED_PREFIX
+    prefix = FAILED_PREFIX if isinstance(outcome, ReplayFailure) else RESULT_PREFIX
     return f"{prefix} {text}"

@@ -88,6 +88,17 @@ def test_dlq_sets_the_oversize_record_aside_and_the_run_succeeds(
     assert headers["replay-topic"] == topic
     value = json.loads(value_of(parked))
     assert value["event_id"] == big and key_of(parked).decode() == value["order_id"]
+    reconciled = result["reconcile"]  # missing from the topic, and explained by the dead-letter topic
+    assert (reconciled["missing"], reconciled["missing_sample"], reconciled["missing_dead_lettered"]) == (
+        1,
+        [big],
+        1,
+    )
+    assert (reconciled["unexpected"], reconciled["duplicates"], reconciled["found"]) == (
+        0,
+        0,
+        WINDOW_ROWS - 1,
+    )
 
 
 def test_fail_mode_fails_the_run_naming_the_oversize_records_event_id(
@@ -105,6 +116,12 @@ def test_fail_mode_fails_the_run_naming_the_oversize_records_event_id(
     reason = run.document["reason"]
     assert f"event '{big}' cannot be published to topic '{topic}'" in reason, reason
     assert "MSG_SIZE_TOO_LARGE" in reason
+    # publishing had started: the failure says how many records did reach the broker, never "none"
+    on_topic = topic_record_count(kafka_bootstrap, topic)
+    assert 0 < run.document["on_topic_at_least"] <= on_topic
+    assert run.document["confirmed"] <= run.document["on_topic_at_least"]
+    assert run.document["dead_lettered"] is None  # fail mode sets nothing aside: no count to give
+    assert sum(hi - lo for lo, hi in run.document["offsets"]["partitions"].values()) == on_topic
 
 
 def test_a_record_the_producer_refuses_at_produce_is_set_aside_too(

@@ -113,13 +113,14 @@ def test_every_record_carries_provenance_and_custom_headers(
     replayed: tuple[JobRun, list[Message], Path],
 ) -> None:
     run, messages, _ = replayed
-    expected = {
-        "team": b"payments",
-        "replay-run-id": run.document["run_id"].encode(),
-        "replay-source": b"orders",
-        "replay-window": b"dt 2024-01-02..2024-01-04",
-    }
-    assert all(dict(message.headers() or []) == expected for message in messages)
+    expected = [
+        ("team", b"payments"),
+        ("replay-run-id", run.document["run_id"].encode()),
+        ("replay-source", b"orders"),
+        ("replay-window", b"dt 2024-01-02..2024-01-04"),
+    ]
+    for message, event_id in zip(messages, event_ids(messages), strict=True):
+        assert message.headers() == [*expected, ("replay-event-id", event_id.encode())]
 
 
 def test_each_entitys_events_arrive_in_event_time_order(replayed: tuple[JobRun, list[Message], Path]) -> None:
@@ -162,6 +163,13 @@ def test_a_retried_task_is_counted_once_and_its_duplicates_reported(
     assert run.document["confirmed"] == run.document["rows_selected"] == 900
     assert (run.document["failed_tasks"], run.document["duplicates_possible"]) == (1, 5)
     assert topic_record_count(kafka_bootstrap, topic) == 905
+    reconciled = run.document["reconcile"]  # the event ids say the same: 5 extra copies, nothing else
+    assert (reconciled["duplicates"], reconciled["missing"], reconciled["unexpected"]) == (5, 0, 0)
+    assert (reconciled["selected"], reconciled["found"], len(reconciled["duplicates_sample"])) == (
+        900,
+        905,
+        5,
+    )
     assert set(event_ids(consume_all(kafka_bootstrap, topic))) == window_ids(
         sample_table, "2024-01-02", "2024-01-04"
     )
@@ -201,7 +209,10 @@ def test_broker_outage_fails_the_run_without_overcounting(
     run = parse_job_output(job.returncode, stdout, stderr)
     assert (run.kind, run.returncode) == ("REPLAY_FAILED", 1)
     assert "Message timed out" in run.document["reason"]
-    assert run.document["confirmed"] <= topic_record_count(kafka_bootstrap, topic) < 2100
+    on_topic = topic_record_count(kafka_bootstrap, topic)
+    assert run.document["confirmed"] <= on_topic < 2100
+    at_least = run.document["on_topic_at_least"]  # a lower bound, or null: unknown is never 0
+    assert at_least is None or run.document["confirmed"] <= at_least <= on_topic
 
 
 def _wait_for_progress(bootstrap: str, run_id: str, *, at_least: int, timeout_s: float) -> None:
@@ -241,6 +252,7 @@ def test_bad_requests_fail_with_a_clear_reason(
     run = run_in_process(spark, tmp_path, document, capsys)
     assert (run.kind, run.returncode) == ("REPLAY_FAILED", 1)
     assert (run.document["reason"], run.document["confirmed"]) == (reason, 0)
+    assert (run.document["on_topic_at_least"], run.document["dead_lettered"]) == (0, 0)  # nothing was sent
 
 
 @pytest.mark.parametrize(

@@ -77,8 +77,13 @@ def test_a_retry_replaces_the_failed_attempts_count() -> None:
 
 
 def test_beacons_round_trip_as_json() -> None:
-    beacon = Beacon("r-7", 3, 1, 42, done=True, task_id=17)
+    beacon = Beacon("r-7", 3, 1, 42, done=True, task_id=17, at=1_717_000_000.125)
     assert Beacon.decode(beacon.encode()) == beacon
+
+
+def test_a_beacon_from_before_the_emit_time_reads_without_one() -> None:
+    old = b'{"run_id":"r-7","partition":3,"attempt":1,"confirmed":42,"done":true,"failed":false,"task_id":17}'
+    assert Beacon.decode(old) == Beacon("r-7", 3, 1, 42, done=True, task_id=17, at=None)
 
 
 def _produce(bootstrap: str, topic: str, beacons: list[Beacon]) -> None:
@@ -96,17 +101,17 @@ def test_reader_follows_one_run_among_others(kafka_bootstrap: str) -> None:
         kafka_bootstrap,
         topic,
         [
-            Beacon("r-1", 0, 0, 10, task_id=1),
-            Beacon("r-2", 0, 0, 999, task_id=1),
+            Beacon("r-1", 0, 0, 10, task_id=1, at=100.0),
+            Beacon("r-2", 0, 0, 999, task_id=1, at=500.0),
             Beacon("r-1", 1, 0, 5, task_id=2),
         ],
     )
     with ProgressReader(kafka={"bootstrap.servers": kafka_bootstrap}, topic=topic, run_id="r-1") as reader:
         first = reader.read()
-        _produce(kafka_bootstrap, topic, [Beacon("r-1", 0, 0, 40, done=True, task_id=1)])
+        _produce(kafka_bootstrap, topic, [Beacon("r-1", 0, 0, 40, done=True, task_id=1, at=105.5)])
         second = reader.read()
-    assert (first.confirmed, first.partitions_done) == (15, 0)
-    assert (second.confirmed, second.partitions_done) == (45, 1)
+    assert (first.confirmed, first.partitions_done, first.at) == (15, 0, 100.0)  # its own run's clock only
+    assert (second.confirmed, second.partitions_done, second.at) == (45, 1, 105.5)
 
 
 @pytest.mark.kafka

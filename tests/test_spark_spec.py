@@ -15,7 +15,9 @@ from spark_job.errors import SpecError
 from spark_job.spec.model import (
     DayWindow,
     JobSpec,
+    OffsetRanges,
     Progress,
+    ReconcileTarget,
     Source,
     TimeWindow,
     WatermarkRange,
@@ -134,12 +136,51 @@ def test_json_round_trip_is_exact(spec: JobSpec) -> None:
         ({"progress": {"interval_s": 0}}, "progress.interval_s"),
         ({"max_partition_multiple": 0}, "max_partition_multiple"),
         ({"_test_fail_once_after": 5}, "_test_fail_once_after"),  # no test hooks in the product
+        ({"headers": {"replay-event-id": "e-1"}}, "headers.replay-event-id"),
+        ({"mode": "audit"}, "mode"),
+        ({"mode": "reconcile"}, "reconcile"),
+        ({"reconcile": {"run_id": "r-41"}}, "reconcile"),
+        ({"mode": "reconcile", "reconcile": {"offsets": None}}, "reconcile.run_id"),
+        (
+            {
+                "mode": "reconcile",
+                "reconcile": {"run_id": "r-41", "offsets": {"topic": "t", "partitions": {"0": [5]}}},
+            },
+            "reconcile.offsets.partitions.0",
+        ),
+        (
+            {
+                "mode": "reconcile",
+                "reconcile": {"run_id": "r-41", "offsets": {"topic": "t", "partitions": {"0": [9, 5]}}},
+            },
+            "reconcile.offsets.partitions.0",
+        ),
     ],
 )
 def test_invalid_documents_name_the_field(overrides: dict[str, Any], field: str) -> None:
     with pytest.raises(SpecError, match=f"'{field}'") as raised:
         spec_from_dict(document(**overrides))
     assert raised.value.field == field
+
+
+def test_a_reconcile_spec_names_the_run_and_its_offset_ranges() -> None:
+    section = {
+        "run_id": "r-41",
+        "offsets": {"topic": "t", "partitions": {"0": [3, 9], "2": [0, 4]}},
+        "dlq_topic": "d",
+    }
+    spec = spec_from_dict(document(mode="reconcile", reconcile=section))
+    assert spec.reconcile == ReconcileTarget("r-41", OffsetRanges("t", {0: (3, 9), 2: (0, 4)}), "d")
+    assert spec.to_dict()["reconcile"] == section
+    assert spec_from_json(spec.to_json()) == spec
+    whole_topic = spec_from_dict(document(mode="reconcile", reconcile={"run_id": "r-41"}))
+    assert whole_topic.reconcile == ReconcileTarget("r-41")
+
+
+def test_a_replay_spec_is_written_as_before() -> None:
+    spec = spec_from_dict(document())
+    assert spec.mode == "replay" and spec.reconcile is None
+    assert "mode" not in spec.to_dict() and "reconcile" not in spec.to_dict()
 
 
 def test_not_json_is_a_spec_error() -> None:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, Message, Producer
 from pyspark.sql import SparkSession
@@ -134,7 +135,7 @@ def test_raw_replay_publishes_key_and_value_bytes_untouched(
 
 
 def test_raw_replay_keeps_original_headers_in_order_then_provenance(
-    raw_replayed: tuple[dict[str, Any], list[Message]],
+    raw_replayed: tuple[dict[str, Any], list[Message]], bronze_table: Path
 ) -> None:
     outcome, messages = raw_replayed
     provenance = [
@@ -144,9 +145,11 @@ def test_raw_replay_keeps_original_headers_in_order_then_provenance(
         ("replay-window", b"dt 2024-01-02..2024-01-02"),
     ]
     originals = {value: headers for _, value, headers, _ in original_records()}
+    landed = pq.read_table(bronze_table, columns=["value", "event_id"]).to_pylist()
+    event_ids = {row["value"]: row["event_id"].encode() for row in landed}
     for message in messages:
         _, value, headers, _ = as_record(message)
-        assert headers == originals[value] + provenance
+        assert headers == [*originals[value], *provenance, ("replay-event-id", event_ids[value])]
 
 
 def test_raw_replay_with_event_timestamps_keeps_the_original_timestamps(

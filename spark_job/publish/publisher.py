@@ -8,13 +8,20 @@ back without error; ``flush()`` before the task ends, and any delivery error fai
 broker's own error text. A record refused for its own sake (too large, not encodable, marked bad
 by an earlier step) is set aside instead (``spark_job.publish.dead_letters``): on the dead-letter
 topic with ``on_error=dlq``, else it fails the task naming its event id. Beacons report the
-confirmed count while the task runs.
+confirmed count (and when they were sent) while the task runs.
+
+Each record also carries its own ``replay-event-id`` header, last, so a reconcile reads ids from
+headers whatever the value's format. The delivery callback notes the wall-clock time of the first
+and last confirmation and counts confirmations per second: the run's achieved rate and rate series
+come from the broker's answers, not from the driver's clock.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -35,7 +42,7 @@ from spark_job.publish.dead_letters import (
     kafka_reason,
 )
 from spark_job.publish.pacing import Pacer, partition_schedule
-from spark_job.spec.model import KafkaValue
+from spark_job.spec.model import EVENT_ID_HEADER, KafkaValue
 
 Header = tuple[str, str | bytes | None]  # a record header as confluent-kafka takes it
 # Batches are (key, value[, TIMESTAMP]): the optional column carries timestamp=event's epoch ms.
@@ -48,7 +55,7 @@ EVENT_ID = "_replay_event_id"
 ERROR = "_replay_error"
 RESULT_SCHEMA = (
     "partition int, attempt int, task_id long, confirmed long, skipped_s double, late_start_s double,"
-    " dead_lettered long"
+    " dead_lettered long, first_delivery_at double, last_delivery_at double, per_second string"
 )
 _RESULT_ARROW = pa.schema(
     [
@@ -59,6 +66,9 @@ _RESULT_ARROW = pa.schema(
         ("skipped_s", pa.float64()),
         ("late_start_s", pa.float64()),
         ("dead_lettered", pa.int64()),
+        ("first_delivery_at", pa.float64()),  # epoch seconds of the first confirmation (null: none)
+        ("last_delivery_at", pa.float64()),
+        ("per_second", pa.string()),  # JSON {"<epoch second>": confirmations}
     ]
 )
 MAX_WAIT_S = 0.1  # longest sleep between checks for delivery reports, beacons and deadlines
@@ -83,8 +93,17 @@ class TaskSettings:
     dead_letters: DeadLetterPlan = field(default_factory=DeadLetterPlan)  # on_error and its topic
 
 
+@dataclass(frozen=True)
+class TaskTotals:
+    """Accumulators Spark applies once per successful task: known on the driver even if the job fails."""
+
+    confirmed: Accumulator[int]
+    dead_lettered: Accumulator[int]
+
+
 class DeliveryCounter:
-    """The producer's delivery callback: counts confirmations, remembers the first error.
+    """The producer's delivery callback: counts confirmations (in total and per wall-clock second, with
+    the first and last one's time), remembers the first error.
 
     A record the broker refused for its own sake (too large, invalid) goes to ``dead_letters``
     instead, named by the event id its own ``report`` callback was bound to.
@@ -93,6 +112,9 @@ class DeliveryCounter:
     def __init__(self, topic: str, dead_letters: DeadLetters | None = None) -> None:
         self.topic = topic
         self.confirmed = 0
+        self.first_at: float | None = None  # time.time() of the first and the last confirmation
+        self.last_at: float | None = None
+        self.per_second: defaultdict[int, int] = defaultdict(int)
         self.failed = 0
         self.first_error: KafkaError | None = None
         self.dead_letters = dead_letters
@@ -102,7 +124,12 @@ class DeliveryCounter:
 
     def report(self, event_id: str | None, error: KafkaError | None, message: Message) -> None:
         if error is None:
+            now = time.time()
             self.confirmed += 1
+            self.per_second[int(now)] += 1
+            self.last_at = now
+            if self.first_at is None:
+                self.first_at = now
             return
         if self.dead_letters is not None and is_bad_record(error):
             bad = BadRecord(message.key(), message.value(), event_id, kafka_reason(error))
@@ -138,7 +165,8 @@ class BeaconEmitter:
         now = time.monotonic()
         if not force and (now < self._next_at or confirmed == self._last_sent):
             return
-        beacon = replace(self._attempt, confirmed=confirmed, done=done, failed=failed)
+        at = round(time.time(), 3)
+        beacon = replace(self._attempt, confirmed=confirmed, done=done, failed=failed, at=at)
         try:
             self._producer.produce(self._topic, beacon.encode(), beacon.run_id, on_delivery=_ignore)
         except BufferError:
@@ -152,12 +180,12 @@ def _ignore(error: KafkaError | None, message: Message) -> None:
 
 
 def publish_partition(
-    settings: TaskSettings, confirmed_total: Accumulator[int] | None, batches: Iterator[pa.RecordBatch]
+    settings: TaskSettings, totals: TaskTotals | None, batches: Iterator[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: publish every (key, value) row of this partition, paced by its plan.
 
-    ``confirmed_total`` (an accumulator) also receives the count: Spark applies it once per
-    successful task as tasks finish, so it is known on the driver even when the job fails later.
+    ``totals`` (accumulators) also receive the counts: Spark applies them once per successful task
+    as tasks finish, so they are known on the driver even when the job fails later.
     """
     context = TaskContext.get()
     assert context is not None, "publish_partition runs inside a Spark task"
@@ -188,8 +216,9 @@ def publish_partition(
             beacons.tick(counter.confirmed, force=True, failed=True)
             producer.flush(BEACON_FLUSH_S)
         raise
-    if confirmed_total is not None:
-        confirmed_total.add(counter.confirmed)
+    if totals is not None:
+        totals.confirmed.add(counter.confirmed)
+        totals.dead_lettered.add(dead_lettered)
     yield pa.RecordBatch.from_pydict(
         {
             "partition": [partition],
@@ -199,6 +228,9 @@ def publish_partition(
             "skipped_s": [pacer.skipped_s],
             "late_start_s": [pacer.late_start_s],
             "dead_lettered": [dead_lettered],
+            "first_delivery_at": [counter.first_at],
+            "last_delivery_at": [counter.last_at],
+            "per_second": [json.dumps(counter.per_second, separators=(",", ":"))],
         },
         schema=_RESULT_ARROW,
     )
@@ -217,7 +249,7 @@ def _publish_batch(
     event_ids, errors = _optional(batch, EVENT_ID), _optional(batch, ERROR)
     report, dead_letters = counter.report, counter.dead_letters
     timestamps = _timestamps(batch)
-    produce, topic, headers = producer.produce, settings.topic, _headers(batch, settings.headers)
+    produce, topic, headers = producer.produce, settings.topic, _headers(batch, settings.headers, event_ids)
     done, rows = 0, len(keys)
     while done < rows:
         granted = pacer.take(rows - done)
@@ -268,12 +300,13 @@ def _timestamps(batch: pa.RecordBatch) -> list[int]:
     return [stamp or 0 for stamp in batch.column(index).to_pylist()]
 
 
-def _headers(batch: pa.RecordBatch, appended: list[Header]) -> list[list[Header]]:
-    """Each record's headers: a raw record's own, in their order, then ``appended`` (the provenance)."""
+def _headers(batch: pa.RecordBatch, appended: list[Header], event_ids: list[Any]) -> list[list[Header]]:
+    """Each record's headers: a raw record's own, in their order, then ``appended`` (the provenance),
+    then its ``replay-event-id``."""
     index = batch.schema.get_field_index(HEADERS)
     if index < 0:
-        return [appended] * batch.num_rows
+        return [[*appended, (EVENT_ID_HEADER, event_id)] for event_id in event_ids]
     return [
-        [(header["name"], header["value"]) for header in own or ()] + appended
-        for own in batch.column(index).to_pylist()
+        [(header["name"], header["value"]) for header in own or ()] + [*appended, (EVENT_ID_HEADER, event_id)]
+        for own, event_id in zip(batch.column(index).to_pylist(), event_ids, strict=True)
     ]

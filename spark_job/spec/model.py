@@ -37,7 +37,11 @@ refused so a typo fails fast instead of being ignored. Shape (optional fields sh
       "decrypt": null,                  # PII columns to decrypt, see spark_job.spec.decrypt
       "on_error": "fail",               # or "dlq": a record that cannot be published (too large,
                                         # not encodable, not decryptable) goes to dlq_topic
-      "dlq_topic": null                 # required with "dlq"; the job creates it when missing
+      "dlq_topic": null,                # required with "dlq"; the job creates it when missing
+      "mode": "replay",                 # or "reconcile": publish nothing, reconcile an earlier run
+      "reconcile": null                 # with "reconcile" only: {"run_id": "r-41", "offsets":
+                                        # {"topic": ..., "partitions": {"0": [lo, hi]}} or null =
+                                        # the whole topic, "dlq_topic": null}
     }
 
 Naive timestamps are read as UTC. This module is the shape and its invariants only: reading a
@@ -57,7 +61,8 @@ from spark_job.spec.decrypt import Decrypt, validate_decrypt
 
 KafkaValue = str | int | float | bool
 Bound = str | int | float | None
-RESERVED_HEADERS = ("replay-run-id", "replay-source", "replay-window", "replay-watermark")
+RESERVED_HEADERS = ("replay-run-id", "replay-source", "replay-window", "replay-watermark", "replay-event-id")
+EVENT_ID_HEADER = "replay-event-id"  # each record's own event id, after the other provenance headers
 # librdkafka's partitioners; murmur2 hashes keys the way the Java client, Kafka Streams and most
 # services do, so a replayed key lands on the partition its live events are on.
 Partitioner = Literal[
@@ -113,6 +118,30 @@ class WatermarkRange:
 
 
 Selection = DayWindow | TimeWindow | WatermarkRange
+Mode = Literal["replay", "reconcile"]
+
+
+@dataclass(frozen=True)
+class OffsetRanges:
+    """Per partition of ``topic``, a half-open ``[lo, hi)`` offset range (what a run's records lie in)."""
+
+    topic: str
+    partitions: dict[int, tuple[int, int]]
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partitions": {str(p): [lo, hi] for p, (lo, hi) in self.partitions.items()},
+        }
+
+
+@dataclass(frozen=True)
+class ReconcileTarget:
+    """``mode: "reconcile"``: the earlier run whose records to check, and where they lie."""
+
+    run_id: str
+    offsets: OffsetRanges | None = None  # None: the topic's whole current range
+    dlq_topic: str | None = None
 
 
 @dataclass(frozen=True)
@@ -148,6 +177,8 @@ class JobSpec:
     timestamp: Timestamp = "replay"
     on_error: Literal["fail", "dlq"] = "fail"  # what a bad record does: fail the run, or go to dlq_topic
     dlq_topic: str | None = None
+    mode: Mode = "replay"
+    reconcile: ReconcileTarget | None = None  # required with mode "reconcile", refused otherwise
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -159,6 +190,11 @@ class JobSpec:
         document[key] = {k: _iso(v) if isinstance(v, date) else v for k, v in selection.items()}
         if document["decrypt"] is None:
             del document["decrypt"]  # specs of sources without PII stay as they were
+        if self.mode == "replay":
+            del document["mode"], document["reconcile"]  # and replay specs as they were
+        elif self.reconcile is not None:
+            offsets = self.reconcile.offsets
+            document["reconcile"]["offsets"] = offsets.document() if offsets is not None else None
         return document
 
     def to_json(self) -> str:
@@ -217,9 +253,25 @@ def _validate(spec: JobSpec) -> None:
         raise SpecError("dlq_topic", "is required when on_error is 'dlq'")
     if spec.dlq_topic is not None and spec.dlq_topic == spec.topic:
         raise SpecError("dlq_topic", "must not be the target topic")
+    _validate_mode(spec)
     if spec.decrypt is not None:
         protected = (spec.key_column, spec.event_id_column)
         validate_decrypt(spec.decrypt, value_format=spec.value_format, protected=protected)
+
+
+def _validate_mode(spec: JobSpec) -> None:
+    if spec.mode not in ("replay", "reconcile"):
+        raise SpecError("mode", f"must be 'replay' or 'reconcile', got {spec.mode!r}")
+    if spec.mode == "reconcile" and spec.reconcile is None:
+        raise SpecError("reconcile", "is required when mode is 'reconcile'")
+    if spec.mode == "replay" and spec.reconcile is not None:
+        raise SpecError("reconcile", "is only used with mode 'reconcile'")
+    offsets = spec.reconcile.offsets if spec.reconcile is not None else None
+    for partition, (lo, hi) in (offsets.partitions if offsets is not None else {}).items():
+        if not 0 <= lo <= hi:
+            raise SpecError(
+                f"reconcile.offsets.partitions.{partition}", f"must be 0 <= lo <= hi, got [{lo}, {hi}]"
+            )
 
 
 def _validate_value_shape(spec: JobSpec) -> None:
@@ -267,6 +319,7 @@ def provenance_headers(spec: JobSpec) -> dict[str, str]:
 
 
 def record_headers(spec: JobSpec) -> list[tuple[str, bytes]]:
-    """User headers plus provenance, encoded once for the producer."""
+    """User headers plus provenance, encoded once for the producer; the publisher adds each record's own
+    ``replay-event-id`` after them."""
     merged: Mapping[str, str] = {**spec.headers, **provenance_headers(spec)}
     return [(name, value.encode()) for name, value in merged.items()]

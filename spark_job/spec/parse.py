@@ -16,7 +16,9 @@ from spark_job.spec.model import (
     DEFAULT_PARTITIONER,
     DayWindow,
     JobSpec,
+    OffsetRanges,
     Progress,
+    ReconcileTarget,
     Selection,
     Source,
     TimeWindow,
@@ -121,9 +123,37 @@ def _parse(doc: _Fields) -> JobSpec:
         timestamp=doc.get("timestamp", str, default="replay"),
         on_error=doc.get("on_error", str, default="fail"),
         dlq_topic=doc.get("dlq_topic", str),
+        mode=doc.get("mode", str, default="replay"),
+        reconcile=_parse_reconcile(doc.nested("reconcile")),
     )
     doc.done()
     return spec
+
+
+def _parse_reconcile(doc: _Fields | None) -> ReconcileTarget | None:
+    """The ``reconcile`` section (``None`` when absent): which run, and its offset ranges if known."""
+    if doc is None:
+        return None
+    offsets = doc.nested("offsets")
+    target = ReconcileTarget(
+        run_id=doc.get("run_id", str, required=True),
+        offsets=_parse_offsets(offsets) if offsets is not None else None,
+        dlq_topic=doc.get("dlq_topic", str),
+    )
+    doc.done()
+    return target
+
+
+def _parse_offsets(doc: _Fields) -> OffsetRanges:
+    topic = doc.get("topic", str, required=True)
+    partitions: dict[int, tuple[int, int]] = {}
+    for key, bounds in doc.get("partitions", dict, required=True).items():
+        valid = isinstance(bounds, list) and len(bounds) == 2
+        if not key.isdigit() or not valid or not all(type(bound) is int for bound in bounds):
+            raise SpecError(doc.path(f"partitions.{key}"), "must be a partition number with [lo, hi] offsets")
+        partitions[int(key)] = (bounds[0], bounds[1])
+    doc.done()
+    return OffsetRanges(topic, partitions)
 
 
 def _parse_source(doc: _Fields) -> Source:

@@ -1,0 +1,303 @@
+"""Reconcile a run by event id, in Spark: the ids it selected against the ids its records carry.
+
+docs/rules.md rule 9. The run's records lie within the offset ranges its driver snapshotted (end
+offsets before publishing and after every task ended), so only those ranges are read, split into
+chunks of at most ``CHUNK_RECORDS`` offsets, one Spark task per chunk. Each task reads its chunk with
+``assign()`` from ``lo`` and stops before ``hi``, keeps the records whose ``replay-run-id`` header is
+the run's (a live topic holds other producers' records too) and yields their ``replay-event-id``
+header. The join with the selected ids, the counts and the sorted samples are Spark's work: no id
+list ever reaches the driver, whatever the run's size (rule 11). ``tally`` is the same arithmetic on
+plain collections, the reference the tests hold the Spark result to.
+
+See docs/decisions/0009-reconcile-by-event-id.md for why it works this way.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import partial
+
+import pyarrow as pa
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as sf
+
+from spark_job.arrow_map import map_in_arrow
+from spark_job.errors import TopicError
+from spark_job.kafka_conf import client_config
+from spark_job.result import SAMPLE_SIZE, Reconciliation, reason_of
+from spark_job.spec.model import EVENT_ID_HEADER, KafkaValue, OffsetRanges, ReconcileTarget
+
+log = logging.getLogger(__name__)
+
+RUN_ID_HEADER = "replay-run-id"
+CHUNK_RECORDS = 1_000_000  # offsets one read task covers: bounds a task's time, not its memory
+IDLE_TIMEOUT_S = 30.0  # a read task that receives nothing this long fails (the broker is gone)
+SNAPSHOT_TIMEOUT_S = 15.0
+_OUT_BATCH = 10_000  # ids per Arrow batch a read task yields
+_CHUNKS = "topic string, partition int, lo long, hi long"
+# A read task yields its run's ids (``scanned`` null), then one row with how many records it read.
+_READ = "event_id string, scanned long"
+_READ_ARROW = pa.schema([("event_id", pa.string()), ("scanned", pa.int64())])
+Kafka = Mapping[str, KafkaValue]
+Headers = dict[str, str | bytes | None] | list[tuple[str, str | bytes | None]] | None  # as a Message has them
+
+
+# --- offsets (driver) ------------------------------------------------------------------------------
+
+
+def watermarks(
+    kafka: Kafka, topic: str, *, timeout_s: float = SNAPSHOT_TIMEOUT_S
+) -> dict[int, tuple[int, int]]:
+    """(low, high) offsets of every partition of ``topic``, from the broker; {} when it does not exist."""
+    consumer = _consumer(kafka, eof=False)
+    try:
+        found = consumer.list_topics(topic=topic, timeout=timeout_s).topics.get(topic)
+        if found is None or (
+            found.error is not None and found.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        ):
+            return {}
+        if found.error is not None:
+            raise TopicError(f"cannot read the offsets of topic '{topic}': {found.error.str()}")
+        return {
+            partition: consumer.get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=timeout_s, cached=False
+            )
+            for partition in sorted(found.partitions)
+        }
+    finally:
+        consumer.close()
+
+
+def end_offsets(kafka: Kafka, topic: str, *, timeout_s: float = SNAPSHOT_TIMEOUT_S) -> dict[int, int]:
+    """The offset the next record of each partition will get (a snapshot)."""
+    return {partition: high for partition, (_, high) in watermarks(kafka, topic, timeout_s=timeout_s).items()}
+
+
+def run_ranges(topic: str, before: Mapping[int, int], after: Mapping[int, int]) -> OffsetRanges:
+    """``[before, after)`` per partition: every record published between the two snapshots."""
+    return OffsetRanges(
+        topic, {partition: (before.get(partition, 0), hi) for partition, hi in sorted(after.items())}
+    )
+
+
+def whole_topic(kafka: Kafka, topic: str, *, timeout_s: float = SNAPSHOT_TIMEOUT_S) -> OffsetRanges:
+    """What the topic holds now: ``[low, high)`` per partition (empty when the topic does not exist)."""
+    return OffsetRanges(topic, watermarks(kafka, topic, timeout_s=timeout_s))
+
+
+def chunks(ranges: OffsetRanges, size: int = CHUNK_RECORDS) -> list[tuple[str, int, int, int]]:
+    """``(topic, partition, lo, hi)`` pieces of at most ``size`` offsets covering every range."""
+    pieces: list[tuple[str, int, int, int]] = []
+    for partition, (lo, hi) in sorted(ranges.partitions.items()):
+        pieces += [(ranges.topic, partition, start, min(start + size, hi)) for start in range(lo, hi, size)]
+    return pieces
+
+
+# --- reading (executors) ---------------------------------------------------------------------------
+
+
+def _consumer(kafka: Kafka, *, eof: bool) -> Consumer:
+    return Consumer(
+        {
+            **client_config(kafka),
+            "group.id": f"replay-reconcile-{uuid.uuid4().hex}",  # assign() only: never joins or commits
+            "enable.auto.commit": False,
+            "enable.partition.eof": eof,
+            "auto.offset.reset": "earliest",  # retention may have removed the oldest offsets
+        }
+    )
+
+
+def read_chunks(
+    kafka: dict[str, KafkaValue], run_id: str, idle_timeout_s: float, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: for each chunk row, the event ids of ``run_id``'s records in ``[lo, hi)``."""
+    for batch in batches:
+        columns = [batch.column(name).to_pylist() for name in ("topic", "partition", "lo", "hi")]
+        for topic, partition, lo, hi in zip(*columns, strict=True):
+            yield from _read_range(kafka, run_id.encode(), idle_timeout_s, topic, partition, lo, hi)
+
+
+def _read_range(
+    kafka: Kafka, run_id: bytes, idle_timeout_s: float, topic: str, partition: int, lo: int, hi: int
+) -> Iterator[pa.RecordBatch]:
+    consumer = _consumer(kafka, eof=True)
+    ids: list[str] = []
+    scanned = 0
+    try:
+        consumer.assign([TopicPartition(topic, partition, lo)])
+        idle_until = time.monotonic() + idle_timeout_s
+        reading = lo < hi
+        while reading:
+            messages = consumer.consume(num_messages=1000, timeout=0.5)
+            if not messages and time.monotonic() > idle_until:
+                raise TimeoutError(
+                    f"nothing read from {topic}[{partition}] at {lo}..{hi} in {idle_timeout_s}s"
+                )
+            for message in messages:
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        reading = False  # the partition's end: nothing below hi is left
+                        break
+                    raise KafkaException(error)
+                offset = message.offset()
+                if offset is None or offset >= hi:
+                    reading = False
+                    break
+                scanned += 1
+                event_id = _event_id_of(message.headers(), run_id)
+                if event_id is not None:
+                    ids.append(event_id)
+                reading = offset < hi - 1
+            if messages:
+                idle_until = time.monotonic() + idle_timeout_s
+            if len(ids) >= _OUT_BATCH:
+                yield _batch(ids, None)
+                ids = []
+    finally:
+        consumer.close()
+    if ids:
+        yield _batch(ids, None)
+    yield _batch([None], scanned)
+
+
+def _event_id_of(headers: Headers, run_id: bytes) -> str | None:
+    """The record's event id when it carries ``run_id``'s header ("" when it has no id), else None."""
+    ours, event_id = False, b""
+    for name, value in headers.items() if isinstance(headers, dict) else headers or ():
+        if name == RUN_ID_HEADER:
+            ours = _bytes(value) == run_id
+        elif name == EVENT_ID_HEADER:
+            event_id = _bytes(value)
+    return event_id.decode("utf-8", "replace") if ours else None
+
+
+def _bytes(value: str | bytes | None) -> bytes:
+    return value.encode() if isinstance(value, str) else value or b""
+
+
+def _batch(ids: Sequence[str | None], scanned: int | None) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({"event_id": ids, "scanned": [scanned] * len(ids)}, schema=_READ_ARROW)
+
+
+def read_ids(
+    spark: SparkSession,
+    kafka: Kafka,
+    ranges: OffsetRanges,
+    run_id: str,
+    *,
+    chunk_records: int = CHUNK_RECORDS,
+    idle_timeout_s: float = IDLE_TIMEOUT_S,
+) -> DataFrame:
+    """``(event_id, scanned)``: one row per record of ``run_id`` in ``ranges``, one count row per chunk."""
+    pieces = chunks(ranges, chunk_records)
+    if not pieces:
+        return spark.createDataFrame([], _READ)
+    # parallelize splits evenly: each chunk is a partition of its own, so one read task per chunk
+    chunk_rows = spark.createDataFrame(spark.sparkContext.parallelize(pieces, len(pieces)), _CHUNKS)
+    return map_in_arrow(chunk_rows, partial(read_chunks, dict(kafka), run_id, idle_timeout_s), _READ)
+
+
+# --- the comparison ----------------------------------------------------------------------------------
+
+
+def reconcile(
+    spark: SparkSession,
+    selected_ids: DataFrame,
+    *,
+    kafka: Kafka,
+    topic: str,
+    target: ReconcileTarget,
+    chunk_records: int = CHUNK_RECORDS,
+    idle_timeout_s: float = IDLE_TIMEOUT_S,
+    timeout_s: float = SNAPSHOT_TIMEOUT_S,
+) -> Reconciliation:
+    """``selected_ids`` (column ``event_id``) against ``target``'s records on ``topic``; never raises:
+    what went wrong (the broker down, say) is the document's ``error``, its counts null."""
+    try:
+        ranges = target.offsets or whole_topic(kafka, topic, timeout_s=timeout_s)
+        read = partial(read_ids, spark, kafka, chunk_records=chunk_records, idle_timeout_s=idle_timeout_s)
+        found = read(ranges, target.run_id).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            dlq = whole_topic(kafka, target.dlq_topic, timeout_s=timeout_s) if target.dlq_topic else None
+            return _compare(selected_ids, found, read(dlq, target.run_id) if dlq is not None else None)
+        finally:
+            found.unpersist()
+    except Exception as exc:
+        log.warning("reconcile of run %s failed: %s", target.run_id, reason_of(exc))
+        return Reconciliation.failed(reason_of(exc))
+
+
+def _compare(selected_ids: DataFrame, found: DataFrame, dead_letters: DataFrame | None) -> Reconciliation:
+    scanned_row = found.agg(sf.sum("scanned")).first()
+    scanned = int(scanned_row[0] or 0) if scanned_row is not None else 0
+    copies = found.where(sf.col("scanned").isNull()).groupBy("event_id").agg(sf.count("*").alias("copies"))
+    selected = (
+        selected_ids.select(sf.coalesce(sf.col("event_id").cast("string"), sf.lit("")).alias("event_id"))
+        .distinct()
+        .withColumn("selected", sf.lit(True))
+    )
+    joined = selected.join(copies, "event_id", "full_outer").persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        is_selected, copies_of = sf.col("selected").isNotNull(), sf.col("copies")
+        missing = is_selected & copies_of.isNull()
+        unexpected = ~is_selected
+        duplicated = is_selected & (copies_of > 1)
+        row = joined.agg(
+            sf.count(sf.when(is_selected, 1)).alias("selected"),
+            sf.coalesce(sf.sum(copies_of), sf.lit(0)).alias("found"),
+            sf.count(sf.when(missing, 1)).alias("missing"),
+            sf.coalesce(sf.sum(sf.when(unexpected, copies_of)), sf.lit(0)).alias("unexpected"),
+            sf.coalesce(sf.sum(sf.when(duplicated, copies_of - 1)), sf.lit(0)).alias("duplicates"),
+        ).first()
+        assert row is not None, "a global aggregate has one row"
+        explained = None
+        if dead_letters is not None:
+            parked = dead_letters.where(sf.col("scanned").isNull()).select("event_id").distinct()
+            explained = joined.where(missing).join(parked, "event_id", "left_semi").count()
+        return Reconciliation(
+            selected=row["selected"],
+            found=row["found"],
+            missing=row["missing"],
+            unexpected=row["unexpected"],
+            duplicates=row["duplicates"],
+            missing_sample=_sample(joined, missing),
+            unexpected_sample=_sample(joined, unexpected),
+            duplicates_sample=_sample(joined, duplicated),
+            missing_dead_lettered=explained,
+            scanned_records=scanned,
+        )
+    finally:
+        joined.unpersist()
+
+
+def _sample(joined: DataFrame, condition: Column) -> tuple[str, ...]:
+    """The first ``SAMPLE_SIZE`` ids, sorted (Spark keeps only the top ones while it sorts)."""
+    rows = joined.where(condition).select("event_id").orderBy("event_id").limit(SAMPLE_SIZE).collect()
+    return tuple(row["event_id"] for row in rows)
+
+
+def tally(selected_ids: Iterable[str], found_ids: Iterable[str]) -> Reconciliation:
+    """The reference: the same counts and samples from plain collections (tests and small runs)."""
+    selected = set(selected_ids)
+    copies = Counter(found_ids)
+    missing = sorted(selected - set(copies))
+    unexpected = sorted(event_id for event_id in copies if event_id not in selected)
+    duplicated = sorted(event_id for event_id in selected if copies[event_id] > 1)
+    return Reconciliation(
+        selected=len(selected),
+        found=sum(copies.values()),
+        missing=len(missing),
+        unexpected=sum(copies[event_id] for event_id in unexpected),
+        duplicates=sum(copies[event_id] - 1 for event_id in duplicated),
+        missing_sample=tuple(missing[:SAMPLE_SIZE]),
+        unexpected_sample=tuple(unexpected[:SAMPLE_SIZE]),
+        duplicates_sample=tuple(duplicated[:SAMPLE_SIZE]),
+    )
