@@ -6,12 +6,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from daemon.contract.models import ReconcileOut
 from daemon.slack import blocks, run_messages
 from daemon.slack.blocks import Message
 from daemon.slack.views import RunView
@@ -132,7 +133,28 @@ def test_progress_shows_share_rate_and_time_left() -> None:
     )
 
 
-def test_success_gives_the_broker_confirmed_count() -> None:
+def test_progress_says_when_its_numbers_were_read() -> None:
+    read = datetime(2024, 5, 1, 10, 4, 5, tzinfo=UTC)
+    message = run_messages.progress_reply(
+        dataclasses.replace(RUN, confirmed=700_000, rate=9_800.0, as_of=read)
+    )
+
+    assert message.text.endswith("· about 2m 23s left · updated 10:04:05 UTC")
+
+
+def test_progress_starts_as_a_starting_line_and_ends_in_the_runs_end_state() -> None:
+    starting = run_messages.progress_reply(dataclasses.replace(RUN, state="submitted"))
+    ended = run_messages.progress_reply(
+        dataclasses.replace(RUN, state="succeeded", rows_selected=2_100_000, confirmed=2_100_000)
+    )
+
+    assert starting.text.startswith(":hourglass_flowing_sand: Starting…")
+    assert ended.text == (
+        ":white_check_mark: *2,100,000* of 2,100,000 confirmed (100%) · succeeded, final report below"
+    )
+
+
+def test_success_gives_the_broker_confirmed_count_to_the_requester() -> None:
     done = dataclasses.replace(
         RUN,
         state="succeeded",
@@ -143,7 +165,8 @@ def test_success_gives_the_broker_confirmed_count() -> None:
     )
 
     assert run_messages.final_reply(done).text.startswith(
-        ":white_check_mark: *Done.* The broker confirmed *2,099,998* events (of 2,100,000 selected)"
+        ":white_check_mark: *Done,* <@U0ALICE>. "
+        "The broker confirmed *2,099,998* events (of 2,100,000 selected)"
     )
 
 
@@ -151,9 +174,14 @@ def test_success_gives_the_broker_confirmed_count() -> None:
     ("reason", "advice"),
     [
         ("could not launch the job: spark-submit not found", "the job never started"),
-        ("job process lost (last output: ...)", "disappeared"),
+        ("job process lost (last output: ...)", "stopped without reporting a result"),
         ("delivery failed: Broker: Not enough in-sync replicas", "check the cluster"),
         ("something else", "/replay status r-0123456789ab"),
+        ("java.lang.OutOfMemoryError: Java heap space", "an executor ran out of memory"),
+        ("job process lost (last output: Container killed on request. Exit code 137)", "ran out of memory"),
+        ("job process lost (last output: Executor exited. Exit code is 137)", "ran out of memory"),
+        ("Job aborted: ExecutorLostFailure (executor 2 exited: 143)", "`emr.executor_memory_gb`"),
+        ("java.lang.OutOfMemoryError: GC overhead limit exceeded on the driver", "the driver ran out"),
     ],
 )
 def test_a_failure_gives_the_reason_and_a_next_step(reason: str, advice: str) -> None:
@@ -161,6 +189,14 @@ def test_a_failure_gives_the_reason_and_a_next_step(reason: str, advice: str) ->
 
     assert f"*Reason:* {reason}" in text
     assert advice in text
+    assert "host restart" not in text
+
+
+def test_out_of_memory_names_the_memory_settings_to_raise() -> None:
+    step = run_messages.next_step(dataclasses.replace(RUN, state="failed", reason="Java heap space"))
+
+    for setting in ("emr.executor_memory_gb", "spark.executor.memory", "workers="):
+        assert setting in step
 
 
 def test_a_cancelled_run_suggests_the_command_to_start_again() -> None:
@@ -239,12 +275,41 @@ run_views = st.builds(
     achieved_tps=st.one_of(st.none(), st.floats(min_value=0, max_value=1e9)),
     duration_s=st.one_of(st.none(), st.floats(min_value=0, max_value=1e9)),
     reason=st.one_of(st.none(), any_text),
+    channel=st.one_of(st.none(), st.from_regex(r"[CD][A-Z0-9]{8}", fullmatch=True)),
+    failed_tasks=st.integers(min_value=0, max_value=10**6),
+    duplicates=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
+    on_topic_at_least=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
+    behind_schedule_s=st.one_of(st.none(), st.floats(min_value=0, max_value=1e9)),
+    partition_skew=st.one_of(st.none(), st.floats(min_value=1, max_value=1e6)),
+    reconcile=st.one_of(
+        st.none(),
+        st.builds(
+            ReconcileOut,
+            at=st.just(CREATED),
+            selected=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
+            found=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
+            missing=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
+            unexpected=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
+            duplicates=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
+            missing_sample=st.lists(any_text, max_size=10),
+            unexpected_sample=st.lists(any_text, max_size=10),
+            duplicates_sample=st.lists(any_text, max_size=10),
+            missing_dead_lettered=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
+            error=st.one_of(st.none(), any_text),
+        ),
+    ),
+    as_of=st.one_of(st.none(), st.datetimes(timezones=st.just(UTC))),
 )
 
 
 @given(run_views)
 def test_every_thread_message_fits_slacks_limits_and_escapes_its_input(run: RunView) -> None:
-    for render in (run_messages.run_parent, run_messages.progress_reply, run_messages.final_reply):
+    for render in (
+        run_messages.run_parent,
+        run_messages.progress_reply,
+        run_messages.final_reply,
+        run_messages.reconcile_reply,
+    ):
         message = render(run)
         assert_within_slack_limits(message)
         assert_no_unescaped_control(message)

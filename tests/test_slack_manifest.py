@@ -28,7 +28,16 @@ def test_the_manifest_declares_the_replay_command_on_the_events_path_unescaped()
 def test_the_manifest_asks_for_exactly_the_scopes_the_app_uses() -> None:
     scopes = _manifest()["oauth_config"]["scopes"]["bot"]
 
-    assert sorted(scopes) == ["chat:write", "chat:write.public", "commands", "im:write", "users:read"]
+    assert sorted(scopes) == [
+        "channels:read",
+        "chat:write",
+        "chat:write.public",
+        "commands",
+        "files:write",
+        "groups:read",
+        "im:write",
+        "users:read",
+    ]
 
 
 def test_buttons_come_to_the_same_path_and_socket_mode_is_off_by_default() -> None:

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import structlog
 
-from daemon.contract.models import IdlePrompt, PipelineOut, RunOut
-from daemon.usecases.ports import Notifier
+from daemon.contract.models import IdlePrompt, PipelineOut, RateSeriesOut, RunOut
+from daemon.slack.run_report import run_verdict
+from daemon.usecases.ports import Notifier, RunThread
 
 log = structlog.get_logger(__name__)
 
 
 class LogNotifier(Notifier):
-    def run_started(self, run: RunOut) -> str | None:
+    def run_started(self, run: RunOut) -> RunThread | None:
         log.info("notify run started", run_id=run.id, source=run.source, window=run.window, topic=run.topic)
         return None
+
+    def run_state_changed(self, run: RunOut) -> None:
+        log.info("notify run state", run_id=run.id, state=str(run.state))
 
     def run_progress(self, run: RunOut, *, rate: float | None) -> None:
         log.info(
@@ -24,16 +28,28 @@ class LogNotifier(Notifier):
             rate=rate,
         )
 
-    def run_finished(self, run: RunOut) -> None:
+    def run_finished(self, run: RunOut, series: RateSeriesOut | None = None) -> None:
+        """The honest report as fields: unknown counts stay None, never 0."""
         log.info(
             "notify run finished",
             run_id=run.id,
             state=str(run.state),
             confirmed=run.confirmed,
             rows_selected=run.rows_selected,
+            achieved_tps=run.achieved_tps,
             dead_lettered=run.dead_lettered,
+            duplicates=run.duplicates,
+            failed_tasks=run.failed_tasks,
+            partition_skew=run.partition_skew,
+            behind_schedule_s=run.behind_schedule_s,
+            on_topic_at_least=run.on_topic_at_least,
+            reconcile=run_verdict(run.reconcile).text,
+            series_seconds=len(series.counts) if series is not None else None,
             reason=run.failure_reason,
         )
+
+    def run_reconciled(self, run: RunOut) -> None:
+        log.info("notify run reconciled", run_id=run.id, reconcile=run_verdict(run.reconcile).text)
 
     def pipeline_scheduled(self, pipeline: PipelineOut) -> str | None:
         log.info("notify pipeline scheduled", pipeline_id=pipeline.id, schedule=pipeline.schedule)

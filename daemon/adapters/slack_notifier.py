@@ -1,7 +1,12 @@
-"""`SlackNotifier`: a run's story as one Slack thread (announcement, progress, final word).
+"""`SlackNotifier`: a run's story as one Slack thread (announcement, progress, final word, chart).
 
-The parent message goes to the channel the command came from; progress and the final report are
-replies in its thread, and the parent is edited to show the final state. A scheduled pipeline gets
+The parent card goes to the channel the command came from, with one progress message as its first
+reply; both are edited in place (`chat.update`) as the run moves, so a long replay stays three
+messages and a chart, not hundreds. The final reply mentions the requester with the honest report,
+and the rate chart (`files_upload_v2`) follows it in the thread. When Slack will not take the run's
+channel (the bot is not in it, or it is archived) the thread goes to the requester's DM, and its parent
+says why. At the end each step (reply, progress edit, parent edit, chart) is tried even when an
+earlier one failed; the first failure is raised afterwards. A scheduled pipeline gets
 one thread too: its summary is the parent and each reported run is one line in it (the parent stays
 the pipeline's, never edited by a run). Idle-pipeline questions and farewells go to each owner by DM;
 a DM Slack will not deliver (deactivated user, bot user, DMs closed...) goes to the platform channel
@@ -9,7 +14,7 @@ instead, mentioning the owner, so the question is never silently lost. Rendering
 (from the wire models, through `RunView` / `PipelineView`); delivery is an injected `slack_sdk.WebClient`,
 given slack_sdk's retry handlers (`daemon.slack.web_client`) so a 429 waits for `Retry-After` and the
 message arrives once. Every `SlackApiError` is translated to
-`SlackDeliveryError` in `_call`, the one place this adapter touches the Web API.
+`SlackDeliveryError` in `_translated`, the one place this adapter touches the Web API.
 
 ReplayError
 └── SlackDeliveryError   Slack refused or could not take a message (method, Slack's error code)
@@ -18,7 +23,8 @@ ReplayError
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 import structlog
 from slack_sdk import WebClient
@@ -26,17 +32,23 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web import SlackResponse
 
 from daemon.config.settings import Settings
-from daemon.contract.models import IdlePrompt, PipelineOut, RunOut
+from daemon.contract.models import IdlePrompt, PipelineOut, RateSeriesOut, RunOut
 from daemon.core.errors import ReplayError
 from daemon.slack import idle_messages
-from daemon.slack.blocks import Message
+from daemon.slack.blocks import Message, is_user_id
 from daemon.slack.pipeline_messages import pipeline_run_line, pipeline_summary
-from daemon.slack.run_messages import final_reply, progress_reply, run_parent
+from daemon.slack.rate_chart import render_run_chart
+from daemon.slack.run_messages import final_reply, progress_reply, reconcile_reply, run_parent
+from daemon.slack.run_report import chart_title
 from daemon.slack.views import PipelineView, RunView
 from daemon.slack.web_client import make_web_client, with_retries
-from daemon.usecases.ports import Notifier
+from daemon.usecases.ports import Notifier, RunThread
 
 log = structlog.get_logger(__name__)
+T = TypeVar("T")
+
+# Slack's answers that mean "the bot cannot post in this channel": the run's thread goes to a DM.
+UNREACHABLE_CHANNEL = frozenset({"not_in_channel", "channel_not_found", "is_archived"})
 
 # Slack's answers that mean "this person cannot get a DM from us": retrying will not help, a channel will.
 UNDELIVERABLE_DM = frozenset(
@@ -69,8 +81,12 @@ class SlackNotifier(Notifier):
         self._default_channel = default_channel
 
     def _call(self, method: str, **params: Any) -> SlackResponse:
+        return self._translated(method, lambda: self._client.api_call(method, json=params))
+
+    @staticmethod
+    def _translated(method: str, call: Callable[[], T]) -> T:
         try:
-            return self._client.api_call(method, json=params)
+            return call()
         except SlackApiError as exc:
             error = exc.response.get("error") if exc.response is not None else None
             status = exc.response.status_code if exc.response is not None else "?"
@@ -88,45 +104,103 @@ class SlackNotifier(Notifier):
         )
         return str(response["ts"])
 
-    def run_started(self, run: RunOut) -> str | None:
+    def _update(self, channel: str, ts: str, message: Message) -> None:
+        self._call("chat.update", channel=channel, ts=ts, **message.payload())
+
+    def _open_thread(self, run: RunOut, view: RunView, channel: str) -> tuple[str, str]:
+        """Post the parent card in `channel`, or in the requester's DM when Slack refuses the channel;
+        returns (channel, ts) of where it went."""
+        try:
+            return channel, self._post(channel, run_parent(view))
+        except SlackDeliveryError as exc:
+            if exc.error not in UNREACHABLE_CHANNEL or not is_user_id(run.requester):
+                raise  # another failure, or a requester with no Slack DM (a CLI user name)
+            log.warning("slack channel unreachable: the thread goes to a DM", run_id=run.id, error=exc.error)
+            dm = str(self._call("conversations.open", users=run.requester)["channel"]["id"])
+            moved = RunView.of(run.model_copy(update={"slack_channel": dm}))
+            return dm, self._post(dm, run_parent(moved, redirected=(channel, exc.error)))
+
+    def run_started(self, run: RunOut) -> RunThread | None:
         channel = self._channel(run)
         if channel is None:
             return None
-        ts = self._post(channel, run_parent(RunView.of(run)))
+        view = RunView.of(run, as_of=datetime.now(UTC))
+        channel, ts = self._open_thread(run, view, channel)
         log.info("slack thread started", run_id=run.id, channel=channel, ts=ts)
-        return ts
+        try:
+            progress_ts: str | None = self._post(channel, progress_reply(view), thread_ts=ts)
+        except SlackDeliveryError as exc:  # the thread stands; only its progress line is missing
+            log.warning("slack progress message not posted", run_id=run.id, error=str(exc))
+            progress_ts = None
+        return RunThread(channel=channel, ts=ts, progress_ts=progress_ts)
+
+    def run_state_changed(self, run: RunOut) -> None:
+        channel = self._channel(run)
+        if channel is None or run.slack_ts is None or run.pipeline_id is not None:
+            return  # no card of its own to edit
+        self._update(channel, run.slack_ts, run_parent(RunView.of(run)))
 
     def run_progress(self, run: RunOut, *, rate: float | None) -> None:
+        """Edit the one progress message; never a new reply (without it, progress is not shown)."""
         channel = self._channel(run)
-        if channel is None or run.slack_ts is None:
-            return  # no thread to reply in: progress alone would be noise in the channel
-        self._post(channel, progress_reply(RunView.of(run, rate=rate)), thread_ts=run.slack_ts)
+        if channel is None or run.slack_progress_ts is None:
+            return
+        view = RunView.of(run, rate=rate, as_of=datetime.now(UTC))
+        self._update(channel, run.slack_progress_ts, progress_reply(view))
 
-    def run_finished(self, run: RunOut) -> None:
-        """Reply with the final report, then edit the parent; one failing does not stop the other."""
+    def run_finished(self, run: RunOut, series: RateSeriesOut | None = None) -> None:
+        """Final reply, progress edit, parent edit, chart: one failing does not stop the others."""
         channel = self._channel(run)
         if channel is None:
             return
-        view = RunView.of(run)
+        view = RunView.of(run, as_of=datetime.now(UTC))
         if run.pipeline_id is not None:  # one line in the pipeline's thread; its parent is not the run's
             self._post(channel, pipeline_run_line(view), thread_ts=run.slack_ts)
             return
         thread_ts = run.slack_ts
         if thread_ts is None:  # the announcement never went out: post the final card as the parent
-            thread_ts = self._post(channel, run_parent(view))
-        failures: list[SlackDeliveryError] = []
-        try:
-            self._post(channel, final_reply(view), thread_ts=thread_ts)
-        except SlackDeliveryError as exc:
-            failures.append(exc)
+            channel, thread_ts = self._open_thread(run, view, channel)
+            view = RunView.of(run.model_copy(update={"slack_channel": channel}), as_of=view.as_of)
+        steps: list[Callable[[], object]] = [
+            lambda: self._post(channel, final_reply(view), thread_ts=thread_ts)
+        ]
+        if run.slack_progress_ts is not None:
+            progress_ts = run.slack_progress_ts
+            steps.append(lambda: self._update(channel, progress_ts, progress_reply(view)))
         if run.slack_ts is not None:
+            steps.append(lambda: self._update(channel, thread_ts, run_parent(view)))
+        if series is not None:
+            steps.append(lambda: self._upload_chart(run, series, channel, thread_ts))
+        failures: list[SlackDeliveryError] = []
+        for step in steps:
             try:
-                self._call("chat.update", channel=channel, ts=thread_ts, **run_parent(view).payload())
+                step()
             except SlackDeliveryError as exc:
                 failures.append(exc)
         if failures:
             log.warning("slack final report incomplete", run_id=run.id, errors=[str(f) for f in failures])
             raise failures[0]
+
+    def _upload_chart(self, run: RunOut, series: RateSeriesOut, channel: str, thread_ts: str) -> None:
+        png = render_run_chart(run, series)
+        self._translated(
+            "files_upload_v2",
+            lambda: self._client.files_upload_v2(
+                channel=channel,
+                thread_ts=thread_ts,
+                file=png,
+                filename=f"{run.id}-rate.png",
+                title=f"{run.id}: events per second vs {series.target_tps:,}/s",
+                alt_txt=chart_title(run.id, run.reconcile),
+            ),
+        )
+
+    def run_reconciled(self, run: RunOut) -> None:
+        """The verdict as a reply in the run's thread (in the channel when the run has no thread)."""
+        channel = self._channel(run)
+        if channel is None:
+            return
+        self._post(channel, reconcile_reply(RunView.of(run)), thread_ts=run.slack_ts)
 
     # -- pipelines ----------------------------------------------------------------------------
 

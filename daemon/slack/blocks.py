@@ -66,9 +66,14 @@ def code(text: str, limit: int = MAX_TOKEN_SHOWN) -> str:
     return f"“{shown}”" if "`" in text or not text.strip() else f"`{shown}`"
 
 
+def is_user_id(text: str) -> bool:
+    """A Slack user id (`U…`/`W…`), as opposed to a CLI user name."""
+    return _USER_ID.fullmatch(text) is not None
+
+
 def mention(user_id: str) -> str:
     """`<@U…>` for a Slack user id; anything else (a CLI user name) as escaped text."""
-    return f"<@{user_id}>" if _USER_ID.fullmatch(user_id) else escape(user_id)
+    return f"<@{user_id}>" if is_user_id(user_id) else escape(user_id)
 
 
 def owners_line(owners: Sequence[str]) -> str:

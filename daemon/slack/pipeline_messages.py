@@ -226,6 +226,8 @@ def pipeline_run_line(run: RunView) -> Message:
         high = watermark_high(run.window)
         moved = f" (watermark → {escape(clip(high, 120))})" if high else ""
         text = f":white_check_mark: {head}: {count(run.confirmed)} events confirmed{moved}"
+        if run.reconcile is not None:  # every event id of the run, once: the proof, in one line
+            text += f" · reconcile {escape(clip(run.reconcile.verdict().text, 300))}"
     elif run.state == "cancelled":
         text = (
             f":no_entry_sign: {head} was cancelled after {count(run.confirmed)} events were confirmed; "

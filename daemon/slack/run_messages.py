@@ -6,7 +6,9 @@ the live-topic confirmation) by the bot. Both read a `RunView`, so a run looks t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from datetime import UTC
 from typing import Any
 
 from daemon.contract.models import PlanOut, RunOut
@@ -28,6 +30,16 @@ from daemon.slack.blocks import (
     notice,
     rate,
     section,
+    when,
+)
+from daemon.slack.run_report import (
+    on_topic_line,
+    out_of_memory,
+    pinned_window,
+    report_line,
+    rerun_command,
+    run_verdict,
+    verdict_lines,
 )
 from daemon.slack.views import RunView
 
@@ -35,6 +47,7 @@ MAX_LISTED_RUNS = 15
 CONFIRM_ACTION = "replay_live_confirm"
 CANCEL_ACTION = "replay_live_cancel"
 APPROVE_ACTION = "replay_live_approve"
+_CHANNEL_ID = re.compile(r"[CG][A-Z0-9]{2,20}")
 
 _STATE_ICON = {
     "queued": ":hourglass_flowing_sand:",
@@ -50,11 +63,6 @@ _STATE_ICON = {
 
 def run_icon(state: str) -> str:
     return _STATE_ICON.get(state, ":grey_question:")
-
-
-def _rerun(run: RunView) -> str:
-    live = "" if run.topic.startswith("replay.") else " topic=live"
-    return f"/replay {run.source} {run.window} tps={run.tps}{live}"
 
 
 def _out_of(run: RunView) -> str:
@@ -81,36 +89,71 @@ def set_aside(run: RunView) -> str | None:
 def next_step(run: RunView) -> str:
     """A suggestion for a failed or cancelled run, from its reason; never empty."""
     reason = (run.reason or "").lower()
+    rerun = f"`{escape(rerun_command(run))}`"
     if run.state == "cancelled":
-        return f"run `{escape(_rerun(run))}` to start again (a new run publishes the whole window again)"
+        return f"run {rerun} to start again (a new run publishes the whole window again)"
+    if out_of_memory(reason):
+        where = "the driver" if "driver" in reason else "an executor"
+        return (
+            f"{where} ran out of memory: ask the platform team to raise `emr.executor_memory_gb` "
+            "(`emr.driver_memory_gb` for the driver; `spark.executor.memory` / `spark.driver.memory` on a "
+            f"local launcher), or spread the rows over more tasks with `workers=`, then re-run {rerun}"
+        )
     if "launch" in reason or "spark" in reason:
         return (
             "the job never started: ask the platform team to check the launcher, then run the command again"
         )
     if "cannot be published" in reason or "cannot decrypt" in reason:
         return (
-            "a record could not be published (its event id is in the reason): fix it at the source, or "
-            f"re-run `{escape(_rerun(run))} on_error=dlq` to set such records aside and publish the rest"
+            "a record could not be published (its event id is in the reason): fix it at the source, "
+            f"or re-run `{escape(rerun_command(run))} on_error=dlq` to set such records aside and "
+            "publish the rest"
         )
     if "lost" in reason:
-        return "the job process disappeared (host restart?); run the command again"
+        return (
+            "the job stopped without reporting a result; its last output (in the reason) says why, if "
+            f"anything does. Check it with the platform team, then re-run {rerun}"
+        )
     if any(word in reason for word in ("broker", "kafka", "timed out", "timeout", "delivery")):
         return (
             "the broker refused or timed out: check the cluster, then re-run; duplicates of what was "
-            "already confirmed carry the same event ids and are absorbable"
+            f"already confirmed carry the same event ids and are absorbable: {rerun}"
         )
-    return f"see the job's output with `/replay status {run.run_id}`, then re-run `{escape(_rerun(run))}`"
+    return f"see the job's output with `/replay status {escape(run.run_id)}`, then re-run {rerun}"
 
 
 # --- the run's thread -----------------------------------------------------------------------------------
 
 
-def run_parent(run: RunView) -> Message:
-    """The channel message of a run: what, how much, where, how fast; final counts once it ended."""
+def _where_note(run: RunView, redirected: tuple[str, str] | None) -> str | None:
+    """Why the thread is in a DM: the channel Slack refused and its answer, on the first post."""
+    if redirected is not None:
+        channel, error = redirected
+        shown = f"<#{channel}>" if _CHANNEL_ID.fullmatch(channel) else f"`{escape(channel)}`"
+        return (
+            f":warning: I could not post in {shown} (Slack said `{escape(error)}`), so this run's thread "
+            "is here. Invite me there (`/invite @replay`) for the next runs."
+        )
+    if run.channel and run.channel.startswith("D"):
+        return "This run's thread is in your direct messages with me."
+    return None
+
+
+def _window(run: RunView) -> str:
+    """The window as typed and, for a relative one, the bounds it was pinned to."""
+    pinned = pinned_window(run)
+    shown = f"`{escape(run.window)}`"
+    return f"{shown} = `{escape(pinned)}`" if pinned != run.window else f"{shown} (UTC)"
+
+
+def run_parent(run: RunView, *, redirected: tuple[str, str] | None = None) -> Message:
+    """The channel message of a run: what, how much, where, how fast; final counts once it ended.
+
+    `redirected` = (channel, Slack's error) when the thread went to the requester's DM instead."""
     icon, final = run_icon(run.state), run.state in TERMINAL_RUN_STATES
     pairs = [
         ("Source", escape(run.source)),
-        ("Window", f"`{escape(run.window)}` (UTC)"),
+        ("Window", _window(run)),
         ("Rows", count(run.rows)),
         ("Target topic", f"`{escape(run.topic)}`"),
         ("Rate", f"{run.tps:,}/s"),
@@ -118,6 +161,7 @@ def run_parent(run: RunView) -> Message:
         ("Requested by", mention(run.requester)),
         ("State", f"{icon} {escape(run.state)}"),
     ]
+    footer = [f"Progress follows in the thread · `/replay cancel {escape(run.run_id)}` stops it."]
     if final:
         pairs[5] = ("Took", human_duration(run.duration_s))
         confirmed = f"{count(run.confirmed)} ({_out_of(run)})"
@@ -125,74 +169,110 @@ def run_parent(run: RunView) -> Message:
             confirmed += f"; dlq={run.dead_lettered:,} set aside"
         pairs.append(("Confirmed by the broker", confirmed))
         pairs.append(("Achieved rate", rate(run.achieved_tps)))
-        footer = "Final report in the thread."
-    else:
-        footer = f"Progress follows in the thread · `/replay cancel {escape(run.run_id)}` stops it."
+        footer = ["Final report in the thread."]
+        if run.reconcile is not None:
+            footer.append(f"Reconcile: {escape(clip(run_verdict(run.reconcile).text, MAX_LINE))}")
+    if note := _where_note(run, redirected):
+        footer.append(note)
     title = f"Replay {run.run_id} · {run.source} · {run.state}"
     text = (
         f"{icon} Replay {run.run_id}: {escape(run.source)} {escape(run.window)} → {escape(run.topic)} "
         f"at {run.tps:,}/s ({count(run.rows)} rows) — {run.state}"
     )
-    return message(text, header(title), fields(pairs), context(footer))
+    return message(text, header(title), fields(pairs), context(*footer))
 
 
 def progress_reply(run: RunView) -> Message:
-    """One line in the thread: confirmed so far, the current rate and the time left."""
-    done = f"*{count(run.confirmed)}*"
+    """The one progress message, edited in place: confirmed so far, share, rate, time left, when read."""
+    icon = run_icon(run.state) if run.state in TERMINAL_RUN_STATES else ":hourglass_flowing_sand:"
     rows = run.rows
-    if rows:
-        percent = min(100.0, 100.0 * run.confirmed / rows)
-        done += f" of {count(rows)} confirmed ({percent:.0f}%)"
-        left = max(rows - run.confirmed, 0)
-        speed = run.rate if run.rate else run.tps
-        tail = f" · about {human_duration(left / speed)} left" if speed and left else ""
+    if run.confirmed == 0 and run.state in ("queued", "submitted"):
+        text = f"{icon} Starting… progress shows here, in this one message, as the broker confirms events."
     else:
-        done += " confirmed"
-        tail = ""
-    speed_shown = rate(run.rate) if run.rate else f"target {run.tps:,}/s"  # no rate before a 2nd sample
-    text = f":hourglass_flowing_sand: {done} · {speed_shown}{tail}"
+        done = f"*{count(run.confirmed)}*"
+        if rows:
+            percent = min(100.0, 100.0 * run.confirmed / rows)
+            done += f" of {count(rows)} confirmed ({percent:.0f}%)"
+        else:
+            done += " confirmed"
+        if run.state in TERMINAL_RUN_STATES:
+            tail = f" · {escape(run.state)}, final report below"
+        else:
+            left = max(rows - run.confirmed, 0) if rows else 0
+            speed = run.rate if run.rate else run.tps
+            shown = rate(run.rate) if run.rate else f"target {run.tps:,}/s"  # no rate before a 2nd sample
+            tail = f" · {shown}" + (f" · about {human_duration(left / speed)} left" if speed and left else "")
+        text = f"{icon} {done}{tail}"
+    if run.as_of is not None:
+        text += f" · updated {run.as_of.astimezone(UTC):%H:%M:%S} UTC"
     return message(text, section(text))
 
 
+def _report(run: RunView) -> list[str]:
+    """The lines every ended run's final word and status share: counts, verdict, dead letters."""
+    lines = [report_line(run), *verdict_lines(run.run_id, run.reconcile)]
+    if aside := set_aside(run):
+        lines.append(aside)
+    return lines
+
+
 def final_reply(run: RunView) -> Message:
-    """The last word in the thread: the broker-confirmed count, or why it stopped and what to do."""
-    confirmed, rows = f"*{count(run.confirmed)}*", count(run.rows)
+    """The last word in the thread, to the requester: what the broker confirmed and what was measured,
+    or why it stopped, what is on the topic anyway, and what to do."""
+    confirmed, rows, who = f"*{count(run.confirmed)}*", count(run.rows), mention(run.requester)
     if run.state == "succeeded":
         lines = [
-            f":white_check_mark: *Done.* The broker confirmed {confirmed} events "
+            f":white_check_mark: *Done,* {who}. The broker confirmed {confirmed} events "
             f"({_out_of(run)}) into `{escape(run.topic)}`.",
-            f"Achieved {rate(run.achieved_tps)} (asked {run.tps:,}/s) in {human_duration(run.duration_s)}.",
+            f"Achieved {rate(run.achieved_tps)} between the first and the last confirmed delivery "
+            f"(asked {run.tps:,}/s); the run took {human_duration(run.duration_s)}, start-up included.",
         ]
     elif run.state == "cancelled":
         lines = [
-            f":no_entry_sign: *Cancelled.* {confirmed} of {rows} events were confirmed before it stopped; "
-            f"they stay in `{escape(run.topic)}`.",
+            f":no_entry_sign: *Cancelled,* {who}. {confirmed} of {rows} events were confirmed before it "
+            f"stopped; they stay in `{escape(run.topic)}`.",
+            on_topic_line(run),
             f"*Next step:* {next_step(run)}",
         ]
     else:
         reason = escape(clip(run.reason or "no reason was reported", 1500))
         lines = [
-            f"{run_icon(run.state)} *{escape(run.state.capitalize())}* after {confirmed} of {rows} events "
-            "were confirmed.",
+            f"{run_icon(run.state)} *{escape(run.state.capitalize())},* {who}, after {confirmed} of {rows} "
+            "events were confirmed by its finished tasks.",
+            on_topic_line(run),
             f"*Reason:* {reason}",
             f"*Next step:* {next_step(run)}",
         ]
-    if aside := set_aside(run):
-        lines.append(aside)
-    text = "\n".join(lines)
+    text = "\n".join([*lines, *_report(run)])
+    return message(text, section(text))
+
+
+def reconcile_reply(run: RunView) -> Message:
+    """An on-demand reconcile's verdict, in the run's thread."""
+    at = run.reconcile.at if run.reconcile is not None else None
+    head = f":mag: *Reconcile of `{escape(run.run_id)}`* ({when(at)}), asked after the run:"
+    text = "\n".join([head, *verdict_lines(run.run_id, run.reconcile)])
     return message(text, section(text))
 
 
 # --- the bot's answers about runs -----------------------------------------------------------------------
 
 
-def accepted(run: RunOut, *, created: bool) -> Message:
+def accepted(run: RunOut, *, created: bool, unreachable: str | None = None) -> Message:
+    """The acknowledgement; `unreachable` is Slack's answer when the channel cannot be posted to
+    (`not_in_channel`, `is_archived`...), so the person knows the thread comes to their DM."""
     view = RunView.of(run)
     if created:
+        where = (
+            f"I cannot post in this channel (Slack says `{escape(unreachable)}`), so progress follows in "
+            "your direct messages with me, in the run's thread."
+            if unreachable
+            else "Progress follows in this channel, in the run's thread."
+        )
         text = (
             f":rocket: Accepted as `{escape(view.run_id)}`: {count(view.rows)} rows of "
             f"{escape(view.source)} `{escape(view.window)}` → `{escape(view.topic)}` at {view.tps:,}/s. "
-            "Progress follows in this channel, in the run's thread."
+            + where
         )
     else:
         text = f":repeat: Already accepted as `{escape(view.run_id)}` ({escape(view.state)}); nothing new."
@@ -200,7 +280,18 @@ def accepted(run: RunOut, *, created: bool) -> Message:
 
 
 def run_status(run: RunOut) -> Message:
-    return run_parent(RunView.of(run))
+    """`/replay status`: the run's card and, once it ended, its report; a stopped run adds its reason,
+    what reached the broker, and a next step with the window pinned."""
+    view = RunView.of(run)
+    card = run_parent(view)
+    if view.state not in TERMINAL_RUN_STATES:
+        return card
+    lines = []
+    if view.state in ("failed", "cancelled"):
+        reason = escape(clip(view.reason or "no reason was reported", 1500))
+        lines += [f"*Reason:* {reason}", on_topic_line(view), f"*Next step:* {next_step(view)}"]
+    lines += _report(view)
+    return message(card.text, *card.blocks, section("\n".join(lines)))
 
 
 def run_line(run: RunOut) -> str:

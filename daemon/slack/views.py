@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from daemon.contract.models import PipelineOut, RunOut
+from daemon.contract.models import PipelineOut, ReconcileOut, RunOut
 
 
 @dataclass(frozen=True)
@@ -39,10 +39,20 @@ class RunView:
     reason: str | None = None
     channel: str | None = None
     thread_ts: str | None = None
+    progress_ts: str | None = None  # the one progress message, edited in place
     pipeline_id: str | None = None  # set for a scheduled run: it replies in its pipeline's thread
+    failed_tasks: int = 0  # task attempts Spark retried
+    duplicates: int | None = None  # records sent twice by retried tasks; None: not measured
+    on_topic_at_least: int | None = None  # a failed run: what the broker had confirmed; None: unknown
+    behind_schedule_s: float | None = None
+    partition_skew: float | None = None  # largest / smallest Spark partition
+    reconcile: ReconcileOut | None = None
+    window_start: datetime | None = None  # the resolved window (a `last=6h` pinned to its run)
+    window_end: datetime | None = None
+    as_of: datetime | None = None  # when the numbers shown were read (the progress message says it)
 
     @classmethod
-    def of(cls, run: RunOut, *, rate: float | None = None) -> RunView:
+    def of(cls, run: RunOut, *, rate: float | None = None, as_of: datetime | None = None) -> RunView:
         started, ended = run.started_at, run.ended_at
         return cls(
             run_id=run.id,
@@ -63,7 +73,17 @@ class RunView:
             reason=run.failure_reason,
             channel=run.slack_channel,
             thread_ts=run.slack_ts,
+            progress_ts=run.slack_progress_ts,
             pipeline_id=run.pipeline_id,
+            failed_tasks=run.failed_tasks,
+            duplicates=run.duplicates,
+            on_topic_at_least=run.on_topic_at_least,
+            behind_schedule_s=run.behind_schedule_s,
+            partition_skew=run.partition_skew,
+            reconcile=run.reconcile,
+            window_start=run.window_start,
+            window_end=run.window_end,
+            as_of=as_of,
         )
 
     @property

@@ -4,8 +4,15 @@ A real HTTP server (stdlib `ThreadingHTTPServer`, port 0 by default) that answer
 app uses the way Slack does (`ok`, `ts`, `channel`, error codes), records every call in order, and
 fails on demand: `fail_next(method, status=429)` (with `Retry-After: 1`) or `error="..."`; or by
 input, as bolt-python's own mock server does: a channel or token ending in `429` always gets HTTP
-429, a channel ending in `404` gets `channel_not_found`. `render_thread` prints a thread as a person
-would read it; `GET /_standin/threads` serves the same text to another process (the demo).
+429, a channel ending in `404` gets `channel_not_found`. `set_channel` makes a channel one the bot is
+not in (`not_in_channel`; a private one is `channel_not_found`, as Slack hides it) or an archived one
+(`is_archived`). `chat.update` edits a stored message in place. `files_upload_v2` works as slack_sdk
+performs it: `files.getUploadURLExternal` hands out an upload URL served here, the bytes are POSTed
+to it, and `files.completeUploadExternal` shares the file into a channel or thread; `file_bytes(id)`
+gives the bytes back and `GET /_standin/files/<id>` serves them. `render_thread` prints a thread as a
+person would read it; `GET /_standin/threads` serves the same text to another process (the demo).
+This module is the HTTP server; what it remembers and how each method answers is
+`scripts.devtools.standin_api`.
 
     python -m scripts.devtools.slack_standin --port 8790
 """
@@ -13,70 +20,32 @@ would read it; `GET /_standin/threads` serves the same text to another process (
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import signal
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from scripts.devtools.standin_api import (
+    RESPONSE_URL_METHOD,
+    Call,
+    ChannelSetup,
+    State,
+    StoredFile,
+    WebApi,
+    json_field,
+)
 from scripts.devtools.thread_text import Posted, render_thread
-
-BOT_USER, BOT_ID, TEAM_ID = "U0REPLAYBOT", "B0REPLAYBOT", "T0STANDIN"
-RESPONSE_URL_METHOD = "response_url"
-
-
-@dataclass(frozen=True)
-class Call:
-    """One request as received: Web API method (or `response_url`), its parameters, and our answer."""
-
-    method: str
-    params: dict[str, Any]
-    at: float
-    status: int
-    error: str | None = None
-    path: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.status == 200 and self.error is None
-
-
-@dataclass
-class _State:
-    calls: list[Call] = field(default_factory=list)
-    messages: dict[tuple[str, str], Posted] = field(default_factory=dict)
-    ephemerals: list[dict[str, Any]] = field(default_factory=list)
-    failures: dict[str, deque[tuple[int, str | None]]] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    sequence: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-
-    def recorded(self, method: str | None = None) -> list[Call]:
-        with self.lock:
-            return [c for c in self.calls if method is None or c.method == method]
-
-    def posted(self, channel: str | None = None) -> list[Posted]:
-        with self.lock:
-            found = [m for m in self.messages.values() if channel in (None, m.channel)]
-        return sorted(found, key=lambda m: float(m.ts))
-
-    def thread(self, channel: str, ts: str) -> list[Posted]:
-        return [m for m in self.posted(channel) if m.ts == ts or m.thread_ts == ts]
-
-    def render_all(self) -> str:
-        parents = [m for m in self.posted() if m.thread_ts is None]
-        return "\n\n".join(render_thread(self.thread(m.channel, m.ts)) for m in parents)
 
 
 class SlackStandin:
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._state = _State()
-        self._server = ThreadingHTTPServer((host, port), _handler_for(self._state))
+        self._state = State()
+        self._server = ThreadingHTTPServer((host, port), _handler_for(self._state, lambda: self.url))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -122,8 +91,29 @@ class SlackStandin:
             queue = self._state.failures.setdefault(method, deque())
             queue.extend([(status, error)] * times)
 
+    def set_channel(
+        self, channel: str, *, member: bool = True, archived: bool = False, private: bool = False
+    ) -> None:
+        """Make `channel` one the bot is not in, or an archived one; posts there get Slack's error."""
+        with self._state.lock:
+            self._state.channels[channel] = ChannelSetup(member=member, archived=archived, private=private)
+
     def calls(self, method: str | None = None) -> list[Call]:
         return self._state.recorded(method)
+
+    def files(self, channel: str | None = None) -> list[StoredFile]:
+        """Uploaded files shared into a channel (any channel when None), in upload order."""
+        with self._state.lock:
+            shared = [f for f in self._state.files.values() if f.channel is not None and f.data is not None]
+        return [f for f in shared if channel in (None, f.channel)]
+
+    def file_bytes(self, file_id: str) -> bytes:
+        """The bytes uploaded for `file_id` (KeyError when there are none)."""
+        with self._state.lock:
+            data = self._state.files[file_id].data
+        if data is None:
+            raise KeyError(file_id)
+        return data
 
     def responses(self, key: str) -> list[dict[str, Any]]:
         """Bodies POSTed to `response_url(key)`, in order."""
@@ -158,108 +148,11 @@ class SlackStandin:
         return self._state.render_all()
 
 
-# --- the Web API --------------------------------------------------------------------------------------
+# --- the HTTP server -----------------------------------------------------------------------------------
 
 
-def _json_field(value: Any) -> Any:
-    """Form-encoded calls send `blocks` as a JSON string; JSON calls send it as a list."""
-    if isinstance(value, str) and value[:1] in "[{":
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
-class _Api:
-    """The methods: each takes params and returns Slack's JSON answer (ok or an error code)."""
-
-    def __init__(self, state: _State) -> None:
-        self._state = state
-
-    def _ts(self) -> str:
-        return f"{int(time.time())}.{next(self._state.sequence):06d}"
-
-    def answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        handler = getattr(self, "m_" + method.replace(".", "_"), None)
-        if handler is None:
-            return {"ok": False, "error": "unknown_method"}
-        answer: dict[str, Any] = handler(params)
-        return answer
-
-    def m_auth_test(self, _: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "ok": True,
-            "url": "https://standin.slack.com/",
-            "team": "Stand-in",
-            "user": "replay-bot",
-            "team_id": TEAM_ID,
-            "user_id": BOT_USER,
-            "bot_id": BOT_ID,
-        }
-
-    def m_chat_postMessage(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
-        channel = params.get("channel")
-        if not channel:
-            return {"ok": False, "error": "channel_not_found"}
-        if not params.get("text") and not params.get("blocks"):
-            return {"ok": False, "error": "no_text"}
-        posted = Posted(
-            channel=channel,
-            ts=self._ts(),
-            text=params.get("text") or "",
-            blocks=_json_field(params.get("blocks")) or [],
-            thread_ts=params.get("thread_ts") or None,
-        )
-        with self._state.lock:
-            self._state.messages[(channel, posted.ts)] = posted
-        message = {
-            "type": "message",
-            "user": BOT_USER,
-            "bot_id": BOT_ID,
-            "text": posted.text,
-            "ts": posted.ts,
-        }
-        if posted.thread_ts:
-            message["thread_ts"] = posted.thread_ts
-        return {"ok": True, "channel": channel, "ts": posted.ts, "message": message}
-
-    def m_chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
-        key = (params.get("channel", ""), params.get("ts", ""))
-        with self._state.lock:
-            posted = self._state.messages.get(key)
-            if posted is None:
-                return {"ok": False, "error": "message_not_found"}
-            posted.text = params.get("text") or posted.text
-            posted.blocks = _json_field(params.get("blocks")) or posted.blocks
-            posted.edits += 1
-        return {"ok": True, "channel": posted.channel, "ts": posted.ts, "text": posted.text}
-
-    def m_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
-        if not params.get("channel"):
-            return {"ok": False, "error": "channel_not_found"}
-        if not params.get("user"):
-            return {"ok": False, "error": "user_not_in_channel"}
-        with self._state.lock:
-            self._state.ephemerals.append(dict(params))
-        return {"ok": True, "message_ts": self._ts()}
-
-    def m_conversations_open(self, params: dict[str, Any]) -> dict[str, Any]:
-        users = params.get("users")
-        if not users:
-            return {"ok": False, "error": "users_list_not_supplied"}
-        first = str(users).split(",")[0].strip()
-        return {"ok": True, "channel": {"id": "D" + first.lstrip("UW")[:10]}}
-
-    def m_users_info(self, params: dict[str, Any]) -> dict[str, Any]:
-        user = params.get("user")
-        if not user:
-            return {"ok": False, "error": "user_not_found"}
-        return {"ok": True, "user": {"id": user, "name": user.lower(), "real_name": user, "tz": "UTC"}}
-
-
-def _handler_for(state: _State) -> type[BaseHTTPRequestHandler]:
-    api = _Api(state)
+def _handler_for(state: State, base_url: Callable[[], str]) -> type[BaseHTTPRequestHandler]:
+    api = WebApi(state, base_url)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -283,7 +176,7 @@ def _handler_for(state: _State) -> type[BaseHTTPRequestHandler]:
             if raw.startswith("{"):
                 params.update(json.loads(raw))
             elif raw:
-                params.update({k: _json_field(v[0]) for k, v in parse_qs(raw).items()})
+                params.update({k: json_field(v[0]) for k, v in parse_qs(raw).items()})
             return params
 
         def _planned_failure(self, method: str, params: dict[str, Any]) -> tuple[int, str | None]:
@@ -303,6 +196,15 @@ def _handler_for(state: _State) -> type[BaseHTTPRequestHandler]:
                 body = state.render_all().encode()
             elif url.path == "/_standin/calls":
                 body = json.dumps([c.__dict__ for c in state.recorded()], default=str).encode()
+            elif url.path.startswith("/_standin/files/"):
+                with state.lock:
+                    stored = state.files.get(url.path.removeprefix("/_standin/files/"))
+                if stored is None or stored.data is None:
+                    self._reply(404, b"not found", "text/plain", {})
+                    return
+                kind = "image/png" if stored.name.endswith(".png") else "application/octet-stream"
+                self._reply(200, stored.data, kind, {})
+                return
             else:
                 self._reply(404, b"not found", "text/plain", {})
                 return
@@ -310,6 +212,15 @@ def _handler_for(state: _State) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             url = urlparse(self.path)
+            if url.path.startswith("/upload/v1/"):  # step 2 of files_upload_v2: raw bytes, no token
+                data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                status, text = api.upload(url.path.removeprefix("/upload/v1/"), data)
+                with state.lock:
+                    state.calls.append(
+                        Call("upload", {"length": len(data)}, time.time(), status, None, url.path)
+                    )
+                self._reply(status, text.encode(), "text/plain; charset=utf-8", {})
+                return
             params = self._params(url.query)
             if url.path.startswith("/response/"):
                 method = RESPONSE_URL_METHOD

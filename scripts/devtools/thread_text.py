@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +31,10 @@ _EMOJI = {
     ":pushpin:": "📌",
     ":wastebasket:": "🗑",
     ":zzz:": "💤",
+    ":mag:": "🔍",
+    ":information_source:": "ℹ️",  # noqa: RUF001 - the emoji, as Slack draws it
+    ":bar_chart:": "📊",
+    ":chart_with_upwards_trend:": "📈",
 }
 
 
@@ -44,6 +48,7 @@ class Posted:
     blocks: list[dict[str, Any]]
     thread_ts: str | None = None
     edits: int = 0
+    files: list[dict[str, Any]] = field(default_factory=list)  # files shared with it: id, name, title, url
 
 
 def _plain(mrkdwn: str) -> str:
@@ -76,6 +81,14 @@ def blocks_to_text(blocks: list[dict[str, Any]], fallback: str) -> list[str]:
     return lines
 
 
+def files_to_text(files: list[dict[str, Any]]) -> list[str]:
+    """A shared file as a person finds it: its title, its name, and where to open it."""
+    return [
+        f"📎 {f.get('title') or f.get('name')} ({f.get('name')}) {f.get('url_private', '')}".rstrip()
+        for f in files
+    ]
+
+
 def _stamp(ts: str) -> str:
     return datetime.fromtimestamp(float(ts), UTC).strftime("%H:%M:%S")
 
@@ -87,8 +100,14 @@ def render_thread(thread: list[Posted]) -> str:
     parent, replies = thread[0], thread[1:]
     edited = " (edited)" if parent.edits else ""
     out = [f"#{parent.channel}  replay-bot  {_stamp(parent.ts)}{edited}"]
-    out += [f"  {line}" for line in blocks_to_text(parent.blocks, parent.text)]
+    out += [f"  {line}" for line in _lines(parent)]
     for reply in replies:
-        out.append(f"  ↳ replay-bot  {_stamp(reply.ts)}")
-        out += [f"      {line}" for line in blocks_to_text(reply.blocks, reply.text)]
+        edited = " (edited)" if reply.edits else ""
+        out.append(f"  ↳ replay-bot  {_stamp(reply.ts)}{edited}")
+        out += [f"      {line}" for line in _lines(reply)]
     return "\n".join(out)
+
+
+def _lines(posted: Posted) -> list[str]:
+    text = blocks_to_text(posted.blocks, posted.text) if posted.blocks or posted.text else []
+    return text + files_to_text(posted.files)

@@ -1,0 +1,65 @@
+"""The rate chart: events the broker confirmed per second against the target rate, as a PNG.
+
+The one module that imports matplotlib, through its object API (a `Figure` on an Agg canvas): no
+pyplot state shared between threads, no display needed. The bot never imports it (an import-linter
+contract), so the bot's slim install stays without matplotlib. The series is the job's own count per
+wall-clock second of its delivery reports, so a burst or a stall shows as it happened.
+"""
+
+from __future__ import annotations
+
+from io import BytesIO
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from daemon.contract.models import RateSeriesOut, RunOut
+from daemon.slack.run_report import chart_title
+
+MAX_TITLE = 110  # one line at the chart's width
+SIZE_INCHES = (9.0, 4.0)
+DPI = 100
+
+
+def _drawable(char: str) -> bool:
+    """Latin text and punctuation (`·`, `—`, `…`): what the bundled font draws without a warning."""
+    return char.isprintable() and (ord(char) < 0x250 or 0x2000 <= ord(char) < 0x2070)
+
+
+def _plain(text: str) -> str:
+    """A title as text: clipped, glyphs the font lacks as `?`, and `$` not read as math."""
+    clipped = text if len(text) <= MAX_TITLE else text[: MAX_TITLE - 1] + "…"
+    return "".join(c if _drawable(c) else "?" for c in clipped).replace("$", r"\$")
+
+
+def rate_chart_png(series: RateSeriesOut, *, title: str) -> bytes:
+    """A PNG of `series.counts` (events per second) with the target as a dashed line."""
+    figure = Figure(figsize=SIZE_INCHES, dpi=DPI)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    counts = series.counts
+    if counts:
+        seconds = list(range(len(counts) + 1))
+        axes.stairs(counts, seconds, fill=True, alpha=0.35, color="tab:blue")
+        axes.stairs(counts, seconds, color="tab:blue", label="confirmed per second")
+        average = sum(counts) / len(counts)
+        axes.axhline(average, color="tab:green", linewidth=1, label=f"average {average:,.0f}/s")
+    else:
+        axes.text(0.5, 0.5, "no confirmed deliveries", transform=axes.transAxes, ha="center", va="center")
+    axes.axhline(series.target_tps, color="tab:red", linestyle="--", label=f"target {series.target_tps:,}/s")
+    axes.set_xlim(0, max(len(counts), 1))
+    axes.set_ylim(0, max([series.target_tps, *counts, 1]) * 1.15)
+    axes.set_xlabel(f"seconds since the first delivery ({series.start:%Y-%m-%d %H:%M:%S} UTC)")
+    axes.set_ylabel("events per second")
+    axes.set_title(_plain(title), fontsize=10)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="best", fontsize=8)
+    figure.tight_layout()
+    out = BytesIO()
+    figure.savefig(out, format="png")
+    return out.getvalue()
+
+
+def render_run_chart(run: RunOut, series: RateSeriesOut) -> bytes:
+    """A run's chart, titled with its reconcile verdict: what its thread gets and the API serves."""
+    return rate_chart_png(series, title=chart_title(run.id, run.reconcile))

@@ -1,0 +1,138 @@
+"""The honest part of a run's story: its measured counts, its reconcile verdict, and what to run next.
+
+A count nobody measured says so ("not measured", "unknown") and is never shown as 0; a failed run says
+how many of its records the broker holds at least, not only what finished tasks confirmed. The retry
+command pins the window the run actually read, so `last=6h` retried tomorrow replays the same hours.
+Pure: views in, mrkdwn lines out.
+"""
+
+from __future__ import annotations
+
+import re
+
+from daemon.contract.models import ReconcileOut
+from daemon.core.reconcile import Verdict, VerdictKind
+from daemon.core.windows import TimeWindow, label
+from daemon.slack.blocks import MAX_LINE, clip, code, count, escape, human_duration
+from daemon.slack.views import RunView
+
+MAX_SAMPLE = 10  # sample ids shown per category: what the job keeps
+MAX_ID_SHOWN = 60
+
+_VERDICT_ICON = {
+    VerdictKind.CLEAN: ":white_check_mark:",
+    VerdictKind.EXPLAINED: ":information_source:",
+    VerdictKind.NOT_MEASURED: ":grey_question:",
+}
+
+# What an executor or a container running out of memory leaves in a reason (Spark, YARN, EMR, Docker).
+_OUT_OF_MEMORY = (
+    "outofmemoryerror",
+    "java heap space",
+    "gc overhead limit exceeded",
+    "container killed",
+    "killed by the os",
+    "executorlostfailure",
+    "oomkilled",
+)
+_KILLED_137 = re.compile(r"(exit|code|status)\D{0,12}137\b")  # 128 + SIGKILL: the OOM killer's mark
+
+
+def run_verdict(reconcile: ReconcileOut | None) -> Verdict:
+    """The verdict of a reconcile; a run without one is "not measured", never clean."""
+    if reconcile is None:
+        return Verdict(VerdictKind.NOT_MEASURED, "not reconciled: the run reported no reconcile")
+    return reconcile.verdict()
+
+
+def chart_title(run_id: str, reconcile: ReconcileOut | None) -> str:
+    """The rate chart's title: which run, and whether every event id is on the topic exactly once."""
+    return f"{run_id} · {run_verdict(reconcile).text}"
+
+
+def _samples(name: str, ids: list[str]) -> str | None:
+    if not ids:
+        return None
+    shown = ", ".join(code(i, MAX_ID_SHOWN) for i in ids[:MAX_SAMPLE])
+    return f"{name}: {shown}"
+
+
+def verdict_lines(run_id: str, reconcile: ReconcileOut | None) -> list[str]:
+    """`*Reconcile:* <verdict>` and, for each category with findings, up to 10 sample event ids."""
+    found = run_verdict(reconcile)
+    icon = _VERDICT_ICON.get(found.kind, ":warning:")
+    lines = [f"{icon} *Reconcile:* {escape(clip(found.text, MAX_LINE))}"]
+    if reconcile is None or found.kind == VerdictKind.NOT_MEASURED:
+        lines.append(f"`/replay reconcile {escape(run_id)}` compares the event ids on the topic now.")
+        return lines
+    for name, ids in (
+        ("missing", reconcile.missing_sample),
+        ("unexpected", reconcile.unexpected_sample),
+        ("duplicated", reconcile.duplicates_sample),
+    ):
+        if shown := _samples(name, ids):
+            lines.append(shown)
+    return lines
+
+
+def _dead_lettered(view: RunView) -> str:
+    if view.dead_lettered is None:
+        return "no dead-letter topic" if view.dlq_topic is None else "dead-lettered unknown"
+    return f"dead-lettered {view.dead_lettered:,}"
+
+
+def report_line(view: RunView) -> str:
+    """What the job measured besides the confirmed count, each "not measured" when it was not."""
+    duplicates = "not measured" if view.duplicates is None else f"{view.duplicates:,}"
+    skew = "not measured" if view.partition_skew is None else f"{view.partition_skew:,.1f}x"
+    behind = view.behind_schedule_s
+    schedule = (
+        "behind schedule: not measured"
+        if behind is None
+        else ("on schedule" if behind < 1 else f"{human_duration(behind)} behind schedule")
+    )
+    parts = [
+        _dead_lettered(view),
+        f"duplicates {duplicates}",
+        f"failed task attempts {view.failed_tasks:,}",
+        f"partition skew {skew}",
+        schedule,
+    ]
+    return "*Report:* " + " · ".join(parts)
+
+
+def on_topic_line(view: RunView) -> str:
+    """A stopped run: what is on the topic at least, never "0" when nobody counted."""
+    topic = f"`{escape(view.topic)}`"
+    if view.on_topic_at_least is None:
+        return (
+            f"How many of its records reached {topic} is unknown: "
+            f"`/replay reconcile {escape(view.run_id)}` counts them."
+        )
+    return (
+        f"At least *{count(view.on_topic_at_least)}* are on the topic {topic} "
+        "(confirmed by the broker before it stopped, unfinished tasks included)."
+    )
+
+
+def pinned_window(view: RunView) -> str:
+    """The window to retry with: a relative one (`last=6h`) pinned to the bounds this run read."""
+    relative = view.window.lower().startswith("last=")
+    if relative and view.window_start is not None and view.window_end is not None:
+        try:
+            start, _, end = label(TimeWindow(view.window_start, view.window_end)).partition("..")
+        except (TypeError, ValueError):  # bounds the grammar cannot express: keep what was typed
+            return view.window
+        return f"{start}Z..{end}Z"
+    return view.window
+
+
+def rerun_command(view: RunView) -> str:
+    live = "" if view.topic.startswith("replay.") else " topic=live"
+    return f"/replay {view.source} {pinned_window(view)} tps={view.tps}{live}"
+
+
+def out_of_memory(reason: str) -> bool:
+    """Whether a failure reason says an executor, the driver or their container ran out of memory."""
+    lowered = reason.lower()
+    return any(sign in lowered for sign in _OUT_OF_MEMORY) or _KILLED_137.search(lowered) is not None
