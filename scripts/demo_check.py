@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pyarrow.dataset as ds
@@ -51,11 +52,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--table", required=True, help="the source table, to show a stored encrypted value")
+    parser.add_argument("--chart-dir", default=".", help="where the run's rate chart (PNG) is written")
     args = parser.parse_args()
     settings = load_settings()
     assert settings.api_token is not None and settings.user is not None
     with DaemonClient(base_url=settings.daemon_url, token=settings.api_token.get_secret_value()) as client:
         run = client.list_replays(settings.user, requester=settings.user, limit=1).runs[0]
+        chart = Path(args.chart_dir) / f"{run.id}-rate.png"
+        chart.write_bytes(client.chart_png(settings.user, run.id))  # what `replay chart` writes
     records = topic_records(args.bootstrap, run.topic)
     ids = [record["event_id"] for record in records]
     sample = min(records, key=lambda record: record["event_id"])
@@ -69,7 +73,11 @@ def main() -> int:
     selected = run.rows_selected
     print(f"run {run.id}: {run.state}, broker-confirmed {run.confirmed:,} of {selected or 0:,} rows selected")
     print(f"topic {run.topic}: {len(ids):,} records, {len(set(ids)):,} distinct event ids")
+    verdict = run.reconcile.verdict() if run.reconcile is not None else None
+    print(f"reconcile {run.id}: {verdict.text if verdict else 'not reconciled'}")
+    print(f"chart {run.id}: {chart} (events per second against the target, the verdict in its title)")
     ok = run.state == "succeeded" and len(ids) == len(set(ids)) == run.confirmed == selected
+    ok = ok and verdict is not None and verdict.clean
     print("OK: the topic holds exactly the confirmed events" if ok else "MISMATCH")
     return 0 if ok else 1
 

@@ -153,17 +153,26 @@ class Run(_AwareTimestamps, Base):
     rows_selected: Mapped[int | None] = mapped_column(BigInteger)
     confirmed_count: Mapped[int] = mapped_column(BigInteger, default=0)
     failed_tasks: Mapped[int] = mapped_column(Integer, default=0)
-    duplicates_reported: Mapped[int] = mapped_column(BigInteger, default=0)
+    # records retried tasks sent twice; None: not measured (their progress beacons were unreadable)
+    duplicates_reported: Mapped[int | None] = mapped_column(BigInteger, default=0)
     # records set aside on the dead-letter topic (on_error=dlq); None until the job reported it
     dead_lettered: Mapped[int | None] = mapped_column(BigInteger)
     achieved_tps: Mapped[float | None] = mapped_column(Float)
     failure_reason: Mapped[str | None] = mapped_column(Text)
+    on_topic_at_least: Mapped[int | None] = mapped_column(BigInteger)  # a failed run's confirmed so far
+    behind_schedule_s: Mapped[float | None] = mapped_column(Float)
+    partition_skew: Mapped[float | None] = mapped_column(Float)
+    reconcile: Mapped[dict[str, Any] | None] = mapped_column(JsonType)  # the last event-id reconcile
+    rate_series: Mapped[dict[str, Any] | None] = mapped_column(JsonType)  # {start, counts} per second
+    offsets: Mapped[dict[str, Any] | None] = mapped_column(JsonType)  # {topic, partitions: {p: [lo, hi]}}
+    reconciles: Mapped[str | None] = mapped_column(String(32))  # a reconcile run: the run it checks
     launcher_kind: Mapped[str | None] = mapped_column(String(32))
     launcher_handle: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
     lease_owner: Mapped[str | None] = mapped_column(String(128))
     lease_expires_at: Mapped[datetime | None]
     slack_channel: Mapped[str | None] = mapped_column(String(64))
     slack_ts: Mapped[str | None] = mapped_column(String(32))
+    slack_progress_ts: Mapped[str | None] = mapped_column(String(32))  # the one progress message
     created_at: Mapped[datetime]
     submitted_at: Mapped[datetime | None]
     started_at: Mapped[datetime | None]

@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from daemon.core.errors import BadRequest, InvalidTransition, PipelineNotFound, RunNotFound
 from daemon.core.ids import new_run_id
-from daemon.core.states import RunKind, RunState
+from daemon.core.states import TERMINAL_RUN_STATES, RunKind, RunState
 from store.leases import RunLeases
 from store.live_guard import LiveGuard, overlapping_runs, refuse_overlap
 from store.models import Pipeline, Run, RunProgress
@@ -67,6 +67,8 @@ class RunRepository(RunLeases):
         slack_ts: str | None = None,
         run_id: str | None = None,
         live_guard: LiveGuard | None = None,
+        reconciles: str | None = None,
+        offsets: Mapping[str, Any] | None = None,
     ) -> Run:
         """Insert a ``queued`` run. Unknown ``pipeline_id`` raises PipelineNotFound.
 
@@ -97,6 +99,8 @@ class RunRepository(RunLeases):
             duplicates_reported=0,
             slack_channel=slack_channel,
             slack_ts=slack_ts,
+            reconciles=reconciles,
+            offsets=dict(offsets) if offsets is not None else None,
             created_at=now,
             updated_at=now,
             version=1,
@@ -139,6 +143,17 @@ class RunRepository(RunLeases):
         with self._store.session() as session:
             return session.scalars(stmt).one_or_none()
 
+    def unfinished_reconcile(self, subject_id: str) -> Run | None:
+        """A reconcile of ``subject_id`` still queued or running, if any (a second request joins it)."""
+        stmt = (
+            select(Run)
+            .where(Run.kind == RunKind.RECONCILE, Run.reconciles == subject_id)
+            .where(Run.state.not_in(list(TERMINAL_RUN_STATES)))
+            .limit(1)
+        )
+        with self._store.session() as session:
+            return session.scalars(stmt).first()
+
     def get(self, run_id: str) -> Run:
         with self._store.session() as session:
             run = session.get(Run, run_id)
@@ -152,6 +167,7 @@ class RunRepository(RunLeases):
         state: str | Sequence[str] | None = None,
         requester: str | None = None,
         pipeline_id: str | None = None,
+        kinds: Sequence[RunKind] | None = None,
         limit: int = 50,
         cursor: str | None = None,
     ) -> RunPage:
@@ -170,6 +186,8 @@ class RunRepository(RunLeases):
             stmt = stmt.where(Run.requester == requester)
         if pipeline_id is not None:
             stmt = stmt.where(Run.pipeline_id == pipeline_id)
+        if kinds is not None:
+            stmt = stmt.where(Run.kind.in_(list(kinds)))
         if cursor is not None:
             created_at, run_id = decode_cursor(cursor)
             stmt = stmt.where(
@@ -212,7 +230,7 @@ class RunRepository(RunLeases):
         with self._store.session() as session:
             run = lock_run(session, run_id)
             for name, delta in deltas.items():
-                setattr(run, name, getattr(run, name) + delta)
+                setattr(run, name, (getattr(run, name) or 0) + delta)
             touch(run, self._store.now())
         return run
 

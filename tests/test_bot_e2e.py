@@ -7,6 +7,7 @@ import re
 import threading
 import time
 from pathlib import Path
+from typing import cast
 
 import pytest
 import yaml
@@ -47,12 +48,24 @@ def _accepted_run_id(bot: BotUnderTest, key: str) -> str:
     return found[1]
 
 
-def _thread_of(slack: SlackStandin, run_id: str) -> list[Posted]:
-    parents = [m for m in slack.messages(CHANNEL) if m.thread_ts is None and run_id in m.text]
-    return slack.thread(CHANNEL, parents[0].ts) if parents else []
+def _thread_of(slack: SlackStandin, run_id: str, channel: str = CHANNEL) -> list[Posted]:
+    parents = [m for m in slack.messages(channel) if m.thread_ts is None and run_id in m.text]
+    return slack.thread(channel, parents[0].ts) if parents else []
 
 
-def test_a_slash_command_becomes_a_thread_with_progress_and_the_broker_confirmed_count(
+def _finished_thread(slack: SlackStandin, run_id: str, channel: str = CHANNEL) -> list[Posted]:
+    """Parent, progress message, final reply and the chart, once all four are there."""
+    return cast(
+        list[Posted],
+        slack.wait_until(
+            lambda: (t := _thread_of(slack, run_id, channel)) and len(t) >= 4 and t,
+            timeout_s=30,
+            what=f"the final reply and the chart of {run_id}",
+        ),
+    )
+
+
+def test_a_slash_command_becomes_one_thread_with_one_live_progress_message_a_report_and_a_chart(
     bot: BotUnderTest, slack: SlackStandin, daemon_client: DaemonClient, kafka_bootstrap: str
 ) -> None:
     result = bot.slash("orders 2024-01-02..2024-01-03 tps=60", user=OWNER)  # 600 rows: ~10 s of sending
@@ -60,21 +73,73 @@ def test_a_slash_command_becomes_a_thread_with_progress_and_the_broker_confirmed
 
     run = _wait_for_state(daemon_client, run_id)
     assert run.state == "succeeded", run.failure_reason
-    thread = slack.wait_until(
-        lambda: (t := _thread_of(slack, run_id)) and t[0].edits and len(t) >= 2 and t,
-        timeout_s=30,
-        what=f"the final reply and parent update of {run_id}",
-    )
+    thread = _finished_thread(slack, run_id)
 
     print(slack.render_thread(CHANNEL, thread[0].ts))
-    parent, *progress, final = thread
-    assert "succeeded" in repr(parent.blocks) and parent.edits == 1
-    assert len(progress) >= 1
-    assert all("confirmed (" in reply.text for reply in progress)
+    parent, progress, final, chart = thread
+    assert "succeeded" in repr(parent.blocks) and parent.edits >= 2  # running, then the final state
+    assert progress.edits >= 2 and "600* of 600 confirmed" in progress.text  # one message, edited in place
+    assert f"<@{OWNER}>" in final.text  # the final word mentions the requester
     report = re.search(r"The broker confirmed \*([\d,]+)\* events", final.text)
     assert report is not None, final.text
     confirmed = int(report[1].replace(",", ""))
     assert confirmed == topic_record_count(kafka_bootstrap, run.topic) == run.confirmed == 600
+    assert "Reconcile:* clean" in final.text
+    assert run.reconcile is not None and (run.reconcile.selected, run.reconcile.found) == (600, 600)
+    assert (run.reconcile.missing, run.reconcile.unexpected, run.reconcile.duplicates) == (0, 0, 0)
+    assert run.duplicates == 0 and run.has_series
+    [shared] = chart.files
+    png = slack.file_bytes(shared["id"])
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
+    assert daemon_client.chart_png(OWNER, run_id).startswith(b"\x89PNG")
+    series = daemon_client.rate_series(OWNER, run_id)
+    assert sum(series.counts) == 600 and series.target_tps == 60
+
+
+def test_reconcile_on_demand_answers_in_the_runs_thread(
+    bot: BotUnderTest, slack: SlackStandin, daemon_client: DaemonClient
+) -> None:
+    run = _wait_for_state(
+        daemon_client, _accepted_run_id(bot, bot.slash("orders 2024-01-06 tps=1000", user=OWNER).key)
+    )
+    assert run.state == "succeeded", run.failure_reason
+    _finished_thread(slack, run.id)
+
+    [reply] = bot.replies(bot.slash(f"reconcile {run.id}", user=STRANGER).key, timeout_s=60)
+    assert f"Reconciling `{run.id}`" in reply["text"]
+
+    def reconciled() -> RunOut | None:
+        found = daemon_client.get_replay(OWNER, run.id)
+        return found if found.reconcile is not None and found.reconcile.on_demand else None
+
+    checked = cast(RunOut, slack.wait_until(reconciled, timeout_s=RUN_TIMEOUT_S, what="the reconcile"))
+    assert checked.reconcile is not None and checked.reconcile.verdict().clean
+    assert checked.reconcile.found == checked.confirmed == 300
+    slack.wait_until(
+        lambda: any("Reconcile of" in m.text for m in _thread_of(slack, run.id)),
+        timeout_s=30,
+        what="the reconcile reply in the run's thread",
+    )
+    assert run.id in {r.id for r in daemon_client.list_replays(OWNER, limit=200).runs}
+    assert all(r.kind != "reconcile" for r in daemon_client.list_replays(OWNER, limit=200).runs)
+
+
+def test_a_private_channel_the_bot_is_not_in_gets_the_thread_in_the_requesters_dm(
+    bot: BotUnderTest, slack: SlackStandin, daemon_client: DaemonClient
+) -> None:
+    hidden = "C0HIDDEN"
+    slack.set_channel(hidden, member=False, private=True)
+
+    result = bot.slash("orders 2024-01-07 tps=1000", user=OWNER, channel=hidden)
+
+    [reply] = bot.replies(result.key, timeout_s=60)
+    assert "direct messages" in reply["text"] and "channel_not_found" in reply["text"]
+    run_id = _accepted_run_id(bot, result.key)
+    run = _wait_for_state(daemon_client, run_id)
+    assert run.state == "succeeded" and run.slack_channel is not None and run.slack_channel != hidden
+    thread = _finished_thread(slack, run_id, run.slack_channel)
+    assert f"<@{OWNER}>" in thread[2].text
+    assert not [m for m in slack.messages(hidden) if run_id in m.text]
 
 
 @pytest.mark.parametrize(

@@ -31,8 +31,8 @@ def cli_env(monkeypatch: pytest.MonkeyPatch, replay_daemon: DaemonProcess) -> Da
 
 
 @pytest.mark.spark
-def test_followed_replay_exits_zero_and_the_topic_holds_the_window(
-    cli_env: DaemonProcess, kafka_bootstrap: str, sample_table: Path
+def test_followed_replay_exits_zero_and_the_topic_holds_the_window_and_its_proof(
+    cli_env: DaemonProcess, kafka_bootstrap: str, sample_table: Path, tmp_path: Path
 ) -> None:
     code, out, err = _run(["orders", "2024-01-07", "tps=3k", "--follow", "--json"])
 
@@ -43,6 +43,19 @@ def test_followed_replay_exits_zero_and_the_topic_holds_the_window(
     assert final["confirmed"] == len(expected)
     landed = consume_all(kafka_bootstrap, final["topic"], expected=len(expected))
     assert {json.loads(value_of(m))["event_id"] for m in landed} == expected
+    assert final["reconcile"]["missing"] == final["reconcile"]["unexpected"] == 0
+    assert final["reconcile"]["found"] == len(expected) and final["duplicates"] == 0
+
+    chart = tmp_path / "run.png"
+    code, out, err = _run(["chart", final["id"], "-o", str(chart)])
+    assert code == EXIT_OK, err
+    assert chart.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and str(chart) in out
+    code, _, err = _run(["chart", final["id"]])
+    assert code == EXIT_BAD_INPUT and "-o <file>.png" in err
+
+    code, out, err = _run(["reconcile", final["id"], "--follow"])
+    assert code == EXIT_OK, err
+    assert "reconcile: clean: every one of" in out
 
 
 @pytest.mark.parametrize(

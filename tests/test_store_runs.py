@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import make_url
 
 from daemon.core.errors import InvalidTransition, RunNotFound, StaleUpdate
-from daemon.core.states import RUN_TRANSITIONS, TERMINAL_RUN_STATES, RunState
+from daemon.core.states import RUN_TRANSITIONS, TERMINAL_RUN_STATES, RunKind, RunState
 from store import Store
 from store.migrate import upgrade
 from store.models import Run
@@ -224,3 +224,32 @@ def test_set_handle(store: Store) -> None:
         "emr",
         {"application_id": "00f1", "job_run_id": "00f2"},
     )
+
+
+def test_a_reconcile_run_and_the_report_columns_round_trip(store: Store) -> None:
+    """The `reconcile` kind passes the migrated check constraint; unknown duplicates stay None."""
+    subject = new_run(store)
+    store.runs.transition(subject.id, RunState.RUNNING)
+    report: dict[str, Any] = {
+        "duplicates_reported": None,
+        "on_topic_at_least": 12,
+        "behind_schedule_s": 0.25,
+        "partition_skew": 1.5,
+        "rate_series": {"start": 1704067200, "counts": [5, 7]},
+        "offsets": {"topic": "orders.replay", "partitions": {"0": [0, 12]}},
+        "reconcile": {"selected": 12, "found": 12, "missing": 0, "unexpected": 0, "duplicates": 0},
+    }
+    store.runs.transition(subject.id, RunState.FAILED, **report)
+    check = new_run(store, kind="reconcile", tps=0, reconciles=subject.id)
+    pending = store.runs.unfinished_reconcile(subject.id)
+    assert pending is not None and (pending.id, pending.kind, pending.reconciles) == (
+        check.id,
+        "reconcile",
+        subject.id,
+    )
+    stored = store.runs.get(subject.id)
+    assert {name: getattr(stored, name) for name in report} == report
+    runs, _ = store.runs.list(kinds=[RunKind.REPLAY])
+    assert [run.id for run in runs] == [subject.id]
+    store.runs.transition(check.id, RunState.SUCCEEDED)
+    assert store.runs.unfinished_reconcile(subject.id) is None

@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from slack_bolt import Ack, App, Respond
+from slack_sdk import WebClient
 
+from bot.channels import channel_problem
 from bot.deps import BotDeps
 from bot.listeners import confirmations, pipeline_actions
 from bot.replies import answer_with, create_once, key_for
@@ -20,11 +22,13 @@ from daemon.contract.models import ReplayBody
 from daemon.core.grammar import (
     USAGE,
     CancelCommand,
+    ChartCommand,
     Command,
     GrammarError,
     HelpCommand,
     ListCommand,
     PlanCommand,
+    ReconcileCommand,
     ReplayCommand,
     ScheduleCommand,
     StatusCommand,
@@ -62,14 +66,17 @@ def acknowledgement(text: str) -> Message | None:
         return input_error(err.token, err.reason, err.usage)
 
 
-def _replay(deps: BotDeps, parsed: ReplayCommand, command: dict[str, Any]) -> Message:
+def _replay(
+    deps: BotDeps, parsed: ReplayCommand, command: dict[str, Any], slack: WebClient | None
+) -> Message:
     if parsed.topic == "live":
         return confirmations.ask(deps, parsed, command)
     user = command["user_id"]
     body = ReplayBody.of(parsed, slack_channel=command.get("channel_id"))
     key = key_for("slack-cmd", str(command.get("trigger_id") or command.get("response_url") or ""))
     run = create_once(deps.daemon, user, body, key=key)
-    return run_messages.accepted(run, created=run.created)
+    unreachable = channel_problem(slack, command.get("channel_id")) if slack is not None else None
+    return run_messages.accepted(run, created=run.created, unreachable=unreachable)
 
 
 def _plan(deps: BotDeps, parsed: PlanCommand, user: str) -> Message:
@@ -78,6 +85,23 @@ def _plan(deps: BotDeps, parsed: PlanCommand, user: str) -> Message:
 
 def _cancel(deps: BotDeps, parsed: CancelCommand, user: str) -> Message:
     return run_messages.cancelling(deps.daemon.cancel_replay(user, parsed.run_id))
+
+
+def _reconcile(deps: BotDeps, parsed: ReconcileCommand, user: str) -> Message:
+    job = deps.daemon.reconcile(user, parsed.run_id)
+    return notice(
+        f":mag: Reconciling `{parsed.run_id}` (as `{job.id}`): its event ids against its topic, in a Spark "
+        "job. The verdict follows in the run's thread; `/replay status` shows it too."
+    )
+
+
+def _chart(deps: BotDeps, parsed: ChartCommand, user: str) -> Message:
+    run = deps.daemon.get_replay(user, parsed.run_id)
+    where = "is in the run's thread" if run.has_series else "is not there yet: the run has no rate series"
+    return notice(
+        f":chart_with_upwards_trend: The rate chart of `{run.id}` {where}. From a terminal: "
+        f"`replay chart {run.id} -o {run.id}.png`."
+    )
 
 
 def _status(deps: BotDeps, parsed: StatusCommand, user: str) -> Message:
@@ -99,11 +123,15 @@ def _list(deps: BotDeps, parsed: ListCommand, user: str) -> Message:
     return run_messages.run_list(page.runs, _LIST_TITLES[parsed.filter])
 
 
-def answer(deps: BotDeps, parsed: Command, command: dict[str, Any]) -> Message | None:
-    """The daemon's answer to a parsed command, as a message; None when the ack said it all."""
+def answer(
+    deps: BotDeps, parsed: Command, command: dict[str, Any], slack: WebClient | None = None
+) -> Message | None:
+    """The daemon's answer to a parsed command, as a message; None when the ack said it all.
+
+    `slack` (the bot's Web API client) checks that the run's thread can go to the command's channel."""
     user = command["user_id"]
     if isinstance(parsed, ReplayCommand):
-        return answer_with(lambda: _replay(deps, parsed, command), usage=USAGE["replay"])
+        return answer_with(lambda: _replay(deps, parsed, command, slack), usage=USAGE["replay"])
     if isinstance(parsed, PlanCommand):
         return answer_with(lambda: _plan(deps, parsed, user), usage=USAGE["plan"])
     if isinstance(parsed, StatusCommand):
@@ -112,6 +140,10 @@ def answer(deps: BotDeps, parsed: Command, command: dict[str, Any]) -> Message |
         return answer_with(lambda: _list(deps, parsed, user))
     if isinstance(parsed, CancelCommand):
         return answer_with(lambda: _cancel(deps, parsed, user), usage=USAGE["cancel"])
+    if isinstance(parsed, ReconcileCommand):
+        return answer_with(lambda: _reconcile(deps, parsed, user), usage=USAGE["reconcile"])
+    if isinstance(parsed, ChartCommand):
+        return answer_with(lambda: _chart(deps, parsed, user), usage=USAGE["chart"])
     if isinstance(parsed, pipeline_actions.PIPELINE_COMMANDS):
         return pipeline_actions.answer(deps, parsed, command)
     return None
@@ -125,12 +157,12 @@ def register(app: App, deps: BotDeps) -> None:
         else:
             ack(**message.ephemeral())
 
-    def run_replay(command: dict[str, Any], respond: Respond) -> None:
+    def run_replay(command: dict[str, Any], respond: Respond, client: WebClient) -> None:
         try:
             parsed = parse(slack_text(command))
         except GrammarError:
             return  # the ack already told the user what was wrong
-        message = answer(deps, parsed, command)
+        message = answer(deps, parsed, command, client)
         if message is not None:
             respond(**message.ephemeral())
 

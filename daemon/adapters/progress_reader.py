@@ -1,5 +1,8 @@
 """`ProgressProbe`: the confirmed count of a running job, read from its progress beacons.
 
+Each sample carries the newest beacon's own timestamp, so rates divide by the job's clock, not by
+when the daemon happened to poll.
+
 One `ProgressReader` per followed run, kept between watcher ticks so each probe reads only what is
 new on the progress topic. A broker hiccup yields `None` (no sample this tick), never an error.
 """
@@ -12,7 +15,7 @@ from collections.abc import Mapping
 import structlog
 from confluent_kafka import KafkaException
 
-from daemon.usecases.ports import ProgressSource
+from daemon.usecases.ports import ProgressSample, ProgressSource
 from spark_job.progress import ProgressReader
 
 log = structlog.get_logger(__name__)
@@ -26,17 +29,18 @@ class ProgressProbe(ProgressSource):
         self._readers: dict[str, ProgressReader] = {}
         self._lock = threading.Lock()
 
-    def confirmed(self, run_id: str) -> int | None:
+    def sample(self, run_id: str) -> ProgressSample | None:
         with self._lock:
             reader = self._readers.get(run_id)
             if reader is None:
                 reader = ProgressReader(kafka=self._kafka, topic=self._topic, run_id=run_id)
                 self._readers[run_id] = reader
             try:
-                return reader.read(timeout_s=self._timeout_s).confirmed
+                snapshot = reader.read(timeout_s=self._timeout_s)
             except (KafkaException, TimeoutError) as exc:
                 log.warning("progress not readable this time", run_id=run_id, error=str(exc))
                 return None
+            return ProgressSample(confirmed=snapshot.confirmed, at=snapshot.at)
 
     def forget(self, run_id: str) -> None:
         with self._lock:

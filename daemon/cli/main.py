@@ -3,6 +3,7 @@
     replay orders 2024-01-01..2024-01-07 tps=10000 --follow
     replay plan orders last=6h
     replay status r-0123456789ab | replay list [mine|running] | replay cancel r-0123456789ab
+    replay reconcile r-0123456789ab --follow | replay chart r-0123456789ab -o run.png
     replay schedule orders every=1h watermark=updated_at | replay pipelines [mine] | replay pipeline p-…
     replay pause|resume p-… | replay unschedule p-… --yes
 
@@ -17,6 +18,7 @@ import shlex
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 from pydantic import BaseModel
@@ -29,6 +31,7 @@ from daemon.contract.models import PipelineOut, PlanOut, ReplayBody, RunOut, Sch
 from daemon.core.errors import BadRequest, ConfigError, ReplayError
 from daemon.core.grammar import (
     CancelCommand,
+    ChartCommand,
     Command,
     HelpCommand,
     ListCommand,
@@ -36,6 +39,7 @@ from daemon.core.grammar import (
     PipelineCommand,
     PipelinesCommand,
     PlanCommand,
+    ReconcileCommand,
     ReplayCommand,
     ResumeCommand,
     ScheduleCommand,
@@ -44,7 +48,7 @@ from daemon.core.grammar import (
     help_text,
     parse,
 )
-from daemon.core.states import RunState
+from daemon.core.states import RunKind, RunState
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -71,10 +75,19 @@ def describe_run(run: RunOut) -> str:
     if run.dead_lettered:  # None (unknown) is not 0: only a reported count is shown
         where = f" in {run.dlq_topic}" if run.dlq_topic else ""
         text += f", dlq={run.dead_lettered:,} set aside{where}"
-    if run.duplicates:
+    if run.duplicates is None and run.terminal and run.kind != RunKind.RECONCILE:
+        text += ", duplicates not measured"
+    elif run.duplicates:
         text += f", {run.duplicates:,} possibly duplicated by retried tasks"
+    if run.on_topic_at_least:
+        text += f", at least {run.on_topic_at_least:,} are on the topic"
     if run.failure_reason:
         text += f" — {run.failure_reason}"
+    if run.reconcile is not None:
+        text += f"\n  reconcile: {run.reconcile.verdict().text}"
+        for name in ("missing", "unexpected", "duplicates"):
+            if sample := getattr(run.reconcile, f"{name}_sample"):
+                text += f"\n    {name}: {', '.join(sample)}"
     return text
 
 
@@ -94,7 +107,10 @@ def as_json(answer: Answer) -> str:
 
 
 class Cli:
-    def __init__(self, client: DaemonClient, actor: str, *, as_json: bool, out: TextIO) -> None:
+    def __init__(
+        self, client: DaemonClient, actor: str, *, as_json: bool, out: TextIO, output: str | None = None
+    ) -> None:
+        self._output = output  # `-o`: where `chart` writes its PNG
         self._client = client
         self._actor = actor
         self._json = as_json
@@ -134,7 +150,41 @@ class Cli:
             run = self._client.cancel_replay(self._actor, command.run_id)
             self._emit(run, f"cancelling {describe_run(run)}")
             return EXIT_OK
+        if isinstance(command, ReconcileCommand):
+            return self._reconcile(command, follow=follow)
+        if isinstance(command, ChartCommand):
+            return self._chart(command)
         return self._pipelines(command, confirm=confirm_live)
+
+    def _reconcile(self, command: ReconcileCommand, *, follow: bool) -> int:
+        """Queue a reconcile; with --follow wait for it and print the run with its verdict."""
+        job = self._client.reconcile(self._actor, command.run_id)
+        if not follow:
+            self._emit(
+                job, f"reconciling {command.run_id} as {job.id}; `replay status {command.run_id}` shows it"
+            )
+            return EXIT_OK
+        while not job.terminal:
+            time.sleep(1.0)
+            job = self._client.get_replay(self._actor, job.id)
+        run = self._client.get_replay(self._actor, command.run_id)
+        self._emit(run, describe_run(run))
+        verdict = run.reconcile.verdict() if run.reconcile is not None else None
+        return (
+            EXIT_OK
+            if job.state == RunState.SUCCEEDED and verdict is not None and verdict.clean
+            else EXIT_FAILED
+        )
+
+    def _chart(self, command: ChartCommand) -> int:
+        if self._output is None:
+            raise BadRequest("where should the chart go? add -o <file>.png")
+        png = self._client.chart_png(self._actor, command.run_id)
+        Path(self._output).write_bytes(png)
+        print(
+            f"wrote the rate chart of {command.run_id} to {self._output} ({len(png):,} bytes)", file=self._out
+        )
+        return EXIT_OK
 
     def _pipelines(self, command: Command, *, confirm: bool) -> int:
         if isinstance(command, ScheduleCommand):
@@ -212,6 +262,7 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
         action="store_true",
         help="allow publishing into a live topic; confirm an unschedule",
     )
+    parser.add_argument("-o", "--output", help="chart: the PNG file to write")
     parser.add_argument("--as", dest="actor", help="Slack user id to act as (default: REPLAY_USER)")
     parser.add_argument("-h", "--help", action="store_true")
     parser.add_argument("words", nargs="*")
@@ -234,7 +285,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextI
         with DaemonClient(
             base_url=settings.daemon_url, token=settings.api_token.get_secret_value()
         ) as client:
-            code = Cli(client, actor, as_json=args.json, out=out).run(
+            code = Cli(client, actor, as_json=args.json, out=out, output=args.output).run(
                 command, follow=args.follow, confirm_live=args.confirm
             )
     except (BadRequest, ConfigError) as exc:

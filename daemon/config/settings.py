@@ -62,7 +62,7 @@ class Settings(BaseSettings):
     watcher_poll_s: float = Field(default=1.0, gt=0)
     lease_ttl_s: float = Field(default=15.0, gt=0)
     progress_notify_every_s: float = Field(
-        default=15.0, ge=0, description="at most one progress reply this often"
+        default=10.0, ge=0, description="the run's progress message is edited at most this often"
     )
     idle_after_days: int = Field(default=30, ge=1, description="a pipeline with no publish this long is idle")
     idle_grace_days: int = Field(default=7, ge=0, description="days owners have to answer before removal")

@@ -20,6 +20,7 @@ from daemon.contract.models import (
     PipelineDetailOut,
     PipelineOut,
     PlanOut,
+    RateSeriesOut,
     ReplayBody,
     RunCreated,
     RunOut,
@@ -46,6 +47,7 @@ _PLAN = TypeAdapter(PlanOut)
 _CREATED = TypeAdapter(RunCreated)
 _RUN = TypeAdapter(RunOut)
 _RUN_PAGE = TypeAdapter(RunPageOut)
+_SERIES = TypeAdapter(RateSeriesOut)
 _SOURCES = TypeAdapter(SourcesOut)
 _HEALTH = TypeAdapter(HealthOut)
 _PIPELINE = TypeAdapter(PipelineOut)
@@ -91,6 +93,23 @@ class DaemonClient:
         params: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
     ) -> Model:
+        response = self._send(method, path, actor=actor, body=body, params=params, headers=headers)
+        try:
+            return answer.validate_json(response.content)
+        except ValidationError as exc:
+            raise Unavailable(f"the Replay Service answered {path} in an unknown shape: {exc}") from exc
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        actor: str,
+        body: BaseModel | None = None,
+        params: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        """One request; a successful answer, or the domain error its status and message say."""
         try:
             response = self._http.request(
                 method,
@@ -104,10 +123,7 @@ class DaemonClient:
         except httpx.TransportError as exc:
             raise Unavailable(f"the Replay Service at {self._base_url} is not reachable ({exc})") from exc
         if response.is_success:
-            try:
-                return answer.validate_json(response.content)
-            except ValidationError as exc:
-                raise Unavailable(f"the Replay Service answered {path} in an unknown shape: {exc}") from exc
+            return response
         try:
             message = response.json().get("error") or response.text
         except (ValueError, AttributeError):
@@ -144,6 +160,17 @@ class DaemonClient:
 
     def cancel_replay(self, actor: str, run_id: str) -> RunOut:
         return self._call(_RUN, "POST", f"/v1/replays/{run_id}/cancel", actor=actor)
+
+    def reconcile(self, actor: str, run_id: str) -> RunOut:
+        """Queue a reconcile of a finished run; returns the reconcile run."""
+        return self._call(_RUN, "POST", f"/v1/replays/{run_id}/reconcile", actor=actor)
+
+    def rate_series(self, actor: str, run_id: str) -> RateSeriesOut:
+        return self._call(_SERIES, "GET", f"/v1/replays/{run_id}/series", actor=actor)
+
+    def chart_png(self, actor: str, run_id: str) -> bytes:
+        """The run's rate chart, a PNG rendered by the daemon (the CLI needs no plotting library)."""
+        return self._send("GET", f"/v1/replays/{run_id}/chart.png", actor=actor).content
 
     def sources(self, actor: str) -> list[SourceOut]:
         return self._call(_SOURCES, "GET", "/v1/sources", actor=actor).sources

@@ -20,6 +20,7 @@ from daemon.core.cron import parse_cron
 from daemon.core.errors import BadRequest
 from daemon.core.grammar import OnError, PlanCommand, ReplayCommand, ScheduleCommand, Timestamp
 from daemon.core.quantities import parse_duration, render_duration
+from daemon.core.reconcile import Tally, Verdict, verdict
 from daemon.core.states import PipelineState, RunKind, RunState
 from daemon.core.windows import label, parse_window
 
@@ -204,6 +205,50 @@ class PlanOut(BaseModel):
     live_approvals: int = Field(default=1, description="owners who must agree to a live replay (1 or 2)")
 
 
+class ReconcileOut(BaseModel):
+    """The event ids a run selected against the ones on its topic carrying its run id header.
+
+    Counts are None when the reconcile could not be done (`error` says why): never 0 for unknown."""
+
+    at: datetime
+    selected: int | None = Field(description="distinct event ids the run selected")
+    found: int | None = Field(description="records on the topic carrying this run's replay-run-id header")
+    missing: int | None
+    unexpected: int | None
+    duplicates: int | None = Field(description="extra copies: each id's count beyond one, summed")
+    missing_sample: list[str] = Field(default_factory=list, max_length=10)
+    unexpected_sample: list[str] = Field(default_factory=list, max_length=10)
+    duplicates_sample: list[str] = Field(default_factory=list, max_length=10)
+    missing_dead_lettered: int | None = Field(
+        default=None, description="of the missing, how many are on the dead-letter topic; None: no DLQ"
+    )
+    scanned_records: int | None = None
+    error: str | None = None
+    on_demand: bool = Field(default=False, description="asked for after the run, not at its end")
+
+    def verdict(self) -> Verdict:
+        """What the counts mean (`daemon.core.reconcile`), the one reading every front end shows."""
+        return verdict(
+            Tally(
+                selected=self.selected,
+                found=self.found,
+                missing=self.missing,
+                unexpected=self.unexpected,
+                duplicates=self.duplicates,
+                missing_dead_lettered=self.missing_dead_lettered,
+                error=self.error,
+            )
+        )
+
+
+class RateSeriesOut(BaseModel):
+    """Confirmed deliveries per second, from the job's delivery reports (its own clock)."""
+
+    start: datetime = Field(description="the first second (UTC)")
+    counts: list[int]
+    target_tps: int
+
+
 class RunOut(BaseModel):
     """A run. Two row counts, never merged: the plan's (known at once, from metadata) and the job's
     own (known once it reported); `confirmed` is what the broker acknowledged, the count that matters."""
@@ -221,18 +266,29 @@ class RunOut(BaseModel):
     confirmed: int = Field(description="events the broker confirmed")
     achieved_tps: float | None
     failed_tasks: int
-    duplicates: int
+    duplicates: int | None = Field(description="records sent twice by retried tasks; None: not measured")
     dead_lettered: int | None = Field(
         default=None, description="records set aside on the dead-letter topic (on_error=dlq); None: unknown"
     )
     dlq_topic: str | None = Field(default=None, description="where this run sets bad records aside")
     failure_reason: str | None
+    on_topic_at_least: int | None = Field(
+        default=None, description="a failed run: records the broker had confirmed before it failed"
+    )
+    behind_schedule_s: float | None = Field(default=None, description="schedule time the run could not keep")
+    partition_skew: float | None = Field(default=None, description="largest / smallest Spark partition")
+    reconcile: ReconcileOut | None = None
+    window_start: datetime | None = Field(default=None, description="the resolved window, UTC")
+    window_end: datetime | None = None
+    has_series: bool = Field(default=False, description="a per-second rate series (and chart) exists")
+    reconciles: str | None = Field(default=None, description="a reconcile run: the run it checks")
     pipeline_id: str | None = None
     created_at: datetime
     started_at: datetime | None
     ended_at: datetime | None
     slack_channel: str | None
     slack_ts: str | None
+    slack_progress_ts: str | None = None
 
     @property
     def terminal(self) -> bool:

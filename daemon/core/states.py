@@ -12,6 +12,7 @@ from enum import StrEnum
 class RunKind(StrEnum):
     REPLAY = "replay"
     PIPELINE = "pipeline"
+    RECONCILE = "reconcile"  # an on-demand check of another run's event ids: publishes nothing
 
 
 class RunState(StrEnum):

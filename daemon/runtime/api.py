@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from daemon.contract.models import (
     HealthOut,
@@ -20,6 +20,7 @@ from daemon.contract.models import (
     PipelineDetailOut,
     PipelineOut,
     PlanOut,
+    RateSeriesOut,
     ReplayBody,
     RunCreated,
     RunOut,
@@ -28,10 +29,11 @@ from daemon.contract.models import (
     SourcesOut,
     UnscheduleBody,
 )
-from daemon.core.errors import BadRequest, ReplayError
+from daemon.core.errors import BadRequest, NotFound, ReplayError
 from daemon.core.grammar import PlanCommand, ReplayCommand
 from daemon.core.states import PipelineState, RunState
 from daemon.runtime.metrics import render_metrics
+from daemon.slack.rate_chart import render_run_chart
 from daemon.usecases.janitor import Janitor
 from daemon.usecases.pipeline_service import PipelineService
 from daemon.usecases.replays import ReplayService
@@ -40,6 +42,7 @@ from daemon.usecases.wire import (
     pipeline_detail_out,
     pipeline_out,
     plan_out,
+    rate_series_out,
     run_out,
     source_out,
 )
@@ -153,6 +156,27 @@ def create_api(
     @app.post("/v1/replays/{run_id}/cancel", response_model=RunOut)
     def cancel(run_id: str, who: Actor) -> RunOut:
         return run_out(service.cancel(who, run_id))
+
+    @app.post("/v1/replays/{run_id}/reconcile", response_model=RunOut, status_code=202)
+    def reconcile(run_id: str, who: Actor) -> RunOut:
+        """Queue a reconcile of a finished run; answers with the reconcile run (kind `reconcile`)."""
+        return run_out(service.reconcile(who, run_id))
+
+    @app.get("/v1/replays/{run_id}/series", response_model=RateSeriesOut)
+    def series(run_id: str, who: Actor) -> RateSeriesOut:
+        found = rate_series_out(service.get(run_id))
+        if found is None:
+            raise NotFound(f"run {run_id} has no rate series (it confirmed nothing, or has not ended)")
+        return found
+
+    @app.get("/v1/replays/{run_id}/chart.png", response_class=Response)
+    def chart(run_id: str, who: Actor) -> Response:
+        """The run's events per second against its target, as a PNG (the chart its thread got)."""
+        run = service.get(run_id)
+        found = rate_series_out(run)
+        if found is None:
+            raise NotFound(f"run {run_id} has no rate series (it confirmed nothing, or has not ended)")
+        return Response(content=render_run_chart(run_out(run), found), media_type="image/png")
 
     @app.get("/v1/sources", response_model=SourcesOut)
     def sources(who: Actor) -> SourcesOut:

@@ -18,9 +18,10 @@ import structlog
 
 from daemon.core.errors import InvalidTransition, ReplayError
 from daemon.core.states import RunKind, RunState
-from daemon.usecases.ports import JobOutcome, JobState, Launcher, Notifier, ProgressSource
+from daemon.usecases.ports import JobOutcome, JobState, Launcher, Notifier, ProgressSample, ProgressSource
 from daemon.usecases.replays import LAUNCH_FAILURE
-from daemon.usecases.wire import run_out
+from daemon.usecases.run_reports import reconcile_document, report_fields
+from daemon.usecases.wire import rate_series_out, run_out
 from store import Store
 from store.models import Run
 
@@ -34,7 +35,7 @@ T = TypeVar("T")
 class WatcherTiming:
     poll_s: float = 1.0
     lease_ttl_s: float = 15.0
-    progress_every_s: float = 15.0  # at most one progress message per run this often
+    progress_every_s: float = 10.0  # the progress message is edited at most this often
 
 
 class Watcher:
@@ -58,7 +59,8 @@ class Watcher:
         self._owner = owner
         self._timing = timing or WatcherTiming()
         self._monotonic = monotonic
-        self._last_sample: dict[str, tuple[float, int]] = {}  # (monotonic time, confirmed)
+        self._last_sample: dict[str, ProgressSample] = {}
+        self._rate: dict[str, float] = {}  # each run's latest rate, from its beacons' own timestamps
         self._last_note: dict[str, float] = {}
         self._wake = threading.Event()
         self._unreleased: dict[str, Run] = {}  # finished runs whose launcher resources are not freed yet
@@ -114,12 +116,17 @@ class Watcher:
             submitted_at=self._store.now(),
         )
         log.info("run submitted", run_id=run.id, launcher=self._launcher.kind)
-        if run.kind == RunKind.PIPELINE:
-            return  # a pipeline run speaks once, when it ends, in its pipeline's thread
+        if run.kind != RunKind.REPLAY:
+            return  # a pipeline run speaks once, in its pipeline's thread; a reconcile in its subject's
         if self._store.notifications.record_once(f"run:{run.id}:started", run_id=run.id, kind="started"):
             thread = self._notify(run, lambda: self._notifier.run_started(run_out(run)))
             if thread is not None:
-                self._store.runs.update(run.id, slack_ts=thread)
+                self._store.runs.update(
+                    run.id,
+                    slack_channel=thread.channel,
+                    slack_ts=thread.ts,
+                    slack_progress_ts=thread.progress_ts,
+                )
 
     def _follow(self, run: Run) -> None:
         handle = run.launcher_handle or {}
@@ -139,27 +146,31 @@ class Watcher:
             return
         if job_state == JobState.RUNNING and run.state == RunState.SUBMITTED:
             run = self._store.runs.transition(run.id, RunState.RUNNING, started_at=self._store.now())
-        self._record_progress(run)
+            if run.kind == RunKind.REPLAY and run.slack_ts is not None:
+                running = run
+                self._notify(running, lambda: self._notifier.run_state_changed(run_out(running)))
+        if run.kind != RunKind.RECONCILE:  # a reconcile publishes nothing: no beacons to follow
+            self._record_progress(run)
 
     def _record_progress(self, run: Run) -> None:
-        confirmed = self._progress.confirmed(run.id)
-        if confirmed is None or confirmed == run.confirmed_count:
+        sample = self._progress.sample(run.id)
+        if sample is None or sample.confirmed == run.confirmed_count:
             return
-        now = self._monotonic()
         last = self._last_sample.get(run.id)
-        rate = (confirmed - last[1]) / (now - last[0]) if last is not None and now > last[0] else 0.0
-        run = self._store.runs.update_progress(run.id, confirmed, rate)
-        self._last_sample[run.id] = (now, confirmed)
+        self._last_sample[run.id] = sample
+        rate = self._rate.get(run.id)
+        if last is not None and sample.at is not None and last.at is not None and sample.at > last.at:
+            rate = (sample.confirmed - last.confirmed) / (sample.at - last.at)  # the job's own clock
+            self._rate[run.id] = rate
+        run = self._store.runs.update_progress(run.id, sample.confirmed, rate or 0.0)
+        now = self._monotonic()
         noted = self._last_note.get(run.id)
         if noted is not None and now - noted < self._timing.progress_every_s:
             return
         self._last_note[run.id] = now
-        if run.kind == RunKind.PIPELINE:
-            return
-        if self._store.notifications.record_once(
-            f"run:{run.id}:progress:{confirmed}", run_id=run.id, kind="progress"
-        ):
-            self._notify(run, lambda: self._notifier.run_progress(run_out(run), rate=rate))
+        if run.kind == RunKind.REPLAY and run.slack_progress_ts is not None:
+            progressed = run
+            self._notify(progressed, lambda: self._notifier.run_progress(run_out(progressed), rate=rate))
 
     def _cancel(self, run: Run) -> None:
         if run.launcher_handle:
@@ -177,22 +188,30 @@ class Watcher:
         )
 
     def _conclude(self, run: Run, outcome: JobOutcome) -> None:
-        result = outcome.payload
-        fields: dict[str, Any] = {
-            "confirmed_count": int(result.get("confirmed", run.confirmed_count) or 0),
-            "failed_tasks": int(result.get("failed_tasks", 0) or 0),
-            "duplicates_reported": int(result.get("duplicates_possible", 0) or 0),
-        }
-        if result.get("rows_selected") is not None:
-            fields["rows_selected"] = int(result["rows_selected"])
-        if result.get("achieved_tps") is not None:
-            fields["achieved_tps"] = float(result["achieved_tps"])
-        if result.get("dead_lettered") is not None:
-            fields["dead_lettered"] = int(result["dead_lettered"])
+        if run.kind == RunKind.RECONCILE:
+            self._conclude_reconcile(run, outcome)
+            return
+        fields = report_fields(outcome.payload, confirmed_so_far=run.confirmed_count, now=self._store.now())
         if outcome.succeeded:
             self._finish(run, RunState.SUCCEEDED, **fields)
         else:
             self._finish(run, RunState.FAILED, failure_reason=outcome.reason or "the job failed", **fields)
+
+    def _conclude_reconcile(self, run: Run, outcome: JobOutcome) -> None:
+        """An on-demand reconcile: its document goes onto the run it checked, and into that run's thread."""
+        document = outcome.payload.get("reconcile") if outcome.succeeded else None
+        if not isinstance(document, dict):
+            document = {"error": outcome.reason or "the reconcile job reported nothing"}
+        subject_id = run.reconciles
+        if subject_id is not None:
+            reconciled = reconcile_document(document, now=self._store.now(), on_demand=True)
+            subject = self._store.runs.update(subject_id, reconcile=reconciled)
+            if self._store.notifications.record_once(
+                f"run:{run.id}:reconciled", run_id=subject.id, kind="reconciled"
+            ):
+                self._notify(subject, lambda: self._notifier.run_reconciled(run_out(subject)))
+        state = RunState.SUCCEEDED if outcome.succeeded else RunState.FAILED
+        self._finish(run, state, failure_reason=None if outcome.succeeded else outcome.reason)
 
     def _finish(self, run: Run, state: RunState, **fields: Any) -> None:
         now = self._store.now()
@@ -210,14 +229,20 @@ class Watcher:
         except InvalidTransition:
             run = self._store.runs.get(run.id)  # someone else concluded it first
         self._last_sample.pop(run.id, None)
+        self._rate.pop(run.id, None)
         self._last_note.pop(run.id, None)
         self._progress.forget(run.id)
         log.info("run concluded", run_id=run.id, state=str(run.state), confirmed=run.confirmed_count)
-        quiet = run.kind == RunKind.PIPELINE and state == RunState.SUCCEEDED and run.confirmed_count == 0
+        quiet = run.kind == RunKind.RECONCILE or (
+            run.kind == RunKind.PIPELINE and state == RunState.SUCCEEDED and run.confirmed_count == 0
+        )
         if not quiet and self._store.notifications.record_once(
             f"run:{run.id}:final", run_id=run.id, kind="final"
         ):
-            self._notify(run, lambda: self._notifier.run_finished(run_out(run)))
+            finished = run
+            self._notify(
+                finished, lambda: self._notifier.run_finished(run_out(finished), rate_series_out(finished))
+            )
         if run.launcher_handle:
             self._release(run)
         self._store.runs.release_lease(run.id, self._owner)

@@ -10,10 +10,21 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from daemon.config.settings import Settings
+from daemon.core.states import RunKind
 from daemon.usecases.catalog import Catalog
 from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.pii import decrypt_section
-from spark_job.spec.model import DayWindow, JobSpec, Progress, Selection, Source, TimeWindow, WatermarkRange
+from spark_job.spec.model import (
+    DayWindow,
+    JobSpec,
+    OffsetRanges,
+    Progress,
+    ReconcileTarget,
+    Selection,
+    Source,
+    TimeWindow,
+    WatermarkRange,
+)
 from store.models import Run
 
 
@@ -34,6 +45,22 @@ def _job_kafka(settings: Settings) -> dict[str, str | int | float | bool]:
     if settings.kafka_message_timeout_ms is not None:
         config["message.timeout.ms"] = settings.kafka_message_timeout_ms
     return config
+
+
+def _reconcile_target(run: Run) -> ReconcileTarget | None:
+    """A reconcile run's subject and the offset ranges its records lie in (None: the whole topic)."""
+    if run.kind != RunKind.RECONCILE:
+        return None
+    assert run.reconciles is not None, "a reconcile run names the run it checks"
+    offsets = None
+    if run.offsets:
+        offsets = OffsetRanges(
+            topic=str(run.offsets["topic"]),
+            partitions={int(p): (int(lo), int(hi)) for p, (lo, hi) in run.offsets["partitions"].items()},
+        )
+    return ReconcileTarget(
+        run_id=run.reconciles, offsets=offsets, dlq_topic=(run.options or {}).get("dlq_topic")
+    )
 
 
 def build_spec(run: Run, *, catalog: Catalog, settings: Settings, result_uri: str | None) -> JobSpec:
@@ -66,4 +93,6 @@ def build_spec(run: Run, *, catalog: Catalog, settings: Settings, result_uri: st
         timestamp=options.get("timestamp") or source.timestamp,
         on_error="dlq" if dead_letters["on_error"] == "dlq" else "fail",
         dlq_topic=options.get("dlq_topic") or dead_letters.get("dlq_topic"),
+        mode="reconcile" if run.kind == RunKind.RECONCILE else "replay",
+        reconcile=_reconcile_target(run),
     )

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from daemon.contract.models import IdlePrompt, PipelineOut, RunOut
+from daemon.contract.models import IdlePrompt, PipelineOut, RateSeriesOut, RunOut
 from daemon.core.watermarks import Value
 
 Handle = dict[str, Any]
@@ -152,12 +152,24 @@ class TableStats(ABC):
         """The watermark column's current maximum (a pipeline run's high mark); None for no rows."""
 
 
+@dataclass(frozen=True)
+class ProgressSample:
+    """A running job's confirmed count, and when its newest beacon was sent (the job's own clock)."""
+
+    confirmed: int
+    at: float | None = None  # epoch seconds of the newest beacon; None for beacons without a time
+
+
 class ProgressSource(ABC):
     """A running job's confirmed count; one reader per followed run, kept between watcher ticks."""
 
     @abstractmethod
+    def sample(self, run_id: str) -> ProgressSample | None:
+        """The latest count, or None when no sample could be read this time."""
+
     def confirmed(self, run_id: str) -> int | None:
-        """The latest confirmed count, or None when no sample could be read this time."""
+        sample = self.sample(run_id)
+        return None if sample is None else sample.confirmed
 
     @abstractmethod
     def forget(self, run_id: str) -> None:
@@ -168,6 +180,16 @@ class ProgressSource(ABC):
         """Release every reader (the daemon is stopping)."""
 
 
+@dataclass(frozen=True)
+class RunThread:
+    """Where a run's story is told: the parent card and its one progress message, in `channel`
+    (the requester's DM when the run's channel cannot be posted to)."""
+
+    channel: str
+    ts: str
+    progress_ts: str | None = None
+
+
 class Notifier(ABC):
     """How the watcher, the pipelines and the janitor tell people what happens, in wire models.
 
@@ -176,16 +198,24 @@ class Notifier(ABC):
     """
 
     @abstractmethod
-    def run_started(self, run: RunOut) -> str | None:
-        """Announce the run; returns the thread id (Slack ts) later messages reply to, if any."""
+    def run_started(self, run: RunOut) -> RunThread | None:
+        """Announce the run (parent card + its one progress message); None when there is no channel."""
+
+    @abstractmethod
+    def run_state_changed(self, run: RunOut) -> None:
+        """Edit the parent card to show the run's new state (submitted -> running ...)."""
 
     @abstractmethod
     def run_progress(self, run: RunOut, *, rate: float | None) -> None:
-        """Confirmed so far; `rate` is the current rate (events per second) when known."""
+        """Edit the progress message in place; `rate` is the current rate (events per second) when known."""
 
     @abstractmethod
-    def run_finished(self, run: RunOut) -> None:
-        """The final word: confirmed count and rate, or the failure reason and a next step."""
+    def run_finished(self, run: RunOut, series: RateSeriesOut | None = None) -> None:
+        """The final word (the honest report, mentioning the requester) and, given a series, its chart."""
+
+    @abstractmethod
+    def run_reconciled(self, run: RunOut) -> None:
+        """An on-demand reconcile's verdict, as a reply in the run's thread."""
 
     @abstractmethod
     def pipeline_scheduled(self, pipeline: PipelineOut) -> str | None:

@@ -27,7 +27,7 @@ from daemon.core.errors import (
 from daemon.core.grammar import PlanCommand, ReplayCommand
 from daemon.core.ids import new_run_id
 from daemon.core.quantities import partitions_for_rate
-from daemon.core.states import RunState
+from daemon.core.states import RunKind, RunState
 from daemon.core.windows import DayWindow, TimeWindow, bounds, days, label, resolve
 from daemon.usecases.audit import Audit
 from daemon.usecases.catalog import Catalog, Source
@@ -38,6 +38,11 @@ from store.live_guard import LiveGuard
 from store.models import Run
 
 log = structlog.get_logger(__name__)
+
+# What a reconcile run keeps of its subject's options: where the subject set bad records aside.
+_RECONCILE_OPTIONS = frozenset({"dlq_topic", "on_error"})
+# What run lists show: reconcile runs are read through the run they check.
+_LISTED_KINDS = (RunKind.REPLAY, RunKind.PIPELINE)
 
 TYPICAL_RECORD_BYTES = 512
 LAUNCH_FAILURE = "could not launch the job"
@@ -361,7 +366,9 @@ class ReplayService:
     def list(
         self, *, state: str | None, requester: str | None, limit: int, cursor: str | None
     ) -> tuple[builtins.list[Run], str | None]:
-        return self._store.runs.list(state=state, requester=requester, limit=limit, cursor=cursor)
+        return self._store.runs.list(
+            state=state, requester=requester, kinds=_LISTED_KINDS, limit=limit, cursor=cursor
+        )
 
     def sources(self) -> builtins.list[Source]:
         return [self._catalog.sources[name] for name in self._catalog.names()]
@@ -371,6 +378,44 @@ class ReplayService:
 
     def totals(self) -> dict[str, int]:
         return self._store.runs.totals(launch_failure_prefix=LAUNCH_FAILURE)
+
+    def reconcile(self, actor: str, run_id: str) -> Run:
+        """Queue a reconcile of a finished run: its window's event ids against its topic, in a Spark
+        job (the same launcher); the verdict lands on the run and in its thread. Publishes nothing, so
+        anyone may ask; a reconcile already under way for the run is returned instead of a second."""
+
+        def work() -> Run:
+            subject = self.get(run_id)
+            if subject.kind == RunKind.RECONCILE:
+                raise BadRequest(f"{run_id} is itself a reconcile; reconcile {subject.reconciles} instead")
+            if not RunState(subject.state).terminal:
+                raise Conflict(f"run {run_id} is still {subject.state}: it is reconciled when it ends")
+            if subject.state == RunState.SKIPPED:
+                raise Conflict(f"run {run_id} was skipped: it selected nothing to reconcile")
+            pending = self._store.runs.unfinished_reconcile(run_id)
+            if pending is not None:
+                return pending
+            return self._store.runs.create(
+                kind=RunKind.RECONCILE,
+                source=subject.source,
+                target_topic=subject.target_topic,
+                tps=0,
+                requester=actor,
+                window_start=subject.window_start,
+                window_end=subject.window_end,
+                window_label=subject.window_label,
+                watermark_column=subject.watermark_column,
+                watermark_low=subject.watermark_low,
+                watermark_high=subject.watermark_high,
+                options={key: v for key, v in (subject.options or {}).items() if key in _RECONCILE_OPTIONS},
+                reconciles=subject.id,
+                offsets=subject.offsets,  # where the subject's records lie; None: the whole topic
+            )
+
+        run = self._audit.refusing(actor, "reconcile", run_id, work)
+        self._audit.accepted(actor, "reconcile", run_id, reconcile_run=run.id)
+        self._wake_watcher()
+        return run
 
     def cancel(self, actor: str, run_id: str) -> Run:
         def work() -> Run:

@@ -7,7 +7,7 @@ both row counts apart: the plan's (from metadata, known at once) and the job's o
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from daemon.contract.models import (
@@ -16,6 +16,8 @@ from daemon.contract.models import (
     PipelineDetailOut,
     PipelineOut,
     PlanOut,
+    RateSeriesOut,
+    ReconcileOut,
     RunOut,
     SourceOut,
 )
@@ -48,12 +50,33 @@ def run_out(run: Run) -> RunOut:
         dead_lettered=run.dead_lettered,
         dlq_topic=(run.options or {}).get("dlq_topic"),
         failure_reason=run.failure_reason,
+        on_topic_at_least=run.on_topic_at_least,
+        behind_schedule_s=run.behind_schedule_s,
+        partition_skew=run.partition_skew,
+        reconcile=ReconcileOut.model_validate(run.reconcile) if run.reconcile else None,
+        window_start=run.window_start,
+        window_end=run.window_end,
+        has_series=bool(run.rate_series),
+        reconciles=run.reconciles,
         pipeline_id=run.pipeline_id,
         created_at=run.created_at,
         started_at=run.started_at,
         ended_at=run.ended_at,
         slack_channel=run.slack_channel,
         slack_ts=run.slack_ts,
+        slack_progress_ts=run.slack_progress_ts,
+    )
+
+
+def rate_series_out(run: Run) -> RateSeriesOut | None:
+    """The run's confirmed deliveries per second, as the job measured them; None when it has none."""
+    series = run.rate_series
+    if not series or not series.get("counts"):
+        return None
+    return RateSeriesOut(
+        start=datetime.fromtimestamp(int(series["start"]), tz=UTC),
+        counts=[int(value) for value in series["counts"]],
+        target_tps=run.tps,
     )
 
 

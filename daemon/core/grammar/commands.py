@@ -122,6 +122,28 @@ class CancelCommand:
 
 
 @dataclass(frozen=True)
+class ReconcileCommand:
+    """Check a finished run's event ids against its topic again (in a Spark job); publishes nothing."""
+
+    run_id: str
+
+    def __post_init__(self) -> None:
+        with blaming(None, USAGE["reconcile"]):
+            check_id(self.run_id, RUN_ID_PATTERN, "run id")
+
+
+@dataclass(frozen=True)
+class ChartCommand:
+    """A finished run's events per second against its target, as a PNG."""
+
+    run_id: str
+
+    def __post_init__(self) -> None:
+        with blaming(None, USAGE["chart"]):
+            check_id(self.run_id, RUN_ID_PATTERN, "run id")
+
+
+@dataclass(frozen=True)
 class HelpCommand:
     topic: str | None = None  # a key of USAGE, or None for everything
 
@@ -216,6 +238,8 @@ Command: TypeAlias = (
     | StatusCommand
     | ListCommand
     | CancelCommand
+    | ReconcileCommand
+    | ChartCommand
     | HelpCommand
     | ScheduleCommand
     | PipelinesCommand

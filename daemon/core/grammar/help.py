@@ -12,6 +12,8 @@ USAGE: dict[str, str] = {
     "status": f"{PREFIX} status [run-id]",
     "list": f"{PREFIX} list [mine|running]",
     "cancel": f"{PREFIX} cancel <run-id>",
+    "reconcile": f"{PREFIX} reconcile <run-id>",
+    "chart": f"{PREFIX} chart <run-id>",
     "schedule": f'{PREFIX} schedule <source> (every=<duration> | cron="<min hour day month weekday>")'
     " watermark=<column> [tps=N] [topic=auto|live] [lookback=<duration>] [headers=k:v,k2:v2]"
     " [idle_after=<N>d] [on_error=fail|dlq]",

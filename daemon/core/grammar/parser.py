@@ -17,6 +17,7 @@ from daemon.core.grammar.commands import (
     RUN_OPTIONS,
     SCHEDULE_OPTIONS,
     CancelCommand,
+    ChartCommand,
     Command,
     HelpCommand,
     ListCommand,
@@ -27,6 +28,7 @@ from daemon.core.grammar.commands import (
     PipelineFilter,
     PipelinesCommand,
     PlanCommand,
+    ReconcileCommand,
     ReplayCommand,
     ReplaySpec,
     ScheduleCommand,
@@ -253,6 +255,12 @@ _COMMANDS: dict[str, Callable[[list[str]], Command]] = {
     "list": lambda args: ListCommand(cast(ListFilter, _keyword(args, ("mine", "running"), USAGE["list"]))),
     "cancel": lambda args: CancelCommand(
         _id(_exactly_one(args, "run id", USAGE["cancel"]), "run", USAGE["cancel"])
+    ),
+    "reconcile": lambda args: ReconcileCommand(
+        _id(_exactly_one(args, "run id", USAGE["reconcile"]), "run", USAGE["reconcile"])
+    ),
+    "chart": lambda args: ChartCommand(
+        _id(_exactly_one(args, "run id", USAGE["chart"]), "run", USAGE["chart"])
     ),
     "help": _parse_help,
     "schedule": _parse_schedule,

@@ -9,11 +9,13 @@ from __future__ import annotations
 from daemon.core.grammar.commands import (
     ACTION_WORDS,
     CancelCommand,
+    ChartCommand,
     Command,
     HelpCommand,
     ListCommand,
     PipelinesCommand,
     PlanCommand,
+    ReconcileCommand,
     ReplayCommand,
     ReplaySpec,
     ScheduleCommand,
@@ -88,6 +90,10 @@ def render(command: Command) -> str:
         return "status" if command.run_id is None else f"status {command.run_id}"
     if isinstance(command, CancelCommand):
         return f"cancel {command.run_id}"
+    if isinstance(command, ReconcileCommand):
+        return f"reconcile {command.run_id}"
+    if isinstance(command, ChartCommand):
+        return f"chart {command.run_id}"
     if isinstance(command, ListCommand):
         return "list" if command.filter == "all" else f"list {command.filter}"
     if isinstance(command, PipelinesCommand):

@@ -1,0 +1,76 @@
+"""The reconcile verdict: what a run's event-id comparison means, in one word and one line.
+
+A count alone hides substitutions (one missing plus one duplicate still adds up), so the verdict is
+built from the three set differences the job computed: ids selected but not on the topic (`missing`),
+ids on the topic under this run's header that were never selected (`unexpected`), and extra copies
+(`duplicates`). Duplicates carry the event id of their original, so consumers that dedup by id absorb
+them; missing or unexpected ids never are. Unknown counts give "not measured", never "clean".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class VerdictKind(StrEnum):
+    CLEAN = "clean"  # every selected id exactly once, nothing else
+    EXPLAINED = "explained"  # only missing ids, every one of them set aside on the dead-letter topic
+    DUPLICATES = "duplicates"  # every id there, some more than once
+    MISSING = "missing"  # selected ids not on the topic (and not all explained by the DLQ)
+    UNEXPECTED = "unexpected"  # ids under this run's header the run never selected
+    NOT_MEASURED = "not measured"  # the reconcile could not be done
+
+
+@dataclass(frozen=True)
+class Tally:
+    """The counts of one reconcile; None where nobody knows."""
+
+    selected: int | None
+    found: int | None
+    missing: int | None
+    unexpected: int | None
+    duplicates: int | None
+    missing_dead_lettered: int | None = None
+    error: str | None = None
+
+    @property
+    def measured(self) -> bool:
+        counts = (self.selected, self.found, self.missing, self.unexpected, self.duplicates)
+        return self.error is None and all(value is not None for value in counts)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: VerdictKind
+    text: str
+
+    @property
+    def clean(self) -> bool:
+        return self.kind == VerdictKind.CLEAN
+
+
+def verdict(tally: Tally) -> Verdict:
+    """The worst finding first: unexpected ids, then unexplained missing ones, then duplicates."""
+    if not tally.measured:
+        return Verdict(VerdictKind.NOT_MEASURED, f"not reconciled: {tally.error or 'counts unknown'}")
+    selected, found = tally.selected or 0, tally.found or 0
+    missing, unexpected, duplicates = tally.missing or 0, tally.unexpected or 0, tally.duplicates or 0
+    aside = tally.missing_dead_lettered or 0
+    parts = [f"{n:,} {what}" for n, what in ((missing, "missing"), (unexpected, "unexpected")) if n]
+    if duplicates:
+        parts.append(f"{duplicates:,} duplicate{'s' if duplicates != 1 else ''}")
+    if missing and aside:
+        parts[0] += f" ({aside:,} on the dead-letter topic)"
+    detail = f"{found:,} on the topic for {selected:,} selected ids"
+    if unexpected:
+        kind = VerdictKind.UNEXPECTED
+    elif missing > aside:
+        kind = VerdictKind.MISSING
+    elif duplicates:
+        kind = VerdictKind.DUPLICATES
+    elif missing:
+        kind = VerdictKind.EXPLAINED
+    else:
+        return Verdict(VerdictKind.CLEAN, f"clean: every one of {selected:,} event ids exactly once")
+    return Verdict(kind, f"{kind}: {', '.join(parts)} — {detail}")

@@ -1,0 +1,69 @@
+"""A job's final line as the run's stored report: what it measured, and nothing it did not.
+
+The job's document (``spark_job.result``) becomes run columns here, in one place. A figure the job
+did not report stays None (shown as "not measured"), never 0: a failed run's duplicates are unknown
+when its beacons could not be read, and an unknown is not a clean result.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from daemon.contract.models import ReconcileOut
+
+_SAMPLE = 10
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def report_fields(result: dict[str, Any], *, confirmed_so_far: int, now: datetime) -> dict[str, Any]:
+    """Run columns from a ``REPLAY_RESULT`` / ``REPLAY_FAILED`` document."""
+    fields: dict[str, Any] = {
+        "confirmed_count": int(result.get("confirmed", confirmed_so_far) or 0),
+        "failed_tasks": int(result.get("failed_tasks") or 0),
+        "duplicates_reported": _int(result.get("duplicates_possible")),
+    }
+    optional = {
+        "rows_selected": _int(result.get("rows_selected")),
+        "achieved_tps": _float(result.get("achieved_tps")),
+        "dead_lettered": _int(result.get("dead_lettered")),
+        "on_topic_at_least": _int(result.get("on_topic_at_least")),
+        "behind_schedule_s": _float(result.get("behind_schedule_s")),
+        "partition_skew": _float(result.get("partition_skew")),
+    }
+    fields.update({key: value for key, value in optional.items() if value is not None})
+    if result.get("status") == "succeeded" and not fields["failed_tasks"]:
+        fields["duplicates_reported"] = 0  # no attempt failed: nothing was sent twice
+    series = result.get("rate_series")
+    if isinstance(series, dict) and series.get("counts"):
+        fields["rate_series"] = {"start": int(series["start"]), "counts": [int(c) for c in series["counts"]]}
+    if isinstance(result.get("offsets"), dict):
+        fields["offsets"] = result["offsets"]
+    if isinstance(result.get("reconcile"), dict):
+        fields["reconcile"] = reconcile_document(result["reconcile"], now=now, on_demand=False)
+    return fields
+
+
+def reconcile_document(document: dict[str, Any], *, now: datetime, on_demand: bool) -> dict[str, Any]:
+    """The job's reconcile document as stored with the run (validated by the wire model)."""
+    error = document.get("error")
+    counts = ("selected", "found", "missing", "unexpected", "duplicates")
+    out = ReconcileOut(
+        at=now,
+        **{name: None if error else _int(document.get(name)) for name in counts},
+        missing_sample=[str(i) for i in document.get("missing_sample") or ()][:_SAMPLE],
+        unexpected_sample=[str(i) for i in document.get("unexpected_sample") or ()][:_SAMPLE],
+        duplicates_sample=[str(i) for i in document.get("duplicates_sample") or ()][:_SAMPLE],
+        missing_dead_lettered=_int(document.get("missing_dead_lettered")),
+        scanned_records=_int(document.get("scanned_records")),
+        error=str(error) if error else None,
+        on_demand=on_demand,
+    )
+    return out.model_dump(mode="json")

@@ -1,0 +1,76 @@
+"""The reconcile verdict (`daemon.core.reconcile`): properties over every combination of counts."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from daemon.core.reconcile import Tally, VerdictKind, verdict
+
+counts = st.integers(min_value=0, max_value=10**9)
+maybe = st.none() | counts
+
+
+@st.composite
+def tallies(draw: st.DrawFn) -> Tally:
+    selected = draw(counts)
+    missing = draw(st.integers(min_value=0, max_value=selected))
+    return Tally(
+        selected=selected,
+        found=draw(counts),
+        missing=missing,
+        unexpected=draw(counts),
+        duplicates=draw(counts),
+        missing_dead_lettered=draw(st.none() | st.integers(min_value=0, max_value=missing)),
+    )
+
+
+@given(tallies())
+def test_clean_exactly_when_nothing_is_missing_unexpected_or_doubled(tally: Tally) -> None:
+    found = verdict(tally)
+    assert found.clean == (tally.missing == tally.unexpected == tally.duplicates == 0)
+    assert found.text.startswith(str(found.kind))
+
+
+@given(tallies())
+def test_the_worst_finding_names_the_verdict(tally: Tally) -> None:
+    kind = verdict(tally).kind
+    explained = tally.missing_dead_lettered or 0
+    if tally.unexpected:
+        assert kind == VerdictKind.UNEXPECTED
+    elif (tally.missing or 0) > explained:
+        assert kind == VerdictKind.MISSING
+    elif tally.duplicates:
+        assert kind == VerdictKind.DUPLICATES
+    elif tally.missing:
+        assert kind == VerdictKind.EXPLAINED
+
+
+@given(tallies(), st.sampled_from(["selected", "found", "missing", "unexpected", "duplicates"]))
+def test_an_unknown_count_is_never_clean(tally: Tally, unknown: str) -> None:
+    fields = {**tally.__dict__, unknown: None}
+    found = verdict(Tally(**fields))
+    assert found.kind == VerdictKind.NOT_MEASURED
+    assert not found.clean
+
+
+@given(tallies(), st.text(min_size=1, max_size=40))
+def test_an_error_is_not_measured_and_says_why(tally: Tally, error: str) -> None:
+    found = verdict(Tally(**{**tally.__dict__, "error": error}))
+    assert found.kind == VerdictKind.NOT_MEASURED
+    assert error in found.text
+
+
+def test_a_substitution_is_not_hidden_by_equal_counts() -> None:
+    """One missing and one duplicate: the count matches the selection, the verdict does not."""
+    found = verdict(Tally(selected=10, found=10, missing=1, unexpected=0, duplicates=1))
+    assert found.kind == VerdictKind.MISSING
+    assert "1 missing" in found.text and "1 duplicate" in found.text
+
+
+def test_dead_lettered_records_explain_what_is_missing() -> None:
+    found = verdict(
+        Tally(selected=10, found=9, missing=1, unexpected=0, duplicates=0, missing_dead_lettered=1)
+    )
+    assert found.kind == VerdictKind.EXPLAINED
+    assert "dead-letter topic" in found.text

@@ -1,0 +1,79 @@
+"""A job's final document as the run's stored report (`daemon.usecases.run_reports`)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from daemon.contract.models import ReconcileOut
+from daemon.usecases.run_reports import reconcile_document, report_fields
+
+NOW = datetime(2024, 1, 8, 12, 0, tzinfo=UTC)
+RECONCILED = {
+    "selected": 3,
+    "found": 4,
+    "missing": 0,
+    "unexpected": 0,
+    "duplicates": 1,
+    "missing_sample": [],
+    "unexpected_sample": [],
+    "duplicates_sample": ["e-2"],
+    "missing_dead_lettered": None,
+    "scanned_records": 4,
+    "error": None,
+}
+
+
+def test_a_clean_success_stores_every_measured_figure() -> None:
+    fields = report_fields(
+        {
+            "status": "succeeded",
+            "rows_selected": 3,
+            "confirmed": 3,
+            "failed_tasks": 0,
+            "duplicates_possible": 0,
+            "achieved_tps": 99.5,
+            "behind_schedule_s": 0.0,
+            "partition_skew": 1.5,
+            "dead_lettered": 0,
+            "rate_series": {"start": 1704067200, "counts": [2, 1]},
+            "offsets": {"topic": "t", "partitions": {"0": [0, 3]}},
+            "reconcile": RECONCILED,
+        },
+        confirmed_so_far=1,
+        now=NOW,
+    )
+    assert fields["confirmed_count"] == 3 and fields["duplicates_reported"] == 0
+    assert fields["achieved_tps"] == 99.5 and fields["partition_skew"] == 1.5
+    assert fields["rate_series"] == {"start": 1704067200, "counts": [2, 1]}
+    assert fields["offsets"]["partitions"] == {"0": [0, 3]}
+    stored = ReconcileOut.model_validate(fields["reconcile"])
+    assert stored.duplicates == 1 and stored.duplicates_sample == ["e-2"] and not stored.on_demand
+
+
+def test_unknown_duplicates_stay_unknown_after_a_retry() -> None:
+    """Failed attempts whose beacons could not be read: the count is unknown, not 0."""
+    fields = report_fields(
+        {"status": "succeeded", "confirmed": 5, "failed_tasks": 1, "duplicates_possible": None},
+        confirmed_so_far=0,
+        now=NOW,
+    )
+    assert fields["duplicates_reported"] is None
+    assert "achieved_tps" not in fields and "rate_series" not in fields
+
+
+def test_a_failure_after_publishing_keeps_what_reached_the_broker() -> None:
+    fields = report_fields(
+        {"status": "failed", "reason": "broker gone", "confirmed": 0, "on_topic_at_least": 40},
+        confirmed_so_far=37,
+        now=NOW,
+    )
+    assert fields["on_topic_at_least"] == 40
+    assert fields["duplicates_reported"] is None  # a failed job did not say: not measured
+
+
+def test_a_reconcile_that_could_not_run_has_no_counts() -> None:
+    stored = ReconcileOut.model_validate(
+        reconcile_document({"error": "broker unreachable", "selected": 3}, now=NOW, on_demand=True)
+    )
+    assert stored.selected is None and stored.error == "broker unreachable" and stored.on_demand
+    assert stored.verdict().kind == "not measured"
