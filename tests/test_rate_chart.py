@@ -71,4 +71,6 @@ def test_a_runs_chart_is_titled_with_its_reconcile_verdict() -> None:
     assert (
         chart_title(run.id, run.reconcile) == "r-0123456789ab · clean: every one of 41 event ids exactly once"
     )
-    assert render_run_chart(run, series) == rate_chart_png(series, title=chart_title(run.id, reconcile))
+    assert render_run_chart(run, series) == rate_chart_png(
+        series, title=chart_title(run.id, reconcile), achieved=run.achieved_tps
+    )
