@@ -1,9 +1,16 @@
-"""One replay run on the driver: select, distribute, plan the pace, publish, count and reconcile.
+"""One replay run on the driver: select, count, plan the pace, publish (streaming), count and reconcile.
 
 The order matters: everything that can be refused cheaply (spec, columns, empty window, slots,
-missing topic) is checked before a single record is sent. Counting uses the results Spark keeps
-(one row per successful task), so a failed attempt's records never add to ``confirmed``; what such
-attempts had confirmed comes from their progress beacons and is reported as ``duplicates_possible``.
+missing topic) is checked before a single record is sent. Nothing holds the window (docs/rules.md
+rule 11): a counting pass reads only the partitioning column and counts rows per hash bucket of the
+same partitioning the publish pass uses (``transforms.census``), which is all the even shares and
+the pacing need; the publish pass then streams the window through one shuffle (sorted within
+partitions for ``ordering=entity``, which spills) into the publishers, and nothing is persisted.
+Each phase is logged as ``phase=<name> s=<its seconds> t=<seconds since spark-submit>``.
+
+Counting what was published uses the results Spark keeps (one row per successful task), so a
+failed attempt's records never add to ``confirmed``; what such attempts had confirmed comes from
+their progress beacons and is reported as ``duplicates_possible``.
 The target topic's end offsets are snapshotted before publishing and after every task ended: the
 run's records lie between them, which is what ``spark_job.reconcile`` then reads. Once publishing
 started, any failure is a ``JobFailed`` carrying what is known (never "nothing was sent").
@@ -18,7 +25,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from confluent_kafka import KafkaException
-from pyspark import SparkContext, StorageLevel
+from pyspark import SparkContext
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as sf
 
@@ -29,10 +36,10 @@ from spark_job.kafka_conf import producer_config
 from spark_job.pii.decrypting import decrypting_body
 from spark_job.progress import AttemptId, Beacon, ProgressReader, duplicates_possible, latest_per_attempt
 from spark_job.publish.dead_letters import DeadLetterPlan, ensure_dead_letter_topic
-from spark_job.publish.publisher import EVENT_ID, RESULT_SCHEMA, TaskSettings, TaskTotals, publish_partition
+from spark_job.publish.publisher import RESULT_SCHEMA, TaskSettings, TaskTotals, publish_partition
 from spark_job.publish.slots import partition_count, task_slots
 from spark_job.publish.topics import ensure_topic, topic_max_message_bytes, topic_partitions
-from spark_job.reconcile import end_offsets, reconcile, run_ranges
+from spark_job.reconcile import DRIVER_MAX_ROWS, end_offsets, reconcile, reconcile_on_driver, run_ranges
 from spark_job.result import (
     JobFailed,
     Phase,
@@ -41,6 +48,7 @@ from spark_job.result import (
     ReplayFailure,
     ReplayResult,
     iso_utc,
+    memory_hint,
     rate_series,
     reason_of,
     utc_now,
@@ -59,33 +67,39 @@ log = logging.getLogger(__name__)
 START_LEAD_S = 1.0  # the schedule starts this long after the publish job is submitted: tasks get going
 PROGRESS_READ_S = 5.0  # the broker may be the reason the run failed: do not wait long for beacons
 OFFSETS_READ_S = 5.0  # the same for the end offsets after a failure
+# The counting pass counts rows per pmod(hash, slots x PROBE_MULTIPLE) bucket: lcm(1..10), so one pass
+# serves any k <= 10 (and every divisor of it) in k x slots partitions; a k it does not divide (over
+# 10 million rows per slot) costs a second counting pass. Buckets reach the driver: at most MAX_BUCKETS.
+PROBE_MULTIPLE = 2520
+MAX_BUCKETS = 100_000
 
 
-@dataclass(frozen=True)
-class Selected:
-    df: DataFrame
-    rows: int
-
-
-def select(spark: SparkSession, spec: JobSpec, *, allow_empty: bool = False) -> Selected:
-    """The window's rows; a clear ``SourceError`` for unknown columns or an empty window."""
-    selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
-    rows = selected.count()
-    if rows == 0 and not allow_empty and not isinstance(spec.selection, WatermarkRange):
-        raise SourceError(f"no rows in window {spec.selection.describe()} of source {spec.source.name}")
-    return Selected(selected, rows)
+def select(spark: SparkSession, spec: JobSpec) -> DataFrame:
+    """The window's rows (a plan: nothing is read); a clear ``SourceError`` for unknown columns."""
+    return transforms.select_window(transforms.read_source(spark, spec.source), spec)
 
 
 def run_reconcile(spark: SparkSession, spec: JobSpec) -> ReconcileResult:
     """``mode: "reconcile"``: select the window as a replay would, publish nothing, reconcile."""
     assert spec.reconcile is not None, "the spec refuses mode 'reconcile' without its target"
     target = spec.reconcile
-    selected = select(spark, spec, allow_empty=True)
-    log.info("reconciling run %s against %d selected rows", target.run_id, selected.rows)
-    ids = selected.df.select(sf.col(spec.event_id_column).cast("string").alias("event_id"))
+    selected = select(spark, spec)
+    rows = selected.count()
+    log.info("reconciling run %s against %d selected rows", target.run_id, rows)
     topic = target.offsets.topic if target.offsets is not None else spec.topic
     spark.sparkContext.setJobGroup(f"reconcile-{spec.run_id}", f"reconcile {target.run_id} on {topic}")
-    return ReconcileResult(spec.run_id, reconcile(spark, ids, kafka=spec.kafka, topic=topic, target=target))
+    return ReconcileResult(spec.run_id, _reconciled(spark, spec, selected, rows, topic, target))
+
+
+def _reconciled(
+    spark: SparkSession, spec: JobSpec, selected: DataFrame, rows: int, topic: str, target: ReconcileTarget
+) -> Reconciliation:
+    """On the driver for a small run (one action collects the ids), else in Spark: the same document."""
+    ids = selected.select(sf.col(spec.event_id_column).cast("string").alias("event_id"))
+    if rows <= DRIVER_MAX_ROWS:
+        collected = ids.toArrow().column("event_id").to_pylist()
+        return reconcile_on_driver(collected, kafka=spec.kafka, topic=topic, target=target)
+    return reconcile(spark, ids, kafka=spec.kafka, topic=topic, target=target)
 
 
 def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -> ReplayResult:
@@ -96,59 +110,72 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
     assert context.master is not None, "a running SparkContext has a master"
     slots = task_slots(context.master, dict(context.getConf().getAll()))
     selected = select(spark, spec)
-    log.info("selected %d rows from %s", selected.rows, spec.selection.describe())
-    if isinstance(spec.selection, WatermarkRange):
-        high = transforms.watermark_high(selected.df, spec.selection)
-        spec = replace(spec, selection=replace(spec.selection, high=high))  # headers name the real range
+    phase.mark("select")  # listing the source, resolving its columns
+    watermark = spec.selection if isinstance(spec.selection, WatermarkRange) else None
+    multiple = PROBE_MULTIPLE if slots * PROBE_MULTIPLE <= MAX_BUCKETS else 1
+    counted = transforms.census(
+        selected, spec, slots * multiple, high=watermark is not None and watermark.high is None
+    )
+    rows = counted.rows
+    phase.mark("count")
+    log.info("selected %d rows from %s", rows, spec.selection.describe())
+    if rows == 0 and watermark is None:
+        raise SourceError(f"no rows in window {spec.selection.describe()} of source {spec.source.name}")
+    if watermark is not None:  # headers name the real range; rows landing later wait for the next run
+        high = watermark.high if watermark.high is not None else counted.high
+        spec = replace(spec, selection=replace(watermark, high=high if high is not None else watermark.low))
+        selected = select(spark, spec) if rows else selected
     topic_partitions(spec.kafka, spec.topic)
     if spec.on_error == "dlq" and spec.dlq_topic:
         ensure_dead_letter_topic(spec.kafka, spec.dlq_topic)
-    if selected.rows == 0:  # a watermark run with nothing new publishes nothing, successfully
+    if rows == 0:  # a watermark run with nothing new publishes nothing, successfully
         nothing = Published([0] * slots, [], 0.0, None)
-        return _result(spec, started_at, selected.rows, nothing, slots, failed=0, reconciled=None)
+        return _result(spec, started_at, rows, nothing, slots, failed=0, reconciled=None)
     ensure_topic(spec.kafka, spec.progress.topic)
-    partitions = partition_count(selected.rows, slots, spec.max_partition_multiple)
-    records = transforms.distribute(
-        transforms.with_record_columns(selected.df, spec), partitions, spec.ordering
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+    partitions = partition_count(rows, slots, spec.max_partition_multiple)
+    sizes = counted.sizes(partitions) or transforms.census(selected, spec, partitions).sizes(partitions)
+    assert sizes is not None, "a census modulo the partition count sizes its partitions"
+    records = transforms.distribute(transforms.with_record_columns(selected, spec), partitions, spec.ordering)
+    before = end_offsets(spec.kafka, spec.topic)
+    phase.mark("plan")  # topics checked, partition sizes known
+    phase.publishing = True
+    published = _publish(context, records, spec, slots, sizes, started_at, before)
+    phase.mark("publish")
+    first = min(
+        (task["first_delivery_at"] for task in published.tasks if task["first_delivery_at"]), default=None
+    )
+    if first is not None:
+        log.info("phase=first_event t=%.3f", first - phase.origin)
     try:
-        before = end_offsets(spec.kafka, spec.topic)
-        phase.publishing = True
-        published = _publish(context, records, spec, slots, started_at, before)
-        try:
-            failed = _failed_tasks(context, spec.run_id)
-            ids = records.select(sf.col(EVENT_ID).alias("event_id"))
-            reconciled = _reconcile(spark, spec, ids, published.offsets)
-            return _result(
-                spec, started_at, selected.rows, published, slots, failed=failed, reconciled=reconciled
-            )
-        except Exception as exc:  # counted, then failed: the tasks' own counts are known
-            confirmed = sum(task["confirmed"] for task in published.tasks)
-            dead = sum(task["dead_lettered"] for task in published.tasks)
-            offsets = published.offsets.document() if published.offsets else None
-            failure = ReplayFailure(
-                run_id=spec.run_id,
-                reason=reason_of(exc),
-                confirmed=confirmed,
-                started_at=started_at,
-                ended_at=utc_now(),
-                on_topic_at_least=confirmed,
-                dead_lettered=dead if spec.on_error == "dlq" else None,  # nothing is set aside in fail mode
-                offsets=offsets,
-            )
-            raise JobFailed(failure) from exc
-    finally:
-        records.unpersist()
+        failed = _failed_tasks(context, spec.run_id)
+        reconciled = _reconcile(spark, spec, selected, rows, published.offsets)
+        phase.mark("reconcile")
+        return _result(spec, started_at, rows, published, slots, failed=failed, reconciled=reconciled)
+    except Exception as exc:  # counted, then failed: the tasks' own counts are known
+        confirmed = sum(task["confirmed"] for task in published.tasks)
+        dead = sum(task["dead_lettered"] for task in published.tasks)
+        offsets = published.offsets.document() if published.offsets else None
+        failure = ReplayFailure(
+            run_id=spec.run_id,
+            reason=reason_of(exc),
+            confirmed=confirmed,
+            started_at=started_at,
+            ended_at=utc_now(),
+            on_topic_at_least=confirmed,
+            dead_lettered=dead if spec.on_error == "dlq" else None,  # nothing is set aside in fail mode
+            offsets=offsets,
+        )
+        raise JobFailed(failure) from exc
 
 
 def _reconcile(
-    spark: SparkSession, spec: JobSpec, ids: DataFrame, offsets: OffsetRanges | None
+    spark: SparkSession, spec: JobSpec, selected: DataFrame, rows: int, offsets: OffsetRanges | None
 ) -> Reconciliation:
     if offsets is None:
         return Reconciliation.failed(f"the end offsets of topic '{spec.topic}' after publishing are unknown")
     spark.sparkContext.setJobGroup(f"reconcile-{spec.run_id}", f"reconcile {spec.run_id} on {spec.topic}")
     target = ReconcileTarget(spec.run_id, offsets, spec.dlq_topic)
-    return reconcile(spark, ids, kafka=spec.kafka, topic=spec.topic, target=target)
+    return _reconciled(spark, spec, selected, rows, spec.topic, target)
 
 
 @dataclass(frozen=True)
@@ -164,10 +191,10 @@ def _publish(
     records: DataFrame,
     spec: JobSpec,
     slots: int,
+    sizes: list[int],
     started_at: str,
     before: dict[int, int],
 ) -> Published:
-    sizes = transforms.partition_sizes(records, records.rdd.getNumPartitions())
     log.info(
         "publishing %d rows, partitions of %s, over %d slots at tps=%d", sum(sizes), sizes, slots, spec.tps
     )
@@ -200,7 +227,7 @@ def _publish(
         raise JobFailed(
             ReplayFailure(
                 run_id=spec.run_id,
-                reason=reason_of(exc),
+                reason=memory_hint(exc),
                 confirmed=totals.confirmed.value,
                 failed_tasks=failed,
                 # after a failed job Spark keeps no results: the attempts that said "done" succeeded

@@ -34,6 +34,7 @@ from spark_job.result import (
     ReconcileResult,
     ReplayFailure,
     ReplayResult,
+    memory_hint,
     reason_of,
     report,
     utc_now,
@@ -120,7 +121,9 @@ def main(argv: list[str] | None = None, *, spark: SparkSession | None = None) ->
         spec = load_spec(args[0])
         from spark_job.job import run_reconcile, run_replay
 
+        phase.mark("start")  # from spark-submit to the driver's Python, then reading the spec
         session = spark or _session(spec)
+        phase.mark("session")
         try:
             if spec.mode == "reconcile":
                 result: ReplayResult | ReconcileResult = run_reconcile(session, spec)
@@ -129,6 +132,7 @@ def main(argv: list[str] | None = None, *, spark: SparkSession | None = None) ->
         finally:
             if spark is None:
                 session.stop()  # before the final line, so nothing Spark prints can follow it
+            phase.mark("stop")
     except JobFailed as failed:
         outcome = failed.failure
     except Exception as exc:
@@ -137,7 +141,7 @@ def main(argv: list[str] | None = None, *, spark: SparkSession | None = None) ->
         nothing_sent = 0 if not phase.publishing else None  # once publishing started: unknown, never 0
         outcome = ReplayFailure(
             run_id=spec.run_id if spec else None,
-            reason=reason_of(exc),
+            reason=memory_hint(exc),
             confirmed=nothing_sent,
             started_at=started_at,
             ended_at=utc_now(),

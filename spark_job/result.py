@@ -58,10 +58,15 @@ successful tasks only. A failure before publishing started says 0 for both, and 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import re
+import time
+import traceback
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from spark_job.errors import ReplayError
@@ -77,6 +82,7 @@ _OURS = re.compile(
 # The last line of a Python traceback: "module.SomeError: message".
 _PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Failure|Interrupt)): (.+)$", re.M)
 _MAX_REASON = 500
+_log = logging.getLogger("spark_job.phases")
 
 
 SAMPLE_SIZE = 10  # sample ids per reconcile category
@@ -177,9 +183,61 @@ class ReplayFailure:
 
 @dataclass
 class Phase:
-    """How far a run got: once publishing started, no failure may claim that nothing was sent."""
+    """How far a run got: once publishing started, no failure may claim that nothing was sent.
+
+    ``mark`` logs each phase as ``phase=<name> s=<seconds it took> t=<seconds since origin>``, the
+    origin being the ``spark-submit`` process's start when the job runs under it (bench/e2e.py reads
+    these lines to say where the time to the first event goes).
+    """
 
     publishing: bool = False
+    origin: float = field(default_factory=lambda: submitted_at() or time.time())
+    last: float = field(default_factory=time.time)
+
+    def mark(self, name: str) -> None:
+        now = time.time()
+        _log.info("phase=%s s=%.3f t=%.3f", name, now - self.last, now - self.origin)
+        self.last = now
+
+
+def submitted_at() -> float | None:
+    """When the ``spark-submit`` JVM that runs this driver started (epoch seconds), read from /proc;
+    None elsewhere (in-process runs, other systems)."""
+    try:
+        parent = Path(f"/proc/{os.getppid()}")
+        if b"org.apache.spark.deploy.SparkSubmit" not in (parent / "cmdline").read_bytes():
+            return None
+        ticks = int((parent / "stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(
+            float(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime")
+        )
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+# Markers of a JVM that ran out of memory, or died (local mode: an OutOfMemoryError kills it).
+_OUT_OF_MEMORY = ("OutOfMemoryError", "Java heap space", "GC overhead limit exceeded")
+_JVM_GONE = ("Py4JNetworkError", "Answer from Java side is empty", "Error while sending or receiving")
+
+
+def memory_hint(exc: BaseException) -> str:
+    """``reason_of(exc)``, prefixed with what to raise when Spark ran out of memory (or its JVM died,
+    which is how an out-of-memory error ends a local run)."""
+    reason = reason_of(exc)
+    text = f"{type(exc).__name__}: {exc}"
+    if any(marker in text for marker in _OUT_OF_MEMORY):
+        cause = "Spark ran out of memory"
+    elif any(marker in text for marker in _JVM_GONE) or (isinstance(exc, ConnectionError) and _in_py4j(exc)):
+        cause = "the Spark JVM is gone (most often out of memory)"
+    else:
+        return reason
+    return _one_line(
+        f"{cause}: raise spark.executor.memory (local runs: spark.driver.memory; "
+        f"on EMR: emr.executor_memory_gb). {reason}"
+    )
 
 
 Outcome = ReplayResult | ReconcileResult | ReplayFailure
@@ -214,6 +272,12 @@ def rate_series(histograms: Iterable[Mapping[int, int]]) -> dict[str, Any] | Non
         return None
     start = min(totals)
     return {"start": start, "counts": [totals.get(second, 0) for second in range(start, max(totals) + 1)]}
+
+
+def _in_py4j(exc: BaseException) -> bool:
+    """Raised on the way to the JVM (its socket refused): the JVM is no longer there."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return any("py4j" in Path(frame.filename).parts for frame in frames)
 
 
 def reason_of(exc: BaseException) -> str:

@@ -9,6 +9,7 @@ key and value bytes pass through untouched, and its own headers travel in a colu
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
 import pyarrow as pa
@@ -189,13 +190,69 @@ def _timestamp_columns(selected: DataFrame, spec: JobSpec) -> list[Column]:
 
 
 def distribute(records: DataFrame, partitions: int, ordering: str) -> DataFrame:
-    """Exactly ``partitions`` partitions: round-robin, or by entity and in event-time order."""
+    """Exactly ``partitions`` partitions, by the hash of ``partition_column`` (the entity key, or the
+    event id without ordering), in event-time order with ``entity``: ``planned_sizes`` counts them."""
     if ordering == "entity":
         spread = records.repartition(partitions, KEY).sortWithinPartitions(_TIME, _ID)
     else:
-        spread = records.repartition(partitions)
+        spread = records.repartition(partitions, _ID)
     optional = [name for name in (HEADERS, TIMESTAMP) if name in records.columns]
     return spread.select(KEY, VALUE, *optional, sf.col(_ID).cast("string").alias(EVENT_ID))
+
+
+def partition_column(selected: DataFrame, spec: JobSpec) -> Column:
+    """What ``distribute`` hashes, computed from the selected rows exactly as ``with_record_columns``
+    computes ``KEY`` and ``_ID``."""
+    if spec.ordering == "entity":
+        return _as_bytes(selected, spec.key_column)
+    return sf.col(spec.event_id_column)
+
+
+@dataclass(frozen=True)
+class Census:
+    """What the counting pass found: rows per hash bucket (``pmod(hash, modulus)``) and the largest
+    watermark value when the run needs it."""
+
+    modulus: int
+    buckets: dict[int, int]
+    high: str | None = None
+
+    @property
+    def rows(self) -> int:
+        return sum(self.buckets.values())
+
+    def sizes(self, partitions: int) -> list[int] | None:
+        """Rows per partition of ``distribute(..., partitions)``; None unless ``partitions`` divides
+        the modulus (``pmod(h, m) mod n == pmod(h, n)`` only then)."""
+        if self.modulus % partitions:
+            return None
+        sizes = [0] * partitions
+        for bucket, rows in self.buckets.items():
+            sizes[bucket % partitions] += rows
+        return sizes
+
+
+def census(selected: DataFrame, spec: JobSpec, modulus: int, *, high: bool = False) -> Census:
+    """One pass over the window reading only the partitioning column (and the watermark column when
+    ``high``): rows per bucket of Spark's own hash partitioning (``HashPartitioning`` is
+    ``pmod(murmur3(columns, 42), n)``, which ``sf.hash`` is). Never holds the rows: partial counts."""
+    bucket = sf.pmod(sf.hash(partition_column(selected, spec)), sf.lit(modulus)).alias("bucket")
+    column = spec.selection.column
+    if not high:
+        rows = selected.groupBy(bucket).agg(sf.count(sf.lit(1)).alias("rows")).collect()
+        return Census(modulus, {row["bucket"]: row["rows"] for row in rows})
+    rows = (
+        selected.rollup(bucket)
+        .agg(
+            sf.count(sf.lit(1)).alias("rows"),
+            sf.max(column).cast("string").alias("high"),
+            sf.grouping("bucket").alias("total"),
+        )
+        .collect()
+    )
+    total = next((row for row in rows if row["total"]), None)
+    buckets = {row["bucket"]: row["rows"] for row in rows if not row["total"]}
+    return Census(modulus, buckets, total["high"] if total is not None else None)
 
 
 def _count_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -207,7 +264,7 @@ def _count_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
 
 def partition_sizes(df: DataFrame, partitions: int) -> list[int]:
-    """Rows in each partition (also warms the Python workers the publisher will reuse)."""
+    """Rows in each partition, counted by reading them all (what ``census`` predicts cheaply)."""
     sizes = [0] * partitions
     for row in map_in_arrow(df, _count_rows, "partition int, rows long").collect():
         sizes[row["partition"]] = row["rows"]

@@ -80,6 +80,8 @@ class _AwareTimestamps:
         "idle_since",
         "delete_after",
         "snoozed_until",
+        "first_delivery_at",
+        "last_delivery_at",
     )
     def _check_aware(self, key: str, value: datetime | None) -> datetime | None:
         return require_aware(key, value)
@@ -180,6 +182,9 @@ class Run(_AwareTimestamps, Base):
     updated_at: Mapped[datetime]
     version: Mapped[int] = mapped_column(Integer, default=1)
     scheduled_for: Mapped[datetime | None]
+    # the job's first and last broker-confirmed delivery: start-up and wind-down, for the ETA
+    first_delivery_at: Mapped[datetime | None]
+    last_delivery_at: Mapped[datetime | None]
 
     @property
     def terminal(self) -> bool:

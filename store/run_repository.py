@@ -24,6 +24,7 @@ from store.leases import RunLeases
 from store.live_guard import LiveGuard, overlapping_runs, refuse_overlap
 from store.models import Pipeline, Run, RunProgress
 from store.pagination import decode_cursor, encode_cursor
+from store.run_queue import RunQueue
 from store.transitions import COUNTERS, apply_transition, check_version, lock_run, set_fields, touch
 
 if TYPE_CHECKING:
@@ -39,8 +40,9 @@ def _run_state(value: str) -> RunState:
         raise BadRequest(f"{value!r} is not a valid RunState") from None
 
 
-class RunRepository(RunLeases):
-    """All reads and writes of ``runs`` and ``run_progress`` (leases: see ``store.leases``)."""
+class RunRepository(RunLeases, RunQueue):
+    """All reads and writes of ``runs`` and ``run_progress`` (leases: ``store.leases``; the launch
+    queue and launcher timings: ``store.run_queue``)."""
 
     def __init__(self, store: Store) -> None:
         self._store = store

@@ -1,5 +1,8 @@
 """`EmrServerlessLauncher`: each run on a dedicated, statically sized EMR Serverless application.
 
+At most `emr.max_concurrent_runs` job runs at once (so at most that many one-time applications): the
+watcher keeps the rest queued in order, as for the local launcher.
+
 S3 layout (bucket and prefix from `EmrSettings`)::
 
     <prefix>/artifacts/<sha256[:16]>/main.py, spark_job.zip, venv.tar.gz   (daemon.adapters.packaging)
@@ -90,6 +93,7 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
             raise ConfigError("poll_interval_s must be positive")
         self._emr = emr_client
         self._settings = settings
+        self.max_concurrent_runs = settings.max_concurrent_runs  # applications at once; the rest queue
         self._applications = EmrApplications(
             emr_client=emr_client,
             settings=settings,

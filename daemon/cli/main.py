@@ -48,6 +48,7 @@ from daemon.core.grammar import (
     help_text,
     parse,
 )
+from daemon.core.quantities import render_place
 from daemon.core.states import RunKind, RunState
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -68,6 +69,8 @@ def describe_pipeline(pipeline: PipelineOut) -> str:
 
 def describe_run(run: RunOut) -> str:
     text = f"{run.id} {run.state}: {run.source} {run.window} -> {run.topic} at {run.tps}/s"
+    if run.state == RunState.QUEUED and run.queue_position is not None:
+        text += f" ({render_place(run.queue_position)}: it starts when a running job ends)"
     if run.rows is not None:
         text += f", {run.confirmed:,}/{run.rows:,} confirmed"
     if run.state == RunState.SUCCEEDED and run.achieved_tps:
@@ -93,10 +96,16 @@ def describe_run(run: RunOut) -> str:
 
 def describe_plan(plan: PlanOut) -> str:
     partitions = f"{plan.partitions} partition{'s' if plan.partitions != 1 else ''}"
-    return (
+    text = (
         f"{plan.rows:,} rows of {plan.source} {plan.window} -> {plan.topic} ({partitions}) "
         f"at {plan.tps:,}/s: about {plan.eta_s:,.0f}s"
     )
+    if plan.eta_startup_s is not None and plan.eta_publish_s is not None:
+        text += f" (~{plan.eta_startup_s:,.0f}s to start, ~{plan.eta_publish_s:,.0f}s to publish"
+        if plan.eta_finish_s is not None and plan.eta_finish_s >= 1:
+            text += f", ~{plan.eta_finish_s:,.0f}s to finish"
+        text += ")"
+    return text
 
 
 def as_json(answer: Answer) -> str:

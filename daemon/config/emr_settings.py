@@ -83,6 +83,12 @@ class EmrSettings(BaseModel):
     idle_stop_minutes: int = Field(default=15, ge=1, le=10_080)
     task_max_failures: int = Field(default=3, ge=1)
     execution_timeout_minutes: int = Field(default=720, ge=5)
+    max_concurrent_runs: int = Field(
+        default=4,
+        ge=1,
+        description="job runs at once (each one-time run on its own application), the rest wait in line; "
+        "keep it x (driver + executors) x cores under the account's EMR Serverless vCPU quota",
+    )
 
     @field_validator("release_label")
     @classmethod

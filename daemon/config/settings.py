@@ -59,6 +59,21 @@ class Settings(BaseSettings):
         default=None, description="where local:<name> PII keys live (<name>.key); development only"
     )
     local_workers: int = Field(default=2, ge=1, le=64)
+    local_max_concurrent_runs: int | None = Field(
+        default=None,
+        ge=1,
+        description="jobs the local launcher runs at once, the rest wait in line; default: from cores "
+        "and memory (daemon.adapters.local_launcher.default_max_concurrent_runs)",
+    )
+    eta_startup_s: float | None = Field(
+        default=None,
+        ge=0,
+        description="start-up the ETA assumes until the launcher has finished runs to learn it from; "
+        "default: per launcher (daemon.usecases.eta)",
+    )
+    eta_history_runs: int = Field(
+        default=10, ge=0, description="recent runs the ETA's start-up is learned from (0: the default only)"
+    )
     watcher_poll_s: float = Field(default=1.0, gt=0)
     lease_ttl_s: float = Field(default=15.0, gt=0)
     progress_notify_every_s: float = Field(

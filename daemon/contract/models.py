@@ -190,7 +190,12 @@ class PlanOut(BaseModel):
     window_end: datetime
     rows: int = Field(description="rows in the window, counted from the table's metadata")
     tps: int
-    eta_s: float
+    eta_s: float = Field(description="from the command to the final state: start-up + publishing + wind-down")
+    eta_startup_s: float | None = Field(
+        default=None, description="submission to the first event, learned from the launcher's recent runs"
+    )
+    eta_publish_s: float | None = Field(default=None, description="rows / tps")
+    eta_finish_s: float | None = Field(default=None, description="the last event to the final state")
     topic: str
     topic_mode: Literal["auto", "live"]
     partitions: int
@@ -289,6 +294,12 @@ class RunOut(BaseModel):
     slack_channel: str | None
     slack_ts: str | None
     slack_progress_ts: str | None = None
+    queue_position: int | None = Field(
+        default=None, description="a queued run's place in line (1: the next to start); None otherwise"
+    )
+    eta_s: float | None = Field(
+        default=None, description="the plan's estimate from the command to the final state, start-up included"
+    )
 
     @property
     def terminal(self) -> bool:

@@ -110,6 +110,14 @@ def render_duration(seconds: int) -> str:
     return f"{seconds}s"
 
 
+def render_place(position: int) -> str:
+    """A place in the launch queue as people say it: ``1st in line``, ``2nd in line``, ``11th in line``."""
+    if position < 1:
+        raise ValueError(f"places in line start at 1, got {position}")
+    suffix = "th" if position % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(position % 10, "th")
+    return f"{position}{suffix} in line"
+
+
 # Sizing a topic with no live twin: one partition per this many bytes/s of target throughput.
 BYTES_PER_PARTITION_PER_S = 5 * 1024 * 1024
 MAX_AUTO_PARTITIONS = 64

@@ -136,11 +136,12 @@ def create_api(
             idempotency_key=idempotency_key,
             slack_channel=body.slack_channel,
         )
-        return RunCreated(**dict(run_out(run)), created=created)
+        place = service.queue_positions().get(run.id)
+        return RunCreated(**dict(run_out(run, queue_position=place)), created=created)
 
     @app.get("/v1/replays/{run_id}", response_model=RunOut)
     def get(run_id: str, who: Actor) -> RunOut:
-        return run_out(service.get(run_id))
+        return run_out(service.get(run_id), queue_position=service.queue_positions().get(run_id))
 
     @app.get("/v1/replays", response_model=RunPageOut)
     def list_runs(
@@ -151,7 +152,9 @@ def create_api(
         cursor: Annotated[str | None, Query(max_length=200)] = None,
     ) -> RunPageOut:
         runs, next_cursor = service.list(state=state, requester=requester, limit=limit, cursor=cursor)
-        return RunPageOut(runs=[run_out(run) for run in runs], next_cursor=next_cursor)
+        places = service.queue_positions()
+        listed = [run_out(run, queue_position=places.get(run.id)) for run in runs]
+        return RunPageOut(runs=listed, next_cursor=next_cursor)
 
     @app.post("/v1/replays/{run_id}/cancel", response_model=RunOut)
     def cancel(run_id: str, who: Actor) -> RunOut:
@@ -160,7 +163,8 @@ def create_api(
     @app.post("/v1/replays/{run_id}/reconcile", response_model=RunOut, status_code=202)
     def reconcile(run_id: str, who: Actor) -> RunOut:
         """Queue a reconcile of a finished run; answers with the reconcile run (kind `reconcile`)."""
-        return run_out(service.reconcile(who, run_id))
+        queued = service.reconcile(who, run_id)
+        return run_out(queued, queue_position=service.queue_positions().get(queued.id))
 
     @app.get("/v1/replays/{run_id}/series", response_model=RateSeriesOut)
     def series(run_id: str, who: Actor) -> RateSeriesOut:

@@ -90,7 +90,9 @@ class Daemon:
 def build_launcher(settings: Settings) -> Launcher:
     if settings.launcher == "local":
         return LocalSparkLauncher(
-            runs_dir=settings.state_dir / "runs", spark_submit=settings.spark_submit or None
+            runs_dir=settings.state_dir / "runs",
+            spark_submit=settings.spark_submit or None,
+            max_concurrent_runs=settings.local_max_concurrent_runs,
         )
     emr = settings.emr
     kwargs = emr.client_kwargs()
@@ -140,6 +142,7 @@ def build_daemon(
             progress_every_s=settings.progress_notify_every_s,
         ),
     )
+    launcher.notify_on_change(watcher.wake)
     service = ReplayService(
         settings=settings,
         catalog=catalog,

@@ -4,6 +4,11 @@ Each tick leases unfinished runs (so two daemons never drive one run), then move
 launch a queued run, follow a running one (progress, result line), stop a cancelling one. All state
 lives in the store and in the launcher's handle, so a daemon killed at any point picks up where it
 stopped. Every notification goes through a dedup key first: no restart ever sends one twice.
+
+Admission: a queued run is launched only while fewer than the launcher's `max_concurrent_runs` jobs
+are in flight (counted in the store, so every daemon on it sees the same); queued runs are launched
+oldest first and never overtake each other. A replay that waits gets its thread at once, its card
+and progress message saying its place in line, edited as the line moves.
 """
 
 from __future__ import annotations
@@ -18,7 +23,15 @@ import structlog
 
 from daemon.core.errors import InvalidTransition, ReplayError
 from daemon.core.states import RunKind, RunState
-from daemon.usecases.ports import JobOutcome, JobState, Launcher, Notifier, ProgressSample, ProgressSource
+from daemon.usecases.ports import (
+    JobOutcome,
+    JobState,
+    Launcher,
+    Notifier,
+    ProgressSample,
+    ProgressSource,
+    RunThread,
+)
 from daemon.usecases.replays import LAUNCH_FAILURE
 from daemon.usecases.run_reports import reconcile_document, report_fields
 from daemon.usecases.wire import rate_series_out, run_out
@@ -64,6 +77,9 @@ class Watcher:
         self._last_note: dict[str, float] = {}
         self._wake = threading.Event()
         self._unreleased: dict[str, Run] = {}  # finished runs whose launcher resources are not freed yet
+        self._places: dict[str, int] = {}  # each waiting run's place in line, as last shown
+        self._line: list[str] | None = None  # this tick's queue, read when a run has to wait
+        self._admitting = True  # False once a queued run had to wait this tick: none may overtake it
 
     def wake(self) -> None:
         """Look at the runs now rather than at the next poll (a run was just created or cancelled)."""
@@ -83,6 +99,7 @@ class Watcher:
     def tick(self) -> None:
         for run in list(self._unreleased.values()):
             self._release(run)
+        self._line, self._admitting = None, True
         for run in self._store.runs.lease_unfinished(self._owner, self._timing.lease_ttl_s, limit=50):
             bound = log.bind(run_id=run.id)
             try:
@@ -93,11 +110,48 @@ class Watcher:
     def _step(self, run: Run) -> None:
         state = RunState(run.state)
         if state == RunState.QUEUED:
-            self._launch(run)
+            if self._admit():
+                self._launch(run)
+            else:
+                self._wait(run)
         elif state == RunState.CANCELLING:
             self._cancel(run)
         elif state in (RunState.SUBMITTED, RunState.RUNNING):
             self._follow(run)
+
+    # -- admission ---------------------------------------------------------------------------
+
+    def _admit(self) -> bool:
+        """A launcher slot is free (and no older queued run is waiting for one this tick)."""
+        cap = self._launcher.max_concurrent_runs
+        if self._admitting and cap is not None:
+            self._admitting = self._store.runs.jobs_in_flight() < cap
+        return self._admitting
+
+    def _wait(self, run: Run) -> None:
+        """Keep the run queued; its thread (opened now if need be) shows its place in line."""
+        if self._line is None:
+            self._line = self._store.runs.queued_ids()
+        place = self._line.index(run.id) + 1 if run.id in self._line else None
+        if place is None or self._places.get(run.id) == place:
+            return
+        self._places[run.id] = place
+        log.info("run waits for a launcher slot", run_id=run.id, place=place)
+        if run.kind != RunKind.REPLAY:
+            return
+        waiting = run_out(run, queue_position=place)
+        if self._store.notifications.record_once(f"run:{run.id}:started", run_id=run.id, kind="started"):
+            self._open_thread(run, lambda: self._notifier.run_started(waiting))
+        elif run.slack_ts is not None:
+            self._notify(run, lambda: self._notifier.run_state_changed(waiting))
+            self._notify(run, lambda: self._notifier.run_progress(waiting, rate=None))
+
+    def _open_thread(self, run: Run, post: Callable[[], RunThread | None]) -> None:
+        thread = self._notify(run, post)
+        if thread is not None:
+            self._store.runs.update(
+                run.id, slack_channel=thread.channel, slack_ts=thread.ts, slack_progress_ts=thread.progress_ts
+            )
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -116,17 +170,15 @@ class Watcher:
             submitted_at=self._store.now(),
         )
         log.info("run submitted", run_id=run.id, launcher=self._launcher.kind)
+        self._places.pop(run.id, None)
         if run.kind != RunKind.REPLAY:
             return  # a pipeline run speaks once, in its pipeline's thread; a reconcile in its subject's
+        submitted = run
         if self._store.notifications.record_once(f"run:{run.id}:started", run_id=run.id, kind="started"):
-            thread = self._notify(run, lambda: self._notifier.run_started(run_out(run)))
-            if thread is not None:
-                self._store.runs.update(
-                    run.id,
-                    slack_channel=thread.channel,
-                    slack_ts=thread.ts,
-                    slack_progress_ts=thread.progress_ts,
-                )
+            self._open_thread(run, lambda: self._notifier.run_started(run_out(submitted)))
+        elif run.slack_ts is not None:  # it waited, its thread showing its place in line: now it starts
+            self._notify(run, lambda: self._notifier.run_state_changed(run_out(submitted)))
+            self._notify(run, lambda: self._notifier.run_progress(run_out(submitted), rate=None))
 
     def _follow(self, run: Run) -> None:
         handle = run.launcher_handle or {}
@@ -231,6 +283,7 @@ class Watcher:
         self._last_sample.pop(run.id, None)
         self._rate.pop(run.id, None)
         self._last_note.pop(run.id, None)
+        self._places.pop(run.id, None)
         self._progress.forget(run.id)
         log.info("run concluded", run_id=run.id, state=str(run.state), confirmed=run.confirmed_count)
         quiet = run.kind == RunKind.RECONCILE or (

@@ -12,6 +12,7 @@ from datetime import UTC
 from typing import Any
 
 from daemon.contract.models import PlanOut, RunOut
+from daemon.core.quantities import render_place
 from daemon.core.states import TERMINAL_RUN_STATES
 from daemon.slack.blocks import (
     MAX_LINE,
@@ -159,7 +160,7 @@ def run_parent(run: RunView, *, redirected: tuple[str, str] | None = None) -> Me
         ("Rate", f"{run.tps:,}/s"),
         ("ETA", human_duration(run.eta_s)),
         ("Requested by", mention(run.requester)),
-        ("State", f"{icon} {escape(run.state)}"),
+        ("State", f"{icon} {escape(run.state)}{_place(run)}"),
     ]
     footer = [f"Progress follows in the thread · `/replay cancel {escape(run.run_id)}` stops it."]
     if final:
@@ -182,11 +183,23 @@ def run_parent(run: RunView, *, redirected: tuple[str, str] | None = None) -> Me
     return message(text, header(title), fields(pairs), context(*footer))
 
 
+def _place(run: RunView) -> str:
+    """`, 2nd in line` for a run waiting for a launcher slot; empty otherwise."""
+    if run.state != "queued" or run.queue_position is None:
+        return ""
+    return f", {render_place(run.queue_position)}"
+
+
 def progress_reply(run: RunView) -> Message:
     """The one progress message, edited in place: confirmed so far, share, rate, time left, when read."""
     icon = run_icon(run.state) if run.state in TERMINAL_RUN_STATES else ":hourglass_flowing_sand:"
     rows = run.rows
-    if run.confirmed == 0 and run.state in ("queued", "submitted"):
+    if run.state == "queued" and run.queue_position is not None:
+        text = (
+            f"{icon} Queued{_place(run)}: it starts when a running job ends (the launcher runs a few at "
+            "a time, so each keeps its rate); progress shows here then."
+        )
+    elif run.confirmed == 0 and run.state in ("queued", "submitted"):
         text = f"{icon} Starting… progress shows here, in this one message, as the broker confirms events."
     else:
         done = f"*{count(run.confirmed)}*"
@@ -323,15 +336,29 @@ def _plan_fields(plan: PlanOut) -> dict[str, Any]:
             ("Rows", count(plan.rows)),
             ("Target topic", f"`{escape(plan.topic)}` ({plan.partitions} partitions)"),
             ("Rate", f"{plan.tps:,}/s on {plan.workers} workers"),
-            ("ETA", human_duration(plan.eta_s)),
+            ("ETA", eta_split(plan)),
         ]
     )
+
+
+def eta_split(plan: PlanOut) -> str:
+    """`about 25s: ~20s to start, ~5.0s to publish`: the total, and where it goes."""
+    text = f"about {human_duration(plan.eta_s)}"
+    if plan.eta_startup_s is None or plan.eta_publish_s is None:
+        return text
+    parts = [
+        f"~{human_duration(plan.eta_startup_s)} to start",
+        f"~{human_duration(plan.eta_publish_s)} to publish",
+    ]
+    if plan.eta_finish_s is not None and plan.eta_finish_s >= 1:
+        parts.append(f"~{human_duration(plan.eta_finish_s)} to finish")
+    return f"{text}: {', '.join(parts)}"
 
 
 def plan_summary(plan: PlanOut) -> Message:
     text = (
         f"Plan: {count(plan.rows)} rows of {escape(plan.source)} {escape(plan.window)} "
-        f"→ {escape(plan.topic)} at {plan.tps:,}/s, about {human_duration(plan.eta_s)}"
+        f"→ {escape(plan.topic)} at {plan.tps:,}/s, {eta_split(plan)}"
     )
     return message(text, header("Dry run: nothing was sent"), _plan_fields(plan))
 

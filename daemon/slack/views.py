@@ -50,6 +50,8 @@ class RunView:
     window_start: datetime | None = None  # the resolved window (a `last=6h` pinned to its run)
     window_end: datetime | None = None
     as_of: datetime | None = None  # when the numbers shown were read (the progress message says it)
+    queue_position: int | None = None  # a queued run's place in line (1: the next to start)
+    planned_eta_s: float | None = None  # the plan's estimate, start-up included (`RunOut.eta_s`)
 
     @classmethod
     def of(cls, run: RunOut, *, rate: float | None = None, as_of: datetime | None = None) -> RunView:
@@ -84,11 +86,16 @@ class RunView:
             window_start=run.window_start,
             window_end=run.window_end,
             as_of=as_of,
+            queue_position=run.queue_position,
+            planned_eta_s=run.eta_s,
         )
 
     @property
     def eta_s(self) -> float | None:
-        """How long the rows take at the asked rate; None when the count is unknown."""
+        """The plan's estimate (start-up included), else how long the rows take at the asked rate;
+        None when the count is unknown."""
+        if self.planned_eta_s is not None:
+            return self.planned_eta_s
         rows = self.rows
         return rows / self.tps if rows is not None and self.tps else None
 

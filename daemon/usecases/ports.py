@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -68,9 +68,19 @@ def parse_outcome(lines: Iterable[str]) -> JobOutcome | None:
 
 
 class Launcher(ABC):
-    """Submit, poll, read output, cancel. Every method is safe to call again after a daemon restart."""
+    """Submit, poll, read output, cancel. Every method is safe to call again after a daemon restart.
+
+    `max_concurrent_runs` is how many jobs it runs at once (None: no limit); the watcher keeps the
+    rest queued, first come first launched.
+    """
 
     kind: str
+    max_concurrent_runs: int | None = None
+
+    def notify_on_change(self, wake: Callable[[], None]) -> None:
+        """Call `wake` when a job may have ended (e.g. its process exited), so the watcher looks now
+        rather than at its next poll; a launcher that cannot tell is polled."""
+        del wake  # this launcher cannot tell: the watcher's poll finds its jobs' ends
 
     @abstractmethod
     def submit(self, run_id: str, spec_json: str, *, workers: int) -> Handle:

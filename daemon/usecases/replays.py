@@ -32,6 +32,7 @@ from daemon.core.windows import DayWindow, TimeWindow, bounds, days, label, reso
 from daemon.usecases.audit import Audit
 from daemon.usecases.catalog import Catalog, Source
 from daemon.usecases.dead_letters import dead_letter_options
+from daemon.usecases.eta import Eta, estimate
 from daemon.usecases.ports import TableStats, TopicAdmin
 from store import Store
 from store.live_guard import LiveGuard
@@ -68,7 +69,7 @@ class Plan:
     window_end: datetime
     rows: int
     tps: int
-    eta_s: float
+    eta: Eta  # start-up (learned from the launcher's recent runs) + rows / tps + wind-down
     topic: str
     topic_mode: str
     partitions: int
@@ -162,7 +163,7 @@ class ReplayService:
             window_end=end,
             rows=rows,
             tps=tps,
-            eta_s=rows / tps,
+            eta=self.eta(rows, tps),
             topic=topic,
             topic_mode=command.topic,
             partitions=partitions,
@@ -221,6 +222,17 @@ class ReplayService:
     def _auto_partitions(self, source: Source, tps: int) -> int:
         live = self._topics.describe(source.live_topic) if source.live_topic else None
         return live.partitions if live is not None else partitions_for_rate(tps, TYPICAL_RECORD_BYTES)
+
+    def eta(self, rows: int, tps: int) -> Eta:
+        """How long `rows` at `tps` take from the command to the final state on this daemon's launcher."""
+        return estimate(
+            self._store,
+            launcher_kind=self._settings.launcher,
+            rows=rows,
+            tps=tps,
+            startup_default_s=self._settings.eta_startup_s,
+            history=self._settings.eta_history_runs,
+        )
 
     def plan(self, actor: str, command: PlanCommand) -> Plan:
         _, plan = self._audit.refusing(actor, "plan", command.source, lambda: self._plan(actor, command))
@@ -313,6 +325,7 @@ class ReplayService:
                     "timestamp": plan.timestamp,
                     "workers": plan.workers,
                     "rows": plan.rows,
+                    "eta_s": round(plan.eta.total_s, 1),
                     "partitions": plan.partitions,
                     "topic_mode": plan.topic_mode,
                     **dead_letter_options(plan.on_error, source.name),
@@ -362,6 +375,10 @@ class ReplayService:
 
     def get(self, run_id: str) -> Run:
         return self._store.runs.get(run_id)
+
+    def queue_positions(self) -> dict[str, int]:
+        """Each queued run's place in line (1: the next to start), in the order the watcher launches."""
+        return {run_id: place for place, run_id in enumerate(self._store.runs.queued_ids(), start=1)}
 
     def list(
         self, *, state: str | None, requester: str | None, limit: int, cursor: str | None

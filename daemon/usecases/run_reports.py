@@ -23,6 +23,17 @@ def _float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
+def _moment(value: Any) -> datetime | None:
+    """An ISO-8601 UTC stamp from the job (``...Z``); None when absent or unreadable."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
 def report_fields(result: dict[str, Any], *, confirmed_so_far: int, now: datetime) -> dict[str, Any]:
     """Run columns from a ``REPLAY_RESULT`` / ``REPLAY_FAILED`` document."""
     fields: dict[str, Any] = {
@@ -37,6 +48,8 @@ def report_fields(result: dict[str, Any], *, confirmed_so_far: int, now: datetim
         "on_topic_at_least": _int(result.get("on_topic_at_least")),
         "behind_schedule_s": _float(result.get("behind_schedule_s")),
         "partition_skew": _float(result.get("partition_skew")),
+        "first_delivery_at": _moment(result.get("first_delivery_at")),
+        "last_delivery_at": _moment(result.get("last_delivery_at")),
     }
     fields.update({key: value for key, value in optional.items() if value is not None})
     if result.get("status") == "succeeded" and not fields["failed_tasks"]:

@@ -30,8 +30,10 @@ if TYPE_CHECKING:  # type names only: the use cases import this module, so no im
     from daemon.usecases.replays import Plan
 
 
-def run_out(run: Run) -> RunOut:
+def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
+    """`queue_position`: a queued run's place in line (`store.runs.queued_ids`), when the caller knows it."""
     planned = (run.options or {}).get("rows")
+    eta = (run.options or {}).get("eta_s")
     return RunOut(
         id=run.id,
         kind=RunKind(run.kind),
@@ -65,6 +67,8 @@ def run_out(run: Run) -> RunOut:
         slack_channel=run.slack_channel,
         slack_ts=run.slack_ts,
         slack_progress_ts=run.slack_progress_ts,
+        queue_position=queue_position if run.state == RunState.QUEUED else None,
+        eta_s=float(eta) if eta is not None else None,
     )
 
 
@@ -118,7 +122,10 @@ def plan_out(plan: Plan) -> PlanOut:
         window_end=plan.window_end,
         rows=plan.rows,
         tps=plan.tps,
-        eta_s=plan.eta_s,
+        eta_s=plan.eta.total_s,
+        eta_startup_s=plan.eta.startup_s,
+        eta_publish_s=plan.eta.publish_s,
+        eta_finish_s=plan.eta.finish_s,
         topic=plan.topic,
         topic_mode="live" if plan.topic_mode == "live" else "auto",
         partitions=plan.partitions,
