@@ -51,7 +51,7 @@ def rate_chart_png(series: RateSeriesOut, *, title: str, achieved: float | None 
     axes.axhline(series.target_tps, color="tab:red", linestyle="--", label=f"target {series.target_tps:,}/s")
     axes.set_xlim(0, max(len(counts), 1))
     axes.set_ylim(0, max([series.target_tps, *counts, 1]) * 1.15)
-    axes.set_xlabel(f"wall-clock seconds from {series.start:%Y-%m-%d %H:%M:%S} UTC (first and last are partial)")
+    axes.set_xlabel(f"wall-clock seconds from {series.start:%Y-%m-%d %H:%M:%S} UTC (first and last partial)")
     axes.set_ylabel("events per second")
     axes.set_title(_plain(title), fontsize=10)
     axes.grid(alpha=0.3)
