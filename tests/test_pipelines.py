@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from daemon.contract.client import DaemonClient
 from daemon.contract.models import PipelineOut, RunOut, ScheduleBody
@@ -258,6 +259,7 @@ def _first_run_confirming(client: DaemonClient, pipeline_id: str, timeout_s: flo
     ("overrides", "error", "message"),
     [
         ({"every": None, "cron": "61 * * * *"}, BadRequest, "cron"),
+        ({"every": None, "cron": "0 0 31 4 *"}, BadRequest, "never fires"),  # April has 30 days
         ({"every": "0m"}, BadRequest, "every"),
         ({"watermark": "shipped_at"}, BadRequest, "not the watermark column of 'orders'"),
         ({"source": "ordres"}, BadRequest, "unknown source 'ordres'"),
@@ -269,11 +271,18 @@ def test_bad_schedule_is_refused_and_creates_nothing(
 ) -> None:
     client = replay_daemon.client()
     before = client.list_pipelines(OWNER)
+    topics_before = _pipeline_topics(replay_daemon)
 
     with pytest.raises(error, match=message):
         _schedule(client, **{k: v for k, v in overrides.items()})
 
     assert client.list_pipelines(OWNER) == before
+    assert _pipeline_topics(replay_daemon) == topics_before
+
+
+def _pipeline_topics(daemon: DaemonProcess) -> set[str]:
+    admin = AdminClient({"bootstrap.servers": daemon.env["REPLAY_KAFKA_BOOTSTRAP"]})
+    return {name for name in admin.list_topics(timeout=10).topics if name.startswith("replay.orders.p-")}
 
 
 def test_strangers_may_not_schedule_or_pause(replay_daemon: DaemonProcess) -> None:

@@ -10,11 +10,13 @@ down is overdue at start-up, fires once (coalesced), and the next one is compute
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 import structlog
 from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
@@ -79,24 +81,32 @@ class PipelineScheduler:
         """Make the jobs match the active pipelines and their next fire times."""
         active = {p.id: p for p in self._store.pipelines.list(state=PipelineState.ACTIVE)}
         for pipeline_id in set(self._planned) - set(active):
-            self._scheduler.remove_job(pipeline_id)
+            with contextlib.suppress(JobLookupError):  # a trigger with no next fire already removed it
+                self._scheduler.remove_job(pipeline_id)
             del self._planned[pipeline_id]
             log.info("pipeline unscheduled here", pipeline_id=pipeline_id)
         for pipeline_id, pipeline in active.items():
             plan = (pipeline.schedule, pipeline.next_run_at)
             if self._planned.get(pipeline_id) == plan:
                 continue
-            first = pipeline.next_run_at or self._clock()
-            self._scheduler.add_job(
-                self._fire_logged,
-                trigger_for(pipeline.schedule),
-                args=[pipeline_id],
-                id=pipeline_id,
-                next_run_time=max(first, self._clock()),
-                replace_existing=True,
-            )
+            try:
+                self._plan(pipeline_id, pipeline.schedule, pipeline.next_run_at)
+            except Exception:  # one pipeline's bad row must not keep the others from being scheduled
+                log.exception("pipeline could not be scheduled", pipeline_id=pipeline_id)
+                continue
             self._planned[pipeline_id] = plan
-            log.info("pipeline scheduled here", pipeline_id=pipeline_id, next_run_at=str(first))
+
+    def _plan(self, pipeline_id: str, schedule: str, next_run_at: datetime | None) -> None:
+        first = next_run_at or self._clock()
+        self._scheduler.add_job(
+            self._fire_logged,
+            trigger_for(schedule),
+            args=[pipeline_id],
+            id=pipeline_id,
+            next_run_time=max(first, self._clock()),
+            replace_existing=True,
+        )
+        log.info("pipeline scheduled here", pipeline_id=pipeline_id, next_run_at=str(first))
 
     def _fire_logged(self, pipeline_id: str) -> None:
         try:

@@ -106,6 +106,7 @@ class PipelineService:
                 raise BadRequest(f"the table of '{source.name}' has no column '{command.watermark}'")
             schedule = schedule_text(every_seconds=command.every_seconds, cron=command.cron)
             check_schedule(schedule)  # a bad cron is refused here, before anything exists
+            next_fire(schedule, self._clock())  # and so is one that never fires (`0 0 31 4 *`)
             tps = command.tps if command.tps is not None else self._settings.default_tps
             if tps > self._settings.max_tps:
                 raise BadRequest(f"tps={tps} is above this platform's maximum of {self._settings.max_tps}")
