@@ -232,12 +232,14 @@ class PipelineRepository:
         next_run_at: datetime,
         run_fields: Mapping[str, Any],
         skipped_reason: str | None = None,
+        failed_reason: str | None = None,
     ) -> Run | None:
         """Fire the pipeline's due slot once: create its run and move ``next_run_at`` on, atomically.
 
         Returns None, creating nothing, when the slot is not due (another daemon fired it first), the
         pipeline is not active, or one of its runs is still going (the slot is then skipped, never run
-        twice at once). With ``skipped_reason`` the run is recorded as ``skipped`` (no new data).
+        twice at once). With ``skipped_reason`` the run is recorded as ``skipped`` (no new data); with
+        ``failed_reason`` as ``failed`` (the slot could not even be planned), so a stalled pipeline shows.
         """
         with self._store.session() as session:
             pipeline = lock_pipeline(session, pipeline_id)
@@ -259,9 +261,15 @@ class PipelineRepository:
                 kind=RunKind.PIPELINE,
                 pipeline_id=pipeline_id,
                 scheduled_for=slot or now,
-                state=RunState.SKIPPED if skipped_reason else RunState.QUEUED,
-                failure_reason=skipped_reason,
-                ended_at=now if skipped_reason else None,
+                state=(
+                    RunState.FAILED
+                    if failed_reason
+                    else RunState.SKIPPED
+                    if skipped_reason
+                    else RunState.QUEUED
+                ),
+                failure_reason=failed_reason or skipped_reason,
+                ended_at=now if failed_reason or skipped_reason else None,
             )
             session.add(run)
         return run

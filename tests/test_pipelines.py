@@ -8,6 +8,7 @@ stand for slots missed while no daemon ran.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
@@ -318,3 +319,46 @@ def test_unknown_pipeline_is_404(replay_daemon: DaemonProcess) -> None:
 
     assert response.status_code == 404
     assert response.json() == {"error": "no pipeline with id 'p-0123456789ab'"}
+
+
+def test_a_slot_that_cannot_start_is_a_failed_run_with_its_reason_not_a_silent_stall(
+    lake_daemon: tuple[DaemonProcess, Path],
+) -> None:
+    daemon, table = lake_daemon
+    client = daemon.client()
+    pipeline = _schedule(client)
+    table.rename(table.with_name("moved-away"))  # the lake table disappears under the pipeline
+
+    client.pipeline_action(OWNER, pipeline.id, "run")
+    deadline = time.monotonic() + 30
+    while not (runs := client.get_pipeline(OWNER, pipeline.id).runs) and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+    [run] = runs
+    assert run.state == "failed" and "the slot could not start" in (run.failure_reason or "")
+    after = client.get_pipeline(OWNER, pipeline.id)
+    assert after.watermark is None and after.next_run_at is not None  # nothing committed, next slot planned
+
+
+def test_lookback_on_an_integer_watermark_is_refused_before_anything_exists(
+    tmp_path: Path, kafka_bootstrap: str
+) -> None:
+    table = _table(tmp_path)
+    rows = ds.dataset(table, format="parquet", partitioning="hive").to_table()
+    sequenced = rows.append_column("seq", pa.array(range(rows.num_rows), pa.int64()))
+    shutil.rmtree(table)
+    pq.write_to_dataset(sequenced, table, partition_cols=["dt"])
+    daemon = running_daemon(
+        tmp_path / "d",
+        sample_table=table,
+        bootstrap=kafka_bootstrap,
+        source_extra={"watermark_column": "seq"},
+    )
+    try:
+        client = daemon.client()
+        with pytest.raises(BadRequest, match="lookback needs a timestamp watermark column; 'seq' holds"):
+            _schedule(client, watermark="seq", lookback="30m")
+        assert client.list_pipelines(OWNER) == []
+        assert _schedule(client, watermark="seq").watermark_column == "seq"  # without lookback it works
+    finally:
+        daemon.stop()

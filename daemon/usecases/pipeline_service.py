@@ -16,7 +16,7 @@ import structlog
 
 from daemon.config.settings import Settings
 from daemon.core.authz import may_manage_pipeline, may_use_source
-from daemon.core.errors import BadRequest, Conflict, Forbidden
+from daemon.core.errors import BadRequest, Conflict, Forbidden, ReplayError
 from daemon.core.grammar import ScheduleCommand
 from daemon.core.ids import new_pipeline_id
 from daemon.core.schedules import check_schedule, schedule_text
@@ -27,7 +27,7 @@ from daemon.usecases.catalog import Catalog, Source
 from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.fire_times import next_fire
 from daemon.usecases.ports import Notifier, TableStats, TopicAdmin
-from daemon.usecases.wire import pipeline_out
+from daemon.usecases.wire import pipeline_out, run_out
 from store import Store
 from store.models import Pipeline, Run
 
@@ -104,6 +104,12 @@ class PipelineService:
                 )
             if command.watermark not in self._table_stats.column_names(self._table_path(source)):
                 raise BadRequest(f"the table of '{source.name}' has no column '{command.watermark}'")
+            if command.lookback_seconds:
+                current = self._table_stats.max_value(self._table_path(source), command.watermark)
+                if isinstance(current, int):  # a sequence number cannot be moved back by a duration
+                    raise BadRequest(
+                        f"lookback needs a timestamp watermark column; '{command.watermark}' holds integers"
+                    )
             schedule = schedule_text(every_seconds=command.every_seconds, cron=command.cron)
             check_schedule(schedule)  # a bad cron is refused here, before anything exists
             next_fire(schedule, self._clock())  # and so is one that never fires (`0 0 31 4 *`)
@@ -241,6 +247,40 @@ class PipelineService:
         now = self._clock()
         if pipeline.state != PipelineState.ACTIVE or (pipeline.next_run_at and pipeline.next_run_at > now):
             return None
+        try:
+            return self._fire_slot(pipeline, now)
+        except Exception as exc:  # recorded and told, not only logged: a pipeline never stalls silently
+            why = str(exc) if isinstance(exc, ReplayError) else f"{type(exc).__name__}: {exc}"
+            return self._fail_slot(pipeline, now, f"the slot could not start: {why}")
+
+    def _fail_slot(self, pipeline: Pipeline, now: datetime, reason: str) -> Run | None:
+        run = self._store.pipelines.claim_slot(
+            pipeline.id,
+            now=now,
+            next_run_at=next_fire(pipeline.schedule, now),
+            run_fields={
+                "source": pipeline.source,
+                "target_topic": pipeline.topic,
+                "tps": pipeline.tps,
+                "requester": pipeline.created_by,
+                "watermark_column": pipeline.watermark_column,
+                "slack_channel": pipeline.slack_channel,
+                "slack_ts": pipeline.slack_ts,
+            },
+            failed_reason=reason,
+        )
+        log.warning("pipeline slot failed", pipeline_id=pipeline.id, reason=reason, recorded=run is not None)
+        if run is not None and self._store.notifications.record_once(
+            f"run:{run.id}:final", run_id=run.id, kind="final"
+        ):
+            try:
+                self._notifier.run_finished(run_out(run))
+            except ReplayError as exc:
+                log.warning("notification not delivered", run_id=run.id, error=str(exc))
+        return run
+
+    def _fire_slot(self, pipeline: Pipeline, now: datetime) -> Run | None:
+        pipeline_id = pipeline.id
         source = self._catalog.get(pipeline.source)
         high = self._table_stats.max_value(self._table_path(source), pipeline.watermark_column)
         fields = {
