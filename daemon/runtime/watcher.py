@@ -272,9 +272,12 @@ class Watcher:
             fields.setdefault("started_at", run.submitted_at or now)
         try:
             if run.kind == RunKind.PIPELINE and run.pipeline_id and state == RunState.SUCCEEDED:
-                # publish, then commit: the watermark moves with the run's success, in one transaction
+                # publish, then commit: the watermark moves with the run's success, in one transaction;
+                # a run that selected nothing leaves it where it was (the rows it did not see may come)
+                selected = fields.get("rows_selected", run.rows_selected)
+                high = run.watermark_high if selected != 0 else None
                 _, run = self._store.pipelines.commit_watermark(
-                    run.pipeline_id, run.id, run.watermark_high, {**fields, "state": state}
+                    run.pipeline_id, run.id, high, {**fields, "state": state}
                 )
             else:
                 run = self._store.runs.transition(run.id, state, **fields)

@@ -1,0 +1,99 @@
+"""The watcher's commit rule on both dialects: a pipeline run that selected nothing moves no watermark.
+
+The job is represented by an in-process launcher that reports a fixed final line (the launcher port is
+ours; what is under test is the watcher's decision and the store's transaction, not a job).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from daemon.adapters.log_notifier import LogNotifier
+from daemon.core.states import RunState
+from daemon.runtime.watcher import Watcher
+from daemon.usecases.ports import Handle, JobOutcome, JobState, Launcher, ProgressSample, ProgressSource
+from store import Store
+
+SLOT = datetime(2024, 1, 2, tzinfo=UTC)
+
+
+class ReportingLauncher(Launcher):
+    """Starts nothing; every job has already ended with `payload` as its final line."""
+
+    kind = "in-process"
+
+    def __init__(self, payload: dict[str, Any]) -> None:
+        self._payload = payload
+
+    def submit(self, run_id: str, spec_json: str, *, workers: int) -> Handle:
+        return {"run_id": run_id}
+
+    def state(self, handle: Handle) -> JobState:
+        return JobState.EXITED
+
+    def outcome(self, handle: Handle) -> JobOutcome | None:
+        return JobOutcome(succeeded=True, payload=self._payload)
+
+    def log_tail(self, handle: Handle, lines: int = 20) -> list[str]:
+        return []
+
+    def cancel(self, handle: Handle) -> None:
+        return None
+
+
+class NoBeacons(ProgressSource):
+    def sample(self, run_id: str) -> ProgressSample | None:
+        return None
+
+    def forget(self, run_id: str) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(("selected", "moves"), [(0, False), (40, True)])
+def test_only_a_run_that_selected_rows_commits_its_high_mark(
+    store: Store, selected: int, moves: bool
+) -> None:
+    pipeline = store.pipelines.create(
+        source="orders",
+        schedule="every=1h",
+        watermark_column="updated_at",
+        topic="t",
+        tps=10,
+        created_by="U1",
+    )
+    high = "2024-01-02T00:00:00+00:00"
+    run = store.pipelines.claim_slot(
+        pipeline.id,
+        now=SLOT,
+        next_run_at=SLOT.replace(hour=1),
+        run_fields={
+            "source": "orders",
+            "target_topic": "t",
+            "tps": 10,
+            "requester": "U1",
+            "watermark_column": "updated_at",
+            "watermark_high": high,
+        },
+    )
+    assert run is not None
+    payload = {"status": "succeeded", "rows_selected": selected, "confirmed": selected, "failed_tasks": 0}
+    watcher = Watcher(
+        store=store,
+        launcher=ReportingLauncher(payload),
+        notifier=LogNotifier(),
+        build_spec=lambda _run: "{}",
+        progress=NoBeacons(),
+        owner="test",
+    )
+
+    watcher.tick()  # launch
+    watcher.tick()  # conclude
+
+    assert store.runs.get(run.id).state == RunState.SUCCEEDED
+    assert store.pipelines.get(pipeline.id).watermark_value == (high if moves else None)
