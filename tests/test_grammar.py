@@ -11,6 +11,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
+from daemon.contract.models import ReplayBody
 from daemon.core.errors import BadRequest
 from daemon.core.grammar import (
     GENERAL_USAGE,
@@ -35,6 +36,8 @@ from daemon.core.grammar import (
     parse,
     render,
 )
+from daemon.core.grammar.values import check_source
+from daemon.core.quantities import InvalidValue
 from daemon.core.windows import DayWindow, RelativeWindow, TimeWindow
 
 RUN = "r-0123456789ab"
@@ -278,6 +281,24 @@ def test_schedule_errors_show_the_schedule_usage() -> None:
 
     assert caught.value.usage == USAGE["schedule"]
     assert "every, cron, watermark" in caught.value.reason
+
+
+def test_header_bytes_are_capped_per_value_and_in_all() -> None:
+    """Headers ride on every replayed record: a payload smuggled into one is refused, naming the cap."""
+    with pytest.raises(GrammarError, match="value is 1,025 bytes; at most 1,024"):
+        parse(f"orders last=6h headers=big:{'x' * 1025}")
+    five = ",".join(f"h{i}:{'y' * 900}" for i in range(5))
+    with pytest.raises(GrammarError, match="at most 4,096 in all"):
+        parse(f"orders last=6h headers={five}")
+    with pytest.raises(BadRequest, match="at most 1,024"):  # the API's body is held to the same limits
+        ReplayBody(source="orders", window="last=6h", headers={"big": "x" * 1025}).command(ReplayCommand)
+
+
+def test_command_words_are_not_source_names() -> None:
+    """A catalog source named like a command could never be replayed: it is refused as a source."""
+    for word in ("reconcile", "chart"):
+        with pytest.raises(InvalidValue, match="is a command, not a source"):
+            check_source(word)
 
 
 def test_too_many_headers() -> None:

@@ -18,10 +18,15 @@ from daemon.core.quantities import InvalidValue
 MAX_TPS = 10_000_000
 MAX_WORKERS = 512
 MAX_HEADERS = 20
+# Header bytes per record are paid on every event replayed, and a broker refuses a record over its
+# max.message.bytes (1 MiB by default): custom headers are meant for routing tags, not payloads.
+MAX_HEADER_NAME_BYTES = 128
+MAX_HEADER_VALUE_BYTES = 1_024
+MAX_HEADERS_BYTES = 4_096  # names and values of all custom headers together
 MAX_IDLE_DAYS = 3_660
 RESERVED = frozenset(
     {"plan", "status", "list", "cancel", "help", "schedule", "pipelines", "pipeline", "pause", "resume"}
-    | {"unschedule"}
+    | {"unschedule", "reconcile", "chart"}
 )
 
 _SOURCE = re.compile(r"[a-z][a-z0-9_-]{0,62}")
@@ -96,8 +101,14 @@ def _bad_character(text: str) -> str | None:
 
 
 def _check_header(key: str, value: str) -> None:
+    if len(key.encode()) > MAX_HEADER_NAME_BYTES:
+        raise InvalidValue(None, f"header name '{key[:40]}…' is longer than {MAX_HEADER_NAME_BYTES} bytes")
     if not _HEADER_KEY.fullmatch(key):
         raise InvalidValue(None, f"header name '{key}' may only use letters, digits, '.', '_' and '-'")
+    if len(value.encode()) > MAX_HEADER_VALUE_BYTES:
+        raise InvalidValue(
+            None, f"header '{key}' value is {len(value.encode()):,} bytes; at most {MAX_HEADER_VALUE_BYTES:,}"
+        )
     if key.lower().startswith("replay-"):
         raise InvalidValue(None, f"header name '{key}' is reserved: replay-* headers record provenance")
     if not value:
@@ -120,6 +131,11 @@ def check_headers(headers: tuple[tuple[str, str], ...]) -> None:
         if key in seen:
             raise InvalidValue(None, f"header '{key}' given twice")
         seen.add(key)
+    total = sum(len(key.encode()) + len(value.encode()) for key, value in headers)
+    if total > MAX_HEADERS_BYTES:
+        raise InvalidValue(
+            None, f"headers add {total:,} bytes to every record; at most {MAX_HEADERS_BYTES:,} in all"
+        )
 
 
 def parse_headers(text: str) -> tuple[tuple[str, str], ...]:
