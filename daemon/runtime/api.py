@@ -6,7 +6,6 @@ Every /v1 call carries a bearer token (compared in constant time) and the acting
 
 from __future__ import annotations
 
-import hmac
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Query, Request
@@ -32,6 +31,7 @@ from daemon.contract.models import (
 from daemon.core.errors import BadRequest, NotFound, ReplayError
 from daemon.core.grammar import PlanCommand, ReplayCommand
 from daemon.core.states import PipelineState, RunState
+from daemon.runtime.api_guard import FrontDoor, bearer_ok
 from daemon.runtime.metrics import render_metrics
 from daemon.slack.rate_chart import render_run_chart
 from daemon.usecases.janitor import Janitor
@@ -73,8 +73,7 @@ def _actor(
     x_replay_actor: Annotated[str | None, Header(max_length=64)] = None,
 ) -> str:
     """Authenticate the caller (constant-time compare) and name the person it acts for."""
-    scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), request.app.state.api_token):
+    if not bearer_ok(authorization, request.app.state.api_token):  # the front door checked it too
         raise _Unauthorized()
     if not x_replay_actor:
         raise BadRequest("missing X-Replay-Actor header (the acting user's id)")
@@ -94,6 +93,7 @@ def create_api(
 ) -> FastAPI:
     app = FastAPI(title="Replay Service", version="1", summary="Replay lake tables into Kafka at a set rate")
     app.state.api_token = api_token.encode()
+    app.add_middleware(FrontDoor, api_token=app.state.api_token)
 
     @app.exception_handler(ReplayError)
     async def _domain_error(_request: Request, exc: ReplayError) -> JSONResponse:
