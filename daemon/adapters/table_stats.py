@@ -7,7 +7,7 @@ opened and their row counts come from metadata.
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -59,15 +59,47 @@ class ParquetTableStats(TableStats):
         return int(dataset.count_rows(filter=condition))
 
     def max_value(self, path: str, column: str) -> Value | None:
+        """The column's maximum from each file's Parquet statistics (footers only); a file or row
+        group without usable statistics is read for that column alone. Memory stays flat as the
+        table grows: a pipeline slot never loads the whole watermark column."""
         dataset = _dataset(path)
         if column not in dataset.schema.names:
             raise BadRequest(f"the table has no column '{column}'")
-        table = dataset.to_table(columns=[column])
-        if table.num_rows == 0:
+        highs = [_fragment_max(fragment, column) for fragment in dataset.get_fragments()]
+        known = [high for high in highs if high is not None]
+        if not known:
             return None
-        high: object = pc.max(table.column(column)).as_py()
-        if isinstance(high, bool) or not isinstance(high, int | datetime | None):
+        high: object = max(known)  # type: ignore[type-var]  # one column: all ints or all datetimes
+        if isinstance(high, bool) or not isinstance(high, int | datetime):
             raise BadRequest(
                 f"a watermark column must hold timestamps or integers, not {type(high).__name__}"
             )
         return high
+
+
+def _fragment_max(fragment: ds.Fragment, column: str) -> object | None:
+    """One file's maximum of `column`: from its row groups' statistics, else by reading that column."""
+    if isinstance(fragment, ds.ParquetFileFragment):
+        metadata = fragment.metadata
+        names = list(metadata.schema.names)
+        if column in names:
+            index = names.index(column)
+            highs: list[object] = []
+            for group in range(metadata.num_row_groups):
+                chunk = metadata.row_group(group).column(index)
+                stats = chunk.statistics
+                if stats is not None and stats.has_min_max:
+                    highs.append(_utc(stats.max))
+                elif stats is None or stats.null_count != chunk.num_values:  # unknown, not all-null
+                    break
+            else:
+                return max(highs) if highs else None  # type: ignore[type-var]  # one type per column
+    values = fragment.to_table(columns=[column]).column(column)
+    return _utc(pc.max(values).as_py()) if len(values) else None
+
+
+def _utc(value: object) -> object:
+    """Statistics give naive datetimes for some writers; the watermark is always compared in UTC."""
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
