@@ -59,6 +59,11 @@ def test_unknown_source_lists_the_known_ones(tmp_path: Path) -> None:
         (("format: parquet", "format: csv"), "table.format", "Input should be 'parquet'"),
         (("{path: lake/orders, format: parquet}", "{format: parquet}"), "table", "exactly one of"),
         (
+            ("{path: lake/orders, format: parquet}", "{table: lake.orders, format: parquet}"),
+            "table",
+            "catalog tables ('table: lake.orders') are not supported yet",
+        ),
+        (
             ("    owners: [U0OWNER1]\n", "    owners: [U0OWNER1]\n    colour: blue\n"),
             "colour",
             "Extra inputs",

@@ -51,6 +51,11 @@ class TableRef(BaseModel):
     def _one_location(self) -> TableRef:
         if (self.path is None) == (self.table is None):
             raise ValueError("give exactly one of 'path' or 'table'")
+        if self.table is not None:  # refused here, so no plan or replay of it ever fails half-way
+            raise ValueError(
+                f"catalog tables ('table: {self.table}') are not supported yet: give the table's 'path' "
+                "(local or s3://) instead; plans read its Parquet footers and the job reads it by path"
+            )
         return self
 
 
