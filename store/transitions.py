@@ -44,6 +44,8 @@ UPDATABLE_RUN_FIELDS = frozenset(
         "offsets",
         "submitted_at",
         "started_at",
+        "first_delivery_at",
+        "last_delivery_at",
         "ended_at",
     }
 )

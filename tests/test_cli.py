@@ -98,7 +98,10 @@ def test_plan_prints_rows_and_eta(cli_env: DaemonProcess, sample_table: Path) ->
     plan = json.loads(out)
     assert code == EXIT_OK
     assert plan["rows"] == len(window_event_ids(sample_table, "2024-01-02", "2024-01-02"))
-    assert plan["eta_s"] == pytest.approx(plan["rows"] / 100)
+    assert plan["eta_publish_s"] == pytest.approx(plan["rows"] / 100)
+    parts = plan["eta_startup_s"] + plan["eta_publish_s"] + plan["eta_finish_s"]
+    assert plan["eta_s"] == pytest.approx(parts)
+    assert plan["eta_startup_s"] > 0  # start-up is part of the estimate, never left out
 
 
 def test_daemon_down_exits_one_with_a_clear_message(monkeypatch: pytest.MonkeyPatch) -> None:

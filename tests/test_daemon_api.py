@@ -121,7 +121,9 @@ def test_plan_counts_rows_from_metadata_without_creating_anything(
 
     expected = len(window_event_ids(sample_table, "2024-01-02", "2024-01-03"))
     assert plan.rows == expected
-    assert plan.eta_s == pytest.approx(expected / 100)
+    assert plan.eta_publish_s == pytest.approx(expected / 100)
+    assert plan.eta_startup_s is not None and plan.eta_startup_s > 0
+    assert plan.eta_s > expected / 100  # start-up included
     assert plan.topic_mode == "auto"
     assert replay_daemon.client().list_replays(OWNER, state="queued").runs == []
 

@@ -13,7 +13,15 @@ log = structlog.get_logger(__name__)
 
 class LogNotifier(Notifier):
     def run_started(self, run: RunOut) -> RunThread | None:
-        log.info("notify run started", run_id=run.id, source=run.source, window=run.window, topic=run.topic)
+        log.info(
+            "notify run started",
+            run_id=run.id,
+            source=run.source,
+            window=run.window,
+            topic=run.topic,
+            state=str(run.state),
+            queue_position=run.queue_position,
+        )
         return None
 
     def run_state_changed(self, run: RunOut) -> None:

@@ -1,4 +1,4 @@
-"""The Replay Service's use cases: plan, create, inspect, cancel.
+"""The Replay Service's use cases: plan, create, inspect, cancel (one facade, hence over 400 lines).
 
 Validation happens before anything is created, in this order: source, authorization, window, rate,
 options, topic, rows. A refused request leaves only an audit entry behind. An accepted one creates its

@@ -1,0 +1,67 @@
+"""The plan's ETA: from the command to the run's final state, as a person planning an incident needs it.
+
+    eta = start-up + rows / tps + wind-down
+
+Publishing takes `rows / tps` at the asked rate (the job paces to it). Start-up (submission to the
+first event the broker confirmed: JVM, Spark session, listing, planning, and on EMR the application)
+and wind-down (the last confirmed event to the final state: the reconcile, the result, the watcher)
+are learned: the median over this launcher's last `HISTORY_RUNS` succeeded runs that reported their
+delivery span. Until a launcher has such runs, its documented default stands in:
+
+- local: 20 s to the first event and 3 s after the last, measured on an idle 2-core machine with
+  `local[2]` (15,000 rows; a busy machine takes longer, which the learned median then shows);
+- emr: each one-time run creates, starts and then tears down its own application; starting one
+  (provisioning the pre-initialized driver and executors, pulling the image) takes about a minute,
+  and the Spark driver's own start another 20-40 s, so 90 s sits in the middle of the usual range.
+
+The median, not the mean: one run that waited for a cold image or a busy cluster must not move every
+later estimate. Time spent waiting in the launch queue is not included (the run's card shows its place).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from store import Store
+
+HISTORY_RUNS = 10
+DEFAULT_STARTUP_S = {"local": 20.0, "emr": 90.0}
+DEFAULT_FINISH_S = {"local": 3.0, "emr": 10.0}
+
+
+@dataclass(frozen=True)
+class Eta:
+    startup_s: float
+    publish_s: float
+    finish_s: float
+    learned_from: int = 0  # runs the overheads were learned from; 0: the launcher's defaults
+
+    @property
+    def total_s(self) -> float:
+        return self.startup_s + self.publish_s + self.finish_s
+
+
+def estimate(
+    store: Store,
+    *,
+    launcher_kind: str,
+    rows: int,
+    tps: int,
+    startup_default_s: float | None = None,
+    history: int = HISTORY_RUNS,
+) -> Eta:
+    """The ETA of `rows` at `tps` on this launcher, its overheads learned from its recent runs."""
+    publish_s = rows / tps if tps > 0 else 0.0
+    timings = store.runs.launch_timings(launcher_kind, history) if history > 0 else []
+    if timings:
+        return Eta(
+            startup_s=statistics.median(t.startup_s for t in timings),
+            publish_s=publish_s,
+            finish_s=statistics.median(t.finish_s for t in timings),
+            learned_from=len(timings),
+        )
+    startup = (
+        startup_default_s if startup_default_s is not None else DEFAULT_STARTUP_S.get(launcher_kind, 60.0)
+    )
+    return Eta(startup_s=startup, publish_s=publish_s, finish_s=DEFAULT_FINISH_S.get(launcher_kind, 5.0))

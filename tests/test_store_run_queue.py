@@ -1,0 +1,108 @@
+"""The launch queue and launcher timings on both dialects: what admission control and the ETA read."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from daemon.core.states import RunState
+from daemon.usecases.eta import DEFAULT_FINISH_S, DEFAULT_STARTUP_S, estimate
+from store import Store
+from store.migrate import upgrade
+from store.models import Run
+
+T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def _run(store: Store, **overrides: Any) -> Run:
+    fields: dict[str, Any] = {"kind": "replay", "source": "orders", "target_topic": "t", "tps": 100}
+    return store.runs.create(**{**fields, "requester": "U1", **overrides})
+
+
+def _finished(
+    store: Store, *, startup_s: float, publish_s: float, finish_s: float, kind: str = "local"
+) -> Run:
+    """A succeeded run whose delivery span says how long it took to start and to wind down."""
+    run = _run(store)
+    submitted = store.now()
+    first = submitted + timedelta(seconds=startup_s)
+    last = first + timedelta(seconds=publish_s)
+    store.runs.transition(
+        run.id, RunState.SUBMITTED, launcher_kind=kind, launcher_handle={}, submitted_at=submitted
+    )
+    store.runs.transition(run.id, RunState.RUNNING, started_at=submitted)
+    return store.runs.transition(
+        run.id,
+        RunState.SUCCEEDED,
+        first_delivery_at=first,
+        last_delivery_at=last,
+        ended_at=last + timedelta(seconds=finish_s),
+    )
+
+
+def test_queued_runs_are_in_line_in_creation_order(database_url: str) -> None:
+    ticks = iter(T0 + timedelta(seconds=i) for i in range(100))
+    with Store(database_url, clock=lambda: next(ticks)) as store:
+        upgrade(store.engine)
+        first, second, third = (_run(store) for _ in range(3))
+        store.runs.transition(first.id, RunState.SUBMITTED, launcher_kind="local", launcher_handle={"pid": 1})
+        store.runs.transition(third.id, RunState.CANCELLING)  # a queued run cancelled: out of line
+
+        assert store.runs.queued_ids() == [second.id]
+        assert store.runs.jobs_in_flight() == 1
+
+
+def test_a_cancelling_run_without_a_job_holds_no_slot(database_url: str) -> None:
+    with Store(database_url) as store:
+        upgrade(store.engine)
+        waiting, launched = _run(store), _run(store)
+        store.runs.transition(waiting.id, RunState.CANCELLING)
+        store.runs.transition(
+            launched.id, RunState.SUBMITTED, launcher_kind="local", launcher_handle={"pid": 1}
+        )
+        store.runs.transition(launched.id, RunState.CANCELLING)
+
+        assert store.runs.jobs_in_flight() == 1
+
+
+def test_launch_timings_are_the_latest_succeeded_runs_of_that_launcher(database_url: str) -> None:
+    ticks = iter(T0 + timedelta(seconds=10 * i) for i in range(100))
+    with Store(database_url, clock=lambda: next(ticks)) as store:
+        upgrade(store.engine)
+        _finished(store, startup_s=30, publish_s=5, finish_s=4)
+        _finished(store, startup_s=12, publish_s=5, finish_s=1.5)
+        _finished(store, startup_s=14, publish_s=5, finish_s=0.5)
+        _finished(store, startup_s=99, publish_s=5, finish_s=9, kind="emr")
+
+        timings = store.runs.launch_timings("local", 2)
+
+    assert [(t.startup_s, t.finish_s) for t in timings] == [(14.0, 0.5), (12.0, 1.5)]
+
+
+def test_eta_learns_start_up_from_recent_runs_by_their_median(database_url: str) -> None:
+    ticks = iter(T0 + timedelta(seconds=10 * i) for i in range(100))
+    with Store(database_url, clock=lambda: next(ticks)) as store:
+        upgrade(store.engine)
+        for startup in (11.0, 13.0, 60.0):  # one slow start must not move the estimate much
+            _finished(store, startup_s=startup, publish_s=5, finish_s=1.0)
+
+        eta = estimate(store, launcher_kind="local", rows=10_500, tps=2_000)
+
+    assert (eta.startup_s, eta.publish_s, eta.finish_s, eta.learned_from) == (13.0, 5.25, 1.0, 3)
+    assert eta.total_s == 19.25
+
+
+def test_eta_without_history_uses_the_launchers_documented_default(database_url: str) -> None:
+    with Store(database_url) as store:
+        upgrade(store.engine)
+        local = estimate(store, launcher_kind="local", rows=1_000, tps=100)
+        emr = estimate(store, launcher_kind="emr", rows=1_000, tps=100)
+        fixed = estimate(store, launcher_kind="emr", rows=1_000, tps=100, startup_default_s=30.0)
+
+    assert (local.startup_s, local.finish_s, local.learned_from) == (
+        DEFAULT_STARTUP_S["local"],
+        DEFAULT_FINISH_S["local"],
+        0,
+    )
+    assert (emr.startup_s, emr.publish_s) == (DEFAULT_STARTUP_S["emr"], 10.0)
+    assert fixed.startup_s == 30.0
