@@ -1,0 +1,259 @@
+"""What a user gets, end to end: `replay` CLI -> replayd -> the job -> the broker, timed by the broker.
+
+    .venv/bin/python bench/e2e.py [--rows 15000] [--tps 1000] [--ordering entity|none] [--runs N]
+    .venv/bin/python bench/e2e.py --max [--rows 1000000]  # unthrottled: vs a bare loop and Spark's sink
+    [--bootstrap HOST:PORT]                               # default: a throwaway broker
+
+Seeds the sample `orders` table (7 daily partitions), starts ``replayd`` as ``scripts/demo`` does (local
+launcher, SQLite in a temporary state dir, the product's defaults), asks ``replay plan`` for the ETA,
+then runs ``replay orders <7 days> tps=T ordering=O --follow --json`` into the run's auto topic, which
+the daemon creates with ``message.timestamp.type=LogAppendTime`` (checked, and said, per run). Every
+figure is taken from the broker's stamps of the records read back, and one line per run is printed:
+
+    e2e rows= tps= achieved= ratio= p95_dev= max_second_ratio= tail= first_event_s= done_after_last_s=
+        eta_error= daemon_rss_mb_before= daemon_rss_mb_after= job_peak_mb= job_rss_peak_mb= ordering= run=
+
+Seconds are bucketed as in bench/seconds.py: achieved/ratio/p95_dev/tail leave out the first and the
+last (partial) second, max_second_ratio is over every second, and a line `e2e-all-seconds` gives the
+untrimmed figures. first_event_s runs from the CLI command to the first record's broker stamp,
+done_after_last_s from the last record's stamp to the run's ``ended_at``, eta_error is
+|plan ETA - actual| / actual with actual = command to ``ended_at``. job_peak_mb is what the job itself
+logs or reports about its memory (``unknown`` if it does not); job_rss_peak_mb is sampled here, twice a
+second, as the summed RSS of the job's process session (driver JVM and Python workers).
+
+``--max`` asks for the grammar's largest rate (``--max-tps``, the daemon's REPLAY_MAX_TPS raised to it):
+the pacer never waits, so this is the product unthrottled. It then also prints
+
+    e2e-max rate= bare= ratio= spark_sink=
+
+rate: the product's records / broker span (first to last stamp); bare: the same for one
+confluent-kafka loop re-sending the product's own records (bench/bare_loop.py); ratio = rate / bare;
+spark_sink: Spark's ``df.write.format("kafka")`` on the same table, ``local[2]``, the same producer
+settings (bench/spark_sink.py), or ``unavailable (why)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: import bench, scripts
+
+from bench import bare_loop, spark_sink
+from bench.broker import (
+    REPO,
+    Record,
+    create_topic,
+    delete_topic,
+    kafka,
+    partition_count,
+    read_back,
+    timestamp_type,
+)
+from bench.daemon_harness import (
+    REPLAY_CLI,
+    Daemon,
+    JobMemory,
+    job_peak_mb,
+    memory_mb,
+    replay_cli,
+    replayd,
+)
+from bench.seconds import per_second, span_rate, summary
+from bench.throttle import sample_table
+from scripts.spark_kafka_jars import SparkKafkaJarsError, ensure_jars
+
+WINDOW = "2024-01-01..2024-01-07"  # the whole sample table
+GRAMMAR_MAX_TPS = 10_000_000
+
+
+def _stamp(text: str) -> float:
+    return datetime.fromisoformat(text).timestamp()
+
+
+def run_once(daemon: Daemon, tps: int, ordering: str) -> tuple[dict[str, Any], dict[str, float]]:
+    """One replay through the CLI; the final run as the API answered it, and the bench's timings."""
+    words = ["orders", WINDOW, f"tps={tps}", f"ordering={ordering}"]
+    plans, _ = replay_cli(daemon, "plan", *words)
+    before = memory_mb(daemon.pid)
+    sampler = JobMemory(daemon.state_dir / "runs")
+    command = time.time()
+    cli = subprocess.Popen(
+        [REPLAY_CLI, *words, "--follow", "--json"],
+        cwd=REPO,
+        env=daemon.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert cli.stdout is not None
+    first = cli.stdout.readline()
+    if not first.startswith("{"):
+        cli.wait()
+        raise SystemExit(f"replay {' '.join(words)}: {first}{cli.stderr.read() if cli.stderr else ''}")
+    sampler.watch(json.loads(first)["id"])
+    rest, errors = cli.communicate()
+    peak = sampler.stop()
+    after = memory_mb(daemon.pid)
+    answers = [json.loads(line) for line in rest.splitlines() if line.startswith("{")]
+    if not answers:
+        raise SystemExit(f"replay --follow ended without a final state: {errors.strip()[-2000:]}")
+    timings = {
+        "command": command,
+        "eta_s": float(plans[0]["eta_s"]),
+        "rss_before": before["VmRSS"],
+        "rss_after": after["VmRSS"],
+        "hwm_after": after["VmHWM"],
+        "job_rss_peak": peak if peak is not None else float("nan"),
+    }
+    return answers[-1], timings
+
+
+def report_run(
+    bootstrap: str,
+    daemon: Daemon,
+    run: dict[str, Any],
+    timings: dict[str, float],
+    *,
+    ordering: str,
+    with_bytes: bool,
+) -> tuple[list[int], list[Record]]:
+    """Print the run's lines from its topic's broker stamps; its stamps (and records when asked)."""
+    topic = run["topic"]
+    stamp_type = timestamp_type(bootstrap, topic)
+    back = read_back(bootstrap, topic, with_bytes=with_bytes)
+    stamps, tps = back.stamps, int(run["tps"])
+    seconds = per_second(stamps, tps)
+    whole, full = summary(seconds, tps)
+    command, ended = timings["command"], _stamp(run["ended_at"])
+    actual = ended - command
+    first_event = min(stamps) / 1000 - command
+    done_after_last = ended - max(stamps) / 1000
+    eta_error = abs(timings["eta_s"] - actual) / actual
+    print(
+        f"run={run['id']} state={run['state']} topic={topic} stamps={stamp_type} "
+        f"confirmed={run['confirmed']} read_back={len(stamps)} job_tps={run['achieved_tps']} "
+        f"behind_schedule_s={run.get('behind_schedule_s')} skew={run.get('partition_skew')}"
+    )
+    if stamp_type != "LogAppendTime":
+        print(f"note: the topic stamps {stamp_type}: the figures below are on the producers' clock")
+    if len(seconds) <= 120:
+        print(f"per_second={seconds}")
+    print(
+        f"plan_eta_s={timings['eta_s']:.1f} actual_s={actual:.1f} "
+        f"daemon_hwm_mb={timings['hwm_after']:.0f} seconds_trimmed={whole.seconds}"
+    )
+    print(f"e2e-all-seconds seconds={full.seconds} {full.line()}")
+    print(
+        f"e2e rows={len(stamps)} tps={tps} {whole.line()} first_event_s={first_event:.1f} "
+        f"done_after_last_s={done_after_last:.1f} eta_error={eta_error:.3f} "
+        f"daemon_rss_mb_before={timings['rss_before']:.0f} daemon_rss_mb_after={timings['rss_after']:.0f} "
+        f"job_peak_mb={job_peak_mb(daemon.state_dir / 'runs' / run['id'])} "
+        f"job_rss_peak_mb={timings['job_rss_peak']:.0f} ordering={ordering} run={run['id']}",
+        flush=True,
+    )
+    return stamps, back.records
+
+
+def bare_rate(bootstrap: str, records: list[Record], partitions: int) -> float:
+    target = create_topic(bootstrap, "bench-bare", partitions, {"message.timestamp.type": "LogAppendTime"})
+    try:
+        bare_loop.send_all(bootstrap, target, records)
+        return span_rate(read_back(bootstrap, target).stamps)
+    finally:
+        delete_topic(bootstrap, target)
+
+
+def spark_sink_figure(bootstrap: str, table: Path, records: list[Record], partitions: int) -> str:
+    """Spark's own sink on the same table, as ``<rate>`` or ``unavailable (<why>)``."""
+    try:
+        connector = ensure_jars()
+    except SparkKafkaJarsError as exc:
+        return f"unavailable ({exc})"
+    headers = {
+        key: value.decode()
+        for key, value in (records[0].headers if records else [])
+        if key != "replay-event-id"
+    }
+    target = create_topic(bootstrap, "bench-sink", partitions, {"message.timestamp.type": "LogAppendTime"})
+    try:
+        started = spark_sink.submit(connector.jars, table, target, bootstrap, headers)
+        back = read_back(bootstrap, target, with_bytes=True)
+    except RuntimeError as exc:
+        return f"unavailable ({str(exc)[:300]})"
+    finally:
+        delete_topic(bootstrap, target)
+    rate = span_rate(back.stamps)
+    size = sum(len(r.value or b"") for r in back.records) / max(1, len(back.records))
+    print(
+        f"spark_sink connector={connector.version} pyspark={connector.spark_version} rows={len(back.stamps)} "
+        f"rate={rate:.0f} first_event_s={min(back.stamps) / 1000 - started:.1f} value_bytes={size:.0f}"
+    )
+    return f"{rate:.0f}"
+
+
+def unthrottled(
+    bootstrap: str, table: Path, stamps: list[int], records: list[Record], partitions: int, skip_sink: bool
+) -> None:
+    """The product's span rate against the bare loop and Spark's sink, on topics of as many partitions."""
+    rate = span_rate(stamps)
+    bare = bare_rate(bootstrap, records, partitions)
+    size = sum(len(r.value or b"") for r in records) / max(1, len(records))
+    print(f"bare rows={len(records)} rate={bare:.0f} value_bytes={size:.0f} partitions={partitions}")
+    sink = (
+        "unavailable (--no-spark-sink)"
+        if skip_sink
+        else spark_sink_figure(bootstrap, table, records, partitions)
+    )
+    print(f"e2e-max rate={rate:.0f} bare={bare:.0f} ratio={rate / bare:.3f} spark_sink={sink}", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="End to end through replayd and the replay CLI.")
+    parser.add_argument("--rows", type=int, help="rows in the table (default 15000; 1000000 with --max)")
+    parser.add_argument("--tps", type=int, default=1000)
+    parser.add_argument("--ordering", choices=["entity", "none"], default="entity")
+    parser.add_argument("--runs", type=int, default=1, help="repeat, one line per run (one daemon)")
+    parser.add_argument(
+        "--max", action="store_true", help="unthrottled, against a bare loop and Spark's sink"
+    )
+    parser.add_argument("--max-tps", type=int, default=GRAMMAR_MAX_TPS, help="the rate --max asks for")
+    parser.add_argument("--no-spark-sink", action="store_true", help="--max without Spark's sink line")
+    parser.add_argument("--bootstrap", help="HOST:PORT of a running broker (default: start one)")
+    args = parser.parse_args()
+    rows = args.rows or (1_000_000 if args.max else 15_000)
+    tps = args.max_tps if args.max else args.tps
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="bench-e2e-") as scratch, kafka(args.bootstrap) as bootstrap:
+        directory = Path(scratch)
+        table = sample_table(directory, rows)
+        state = directory / "state"
+        state.mkdir()
+        with replayd(state, bootstrap, table, max_tps=tps if args.max else None) as daemon:
+            for _ in range(args.runs):
+                run, timings = run_once(daemon, tps, args.ordering)
+                if run["state"] != "succeeded":
+                    failed += 1
+                    print(f"e2e run={run['id']} state={run['state']} reason={run.get('failure_reason')}")
+                    continue
+                try:
+                    stamps, records = report_run(
+                        bootstrap, daemon, run, timings, ordering=args.ordering, with_bytes=args.max
+                    )
+                    if args.max:
+                        partitions = partition_count(bootstrap, run["topic"])
+                        unthrottled(bootstrap, table, stamps, records, partitions, args.no_spark_sink)
+                finally:
+                    delete_topic(bootstrap, run["topic"])
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
