@@ -1,15 +1,27 @@
-"""Pacing math: real-valued shares that add up to the requested TPS, absolute deadlines, no drift."""
+"""Pacing math: real-valued shares that add up to the requested TPS, absolute deadlines, no drift, and
+a ceiling after a stall (docs/rules.md rules 6 and 8)."""
 
 from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_job.publish.pacing import Pacer, PartitionSchedule, Segment, due_time, schedules, slot_rates
+from spark_job.publish.pacing import (
+    CATCH_UP,
+    MAX_STEP_S,
+    Pacer,
+    PartitionSchedule,
+    Segment,
+    due_time,
+    schedules,
+    slot_rates,
+    window_cap,
+)
 
 TPS = st.integers(min_value=1, max_value=1_000_000)
 SLOTS = st.integers(min_value=1, max_value=512)
@@ -43,6 +55,52 @@ def send_all(pacer: Pacer, clock: FakeClock, count: int, *, chunk: int = 1_000) 
     return times
 
 
+Grant = tuple[float, int]  # (clock time of a take, events it granted)
+
+
+def drive(
+    pacer: Pacer,
+    clock: FakeClock,
+    count: int,
+    *,
+    stalls: Sequence[tuple[int, float]] = (),
+    chunk: int = 1_000,
+    max_wait_s: float = 0.1,
+) -> list[Grant]:
+    """Drive like the publisher, but the clock jumps ``seconds`` (a stall) before the first take after
+    ``at`` events of this drive went out, for each ``(at, seconds)`` of ``stalls``; return the grants."""
+    grants: list[Grant] = []
+    pending = sorted(stalls)
+    done = 0
+    for _ in range(1_000_000):  # a bound, so a pacer that stops granting fails instead of hanging
+        if done >= count:
+            return grants
+        while pending and done >= pending[0][0]:
+            clock.now += pending.pop(0)[1]
+        granted = pacer.take(min(chunk, count - done))
+        if granted:
+            grants.append((clock.now, granted))
+            done += granted
+        else:
+            before = clock.now
+            pacer.wait(max_wait_s)
+            assert clock.now > before, f"nothing granted and no wait, {done} of {count} events sent"
+    raise AssertionError(f"the pacer stopped granting after {done} of {count} events")
+
+
+def busiest_second(grants: Sequence[Grant]) -> int:
+    """The most events granted in any window ``[a, a + 1)`` of the clock (any ``a``, not whole seconds)."""
+    ordered = sorted(grants)
+    busiest = running = end = 0
+    for start, granted in ordered:  # the busiest window starts at some grant
+        while end < len(ordered) and ordered[end][0] - start < 1.0:
+            running += ordered[end][1]
+            end += 1
+        busiest = max(busiest, running)
+        running -= granted
+    return busiest
+
+
 def all_deadlines(sizes: list[int], tps: float, slots: int) -> list[float]:
     plans = schedules(sizes, tps, slots)
     return sorted(plan.due(i) for plan, rows in zip(plans, sizes, strict=True) for i in range(rows))
@@ -65,12 +123,23 @@ def test_slot_rates_have_no_floor_of_one_per_slot() -> None:
     slots=st.integers(1, 16),
     data=st.data(),
 )
-def test_all_deadlines_form_one_even_sequence_whatever_the_sizes(
+def test_all_deadlines_sit_on_one_even_grid_whatever_the_sizes(
     tps: int, slots: int, data: st.DataObject
 ) -> None:
     rounds = data.draw(st.integers(1, 3))
     sizes = data.draw(st.lists(st.integers(0, 60), min_size=slots * rounds, max_size=slots * rounds))
     deadlines = all_deadlines(sizes, tps, slots)
+    # Every deadline is a distinct multiple of 1 / tps: never two events closer, so never over tps.
+    ticks = [due * tps for due in deadlines]
+    assert all(math.isclose(tick, round(tick), abs_tol=1e-6) for tick in ticks)
+    assert len({round(tick) for tick in ticks}) == len(ticks) == sum(sizes)
+
+
+@given(
+    tps=st.integers(1, 50_000), slots=st.integers(1, 16), rows=st.integers(1, 60), rounds=st.integers(1, 3)
+)
+def test_equal_partitions_form_one_even_sequence(tps: int, slots: int, rows: int, rounds: int) -> None:
+    deadlines = all_deadlines([rows] * (slots * rounds), tps, slots)
     # Event g of the whole run is due at g / tps: exactly tps per second, no bursts, no gaps, no tail.
     assert all(math.isclose(due, g / tps, rel_tol=1e-9, abs_tol=1e-9) for g, due in enumerate(deadlines))
 
@@ -90,20 +159,30 @@ def test_staggered_slots_give_even_seconds_at_low_tps() -> None:
 
 
 def test_uneven_partitions_keep_fewer_events_per_second_than_slots_even() -> None:
-    deadlines = all_deadlines([13, 13, 14, 13, 13, 13, 13, 13], 5, 8)  # T < W, round-robin sizes
-    assert [sum(1 for d in deadlines if s <= d < s + 1) for s in range(21)] == [5] * 21
+    deadlines = all_deadlines([13, 13, 14, 13, 13, 13, 13, 13], 5, 8)  # T < W, near-equal sizes
+    seconds = [sum(1 for d in deadlines if s <= d < s + 1) for s in range(22)]
+    assert seconds[:20] == [5] * 20 and max(seconds) == 5 and sum(seconds) == 105  # then a short tail
 
 
-def test_larger_partitions_speed_up_when_smaller_ones_finish() -> None:
+def test_a_larger_partition_keeps_its_share_when_smaller_ones_finish() -> None:
+    """No speed-up: a sibling that started late may still be sending (a short tail, never a burst)."""
     small, large = schedules([2, 6], 10, 2)
     assert [small.due(i) for i in range(2)] == [0.0, 0.2]
-    assert [large.due(i) for i in range(6)] == pytest.approx([0.1, 0.3, 0.4, 0.5, 0.6, 0.7])
+    assert [large.due(i) for i in range(6)] == pytest.approx([0.1, 0.3, 0.5, 0.7, 0.9, 1.1])
 
 
-def test_a_slots_next_partition_continues_where_its_round_ended() -> None:
+def test_the_next_round_starts_after_the_largest_partition_of_this_one() -> None:
     plans = schedules([3, 3, 3, 3], 6, 2)  # two rounds of two
     assert plans[2].due(0) == pytest.approx(plans[0].due(2) + 2 / 6)
     assert plans[3].due(0) == pytest.approx(1.0 + 1 / 6)
+    uneven = schedules([2, 4, 3, 3], 6, 2)
+    assert uneven[2].due(0) == pytest.approx(4 * 2 / 6)  # after the 4-row partition, at 3/s each
+
+
+def test_empty_partitions_give_their_share_to_the_others() -> None:
+    empty, full = schedules([0, 4], 10, 2)
+    assert empty.rows == 0
+    assert [full.due(i) for i in range(4)] == pytest.approx([0.0, 0.1, 0.2, 0.3])
 
 
 def test_unthrottled_schedules_are_always_due() -> None:
@@ -164,16 +243,37 @@ def test_a_late_start_shifts_the_schedule_by_whole_intervals() -> None:
     clock.now += 10.0 + 0.0071  # the task started 10 s late (a retry, the next round)
     assert pacer.take(10_000) == 1  # one event, not a 1000-event burst
     assert pacer.late_start_s == pytest.approx(10.0)
+    assert pacer.skipped_s == 0.0  # starting late is not falling behind: nothing is owed
     assert pacer.next_due() == pytest.approx(clock.now - 0.0071 + 0.005 + 0.01)  # stagger kept
 
 
-def test_falling_behind_mid_run_catches_up_at_most_max_lag() -> None:
+def test_a_stall_mid_run_is_recovered_at_most_catch_up_above_the_share() -> None:
     clock = FakeClock()
-    pacer = Pacer(schedules([10_000], 100, 1)[0], clock.now, clock=clock, sleep=clock.sleep, max_lag_s=0.5)
+    pacer = Pacer(schedules([10_000], 100, 1)[0], clock.now, clock=clock, sleep=clock.sleep)
     assert pacer.take(10) == 1
     clock.now += 10.0  # a 10 s pause mid-run
-    assert pacer.take(10_000) == 51  # half a second of catch-up, not a 1000-event burst
-    assert pacer.skipped_s == pytest.approx(10.0 - 0.01 - 0.5)
+    # Only the first MAX_STEP_S of the pause earns schedule time (at 1 + CATCH_UP): 15 events, not 1000.
+    assert pacer.take(10_000) == math.floor((1 + CATCH_UP) * MAX_STEP_S * 100) == 15
+    assert pacer.skipped_s == pytest.approx(10.0 - (1 + CATCH_UP) * MAX_STEP_S)
+    grants = drive(pacer, clock, 10_000 - 16)
+    assert busiest_second(grants) <= window_cap(100) == 106  # 105/s while behind, never a burst
+    # ~95 s of catch-up at 1.05x recover ~4.75 s of the ~10 s owed; the rest is still owed at the end.
+    assert pacer.sent == 10_000
+    catching_up = grants[-1][0] - 110.0
+    assert pacer.skipped_s == pytest.approx(10.0 - CATCH_UP * catching_up, abs=0.05)
+    assert grants[-1][0] - 100.0 == pytest.approx(99.99 + pacer.skipped_s, abs=0.01)
+
+
+def test_a_short_stall_is_made_up_and_nothing_is_owed_at_the_end() -> None:
+    clock = FakeClock()
+    pacer = Pacer(schedules([3_000], 100, 1)[0], clock.now, clock=clock, sleep=clock.sleep)
+    drive(pacer, clock, 300)
+    clock.now += 0.5  # 0.35 s owed after it, 0.35 / 0.05 = 7 s to make up, 27 s of run left
+    assert pacer.take(3_000) > 0 and pacer.skipped_s > 0.3
+    grants = drive(pacer, clock, 3_000 - pacer.sent)
+    assert busiest_second(grants) <= window_cap(100)
+    assert pacer.skipped_s == 0.0
+    assert grants[-1][0] - 100.0 == pytest.approx(29.99, abs=0.002)  # it finishes on schedule
 
 
 def test_unthrottled_pacer_never_sleeps() -> None:
@@ -182,3 +282,100 @@ def test_unthrottled_pacer_never_sleeps() -> None:
     assert pacer.take(5_000) == 5_000
     pacer.wait()
     assert clock.sleeps == []
+
+
+# --- the ceiling after a stall (docs/rules.md rule 8) -------------------------------------------
+#
+# What these properties hold, for one task of share s = tps / stride events/s (its share at the last
+# event granted in the window, the largest so far) and any clock: the events granted in any window
+# [a, a + 1) of the clock number at most window_cap(s) = floor((1 + CATCH_UP) * s) + 1, which is at
+# most ceil((1 + CATCH_UP) * s) + 1. So W tasks whose shares sum to tps grant at most
+# (1 + CATCH_UP) * tps + W in any second, whichever of them stall.
+
+
+@given(share=st.floats(1e-3, 1e6))
+def test_the_window_cap_allows_the_catch_up_and_one_event_more(share: float) -> None:
+    cap = window_cap(share)
+    assert (1 + CATCH_UP) * share < cap <= math.ceil((1 + CATCH_UP) * share) + 1
+
+
+def _sizes(data: st.DataObject, tps: float, slots: int, seconds: float, most: int) -> list[int]:
+    """Partition sizes for one round whose schedule lasts at most about ``seconds``."""
+    largest = max(1, min(most, int(tps * seconds / slots)))
+    return data.draw(st.lists(st.integers(1, largest), min_size=slots, max_size=slots))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    tps=st.floats(1, 50_000),
+    slots=st.integers(1, 8),
+    overshoot=st.sampled_from([0.0, 0.0002, 0.003]),
+    chunk=st.sampled_from([7, 1_000]),
+    data=st.data(),
+)
+def test_without_a_stall_every_event_goes_at_the_first_look_after_its_deadline(
+    tps: float, slots: int, overshoot: float, chunk: int, data: st.DataObject
+) -> None:
+    # Steady state is exactly the schedule: the catch-up rule and the cap never hold anything back.
+    sizes = _sizes(data, tps, slots, seconds=30, most=800)
+    plan = schedules(sizes, tps, slots)[data.draw(st.integers(0, slots - 1))]
+    clock = FakeClock(overshoot=overshoot, seed=slots)
+    pacer = Pacer(plan, clock.now, clock=clock, sleep=clock.sleep)
+    deadlines = [due_time(plan, index, 100.0) for index in range(plan.rows)]
+    while pacer.sent < plan.rows:
+        limit = min(chunk, plan.rows - pacer.sent)
+        due = sum(1 for deadline in deadlines[pacer.sent : pacer.sent + limit] if deadline <= clock.now)
+        assert pacer.take(limit) == due
+        if not due:
+            pacer.wait(0.1)
+    assert (pacer.skipped_s, pacer.late_start_s) == (0.0, 0.0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    tps=st.floats(1, 20_000),
+    slots=st.integers(1, 8),
+    overshoot=st.sampled_from([0.0, 0.0002, 0.003]),
+    data=st.data(),
+)
+def test_after_any_stalls_no_second_exceeds_the_cap_and_every_event_goes(
+    tps: float, slots: int, overshoot: float, data: st.DataObject
+) -> None:
+    sizes = _sizes(data, tps, slots, seconds=20, most=2_000)
+    partition = data.draw(st.integers(0, slots - 1))
+    plan = schedules(sizes, tps, slots)[partition]
+    stalls = data.draw(
+        st.lists(st.tuples(st.integers(0, plan.rows - 1), st.floats(0, 8)), max_size=4), label="stalls"
+    )
+    clock = FakeClock(overshoot=overshoot, seed=len(stalls))
+    pacer = Pacer(plan, clock.now, clock=clock, sleep=clock.sleep)
+    grants = drive(pacer, clock, plan.rows, stalls=stalls)
+    assert sum(granted for _, granted in grants) == pacer.sent == plan.rows  # nothing lost
+    share = tps / min(segment.stride for segment in plan.segments)  # its largest share
+    assert busiest_second(grants) <= math.ceil((1 + CATCH_UP) * share) + 1
+    stalled = sum(seconds for _, seconds in stalls)
+    assert 0.0 <= pacer.skipped_s <= stalled  # what is owed at the end comes from the stalls only
+    if stalled == 0:
+        assert pacer.skipped_s == 0.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    tps=st.floats(10, 20_000),
+    slots=st.integers(2, 6),
+    stall_s=st.floats(0.2, 8),
+    data=st.data(),
+)
+def test_the_slots_together_stay_under_the_ceiling_when_one_of_them_stalls(
+    tps: float, slots: int, stall_s: float, data: st.DataObject
+) -> None:
+    rows = max(1, min(1_500, int(tps / slots * 15)))
+    stalled = data.draw(st.integers(0, slots - 1), label="stalled slot")
+    at = data.draw(st.integers(0, rows - 1), label="after events")
+    grants: list[Grant] = []
+    for slot, plan in enumerate(schedules([rows] * slots, tps, slots)):  # shares sum to tps
+        clock = FakeClock(overshoot=0.002, seed=slot)  # one timeline: every clock starts at 100.0
+        pacer = Pacer(plan, 100.0, clock=clock, sleep=clock.sleep)
+        grants += drive(pacer, clock, rows, stalls=[(at, stall_s)] if slot == stalled else [])
+    assert sum(granted for _, granted in grants) == rows * slots
+    assert busiest_second(grants) <= (1 + CATCH_UP) * tps + slots

@@ -8,14 +8,19 @@ There is no coordinator at run time, so the schedule is fixed up front from the 
   partition ``p`` is slot ``p mod W`` of round ``p // W``; a round lasts ``rows_in_round / tps``
   seconds and the next one starts where it ended, so a slot's next partition continues its
   schedule instead of restarting.
-* Within a round, the tasks that still hold rows share ``tps`` equally, staggered: with A of them
-  active, the one ranked ``q`` sends its j-th event of that stretch at ``(j * A + q) / tps``. With
-  equal partitions that is simply ``tps / W`` per slot, phases ``s / W`` of an interval apart; when
-  smaller partitions run out, the larger ones speed up to keep the total (no tail). Either way the
-  union of all deadlines is one evenly spaced sequence, ``1 / tps`` apart, whatever the sizes.
+* Within a round, the A tasks that hold rows share ``tps`` equally for the whole round, staggered:
+  the one ranked ``q`` sends its j-th event at ``(j * A + q) / tps``. With equal partitions that is
+  ``tps / W`` per slot, phases ``s / W`` of an interval apart, and the union of all deadlines is one
+  evenly spaced sequence ``1 / tps`` apart. A larger partition keeps its share when smaller ones
+  run out (a short tail, the next round starting after the round's largest partition) rather than
+  speeding up: tasks start late by different amounts (after the shuffle, after sorting their own
+  partition), each shifting its own schedule, and a task speeding up on the assumption that its
+  siblings had finished would overlap the ones that have not. With fixed shares every deadline,
+  shifted or not, stays on one ``1 / tps`` grid, so the slots together never exceed ``tps``.
 * Deadlines are absolute (on a monotonic clock), so sleep overshoot never accumulates into drift.
   Events already due go out as one batch, which keeps per-event Python overhead low.
-* Lateness is absorbed, not burst out: see ``Pacer``.
+* A rate is also a ceiling (rule 8): a task that fell behind catches up at most ``CATCH_UP``
+  above its own share, never in a burst; what it cannot make up is reported. See ``Pacer``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import bisect
 import math
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -110,20 +116,19 @@ def partition_schedule(sizes: Sequence[int], tps: float, slots: int, partition: 
     if tps == 0:
         return PartitionSchedule(0, (Segment(0.0, 0, sizes[partition], 1, 0),))
     first = partition - partition % slots
+    start = sum(_round_seconds(sizes[at : at + slots], tps) for at in range(0, first, slots))
     members = sizes[first : first + slots]
     own = partition - first
-    start = sum(sizes[:first]) / tps  # rounds are back to back: earlier rows / tps
-    segments: list[Segment] = []
-    level = 0  # rows per active task already scheduled
-    for top in sorted({rows for rows in members if rows > 0}):
-        if members[own] <= level:
-            break
-        active = [slot for slot, rows in enumerate(members) if rows > level]
-        if own in active:
-            segments.append(Segment(start, level, top - level, len(active), active.index(own)))
-        start += len(active) * (top - level) / tps
-        level = top
-    return PartitionSchedule(tps, tuple(segments))
+    if members[own] == 0:
+        return PartitionSchedule(tps, ())
+    active = [slot for slot, rows in enumerate(members) if rows > 0]
+    return PartitionSchedule(tps, (Segment(start, 0, members[own], len(active), active.index(own)),))
+
+
+def _round_seconds(members: Sequence[int], tps: float) -> float:
+    """A round lasts until its largest partition is sent at its share, ``tps / A``."""
+    active = sum(1 for rows in members if rows > 0)
+    return max(members, default=0) * active / tps
 
 
 def schedules(sizes: Sequence[int], tps: float, slots: int) -> list[PartitionSchedule]:
@@ -135,16 +140,45 @@ def due_time(schedule: PartitionSchedule, index: int, t0: float) -> float:
     return t0 + schedule.due(index)
 
 
+CATCH_UP = 0.05  # a task behind schedule sends at most 5 % above its own share until it is back on time
+MAX_STEP_S = 0.15  # the most real time one gap between two looks at the clock earns: beyond, it is a stall
+WINDOW_S = 1.0  # the ceiling holds in every window of this length (rule 8: per second)
+
+
+def window_cap(share: float) -> int:
+    """The most events a task of ``share`` events/s is granted in any ``WINDOW_S`` of real time.
+
+    ``floor((1 + CATCH_UP) * share) + 1`` (at most ``ceil((1 + CATCH_UP) * share) + 1``): the catch-up
+    allowance plus the one event an interval's edge can add. In steady state a window holds at most
+    ``ceil((1 + late) * share)`` events, ``late`` being how late a wake-up comes after its deadline, so
+    the cap never binds while wake-ups are less than ``CATCH_UP`` seconds late.
+    """
+    return math.floor((1 + CATCH_UP) * share + 1e-9) + 1
+
+
 class Pacer:
     """Hands out permission to send, by absolute deadline, for one task.
 
     ``take(limit)`` returns how many events may go now; ``wait(max_wait_s)`` sleeps until the next
     deadline (at least ``min_sleep_s``, so due events gather into small batches; at most
-    ``max_wait_s``, so the caller can serve callbacks and progress).
+    ``max_wait_s`` and ``max_step_s``, so the caller can serve callbacks and progress).
 
-    Lateness is never sent out as a burst. A task that starts late (slow launch, next round, retry)
-    shifts its schedule by whole intervals of its own, which keeps its stagger among the slots; a
-    task that falls behind mid-run catches up at most ``max_lag_s`` and skips the rest.
+    Events are due by a virtual schedule clock, not by the real one. While the task is on time the
+    virtual clock is the real clock, so the schedule is exact. A gap between two looks at the clock
+    earns at most ``max_step_s`` of real time: a longer one (a stall: a descheduled worker, a slow
+    input batch, a long flush) leaves the task behind, and while behind its virtual clock runs at most
+    ``1 + CATCH_UP`` times real speed, so it recovers its deficit at most ``CATCH_UP`` above its own
+    share instead of sending it as a burst. On top, no ``WINDOW_S`` of real time is granted more than
+    ``window_cap(share)`` events, whatever the gaps (``share`` is the task's share at the last event
+    granted, the largest so far: shares only grow within a partition). The sum over W tasks whose
+    shares add up to ``tps`` is thus at most ``(1 + CATCH_UP) * tps + W`` in any second.
+
+    ``skipped_s`` is how far the virtual clock trails the real clock: while running, the schedule time
+    the task owes; once its last event is granted, the schedule time it still owed then, i.e. how much
+    later than its schedule the task finished because of stalls it could not make up (0 when it kept
+    or regained its pace). A task that starts late (slow launch, next round, retry) is not behind: it
+    shifts its schedule by whole intervals of its own, which keeps its stagger among the slots, and
+    ``late_start_s`` says by how much.
     """
 
     def __init__(
@@ -155,48 +189,72 @@ class Pacer:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], object] = time.sleep,
         min_sleep_s: float = 0.001,
-        max_lag_s: float = 0.25,
+        max_step_s: float = MAX_STEP_S,
     ) -> None:
         self._schedule = schedule
-        self._t0 = t0  # clock time of the schedule's zero; moves later when lateness is given up
+        self._t0 = t0  # clock time of the schedule's zero; moves later by a late start only
         self._clock = clock
         self._sleep = sleep
         self._min_sleep_s = min_sleep_s
-        self._max_lag_s = max_lag_s
+        self._max_step_s = max_step_s
         self.sent = 0
         self._started = False
+        self._virtual = t0  # the schedule clock: events due at or before it may go
+        self._last = t0  # the real clock at the last look
+        self._on_time = True  # the virtual clock was the real clock at the last look
+        self._granted: deque[tuple[float, int]] = deque()  # (time, sent) of grants in the last window
+        self._window_base = 0  # ``sent`` at the last grant at least WINDOW_S before the last look
+        self._window_frees_at = -math.inf  # when the window cap held events back: when it next moves
         self.late_start_s = 0.0  # how late the first event was, in whole intervals given up
-        self.skipped_s = 0.0  # schedule time given up mid-run, beyond max_lag_s
+        self.skipped_s = 0.0  # schedule time owed: see the class docstring
 
     @property
     def unthrottled(self) -> bool:
         return self._schedule.tps == 0
 
     def next_due(self) -> float:
-        return self._t0 + self._schedule.due(self.sent)
+        """Clock time at which the next event may go: its deadline, later while behind or capped."""
+        deadline = self._deadline(self.sent)
+        if not self._on_time:  # the virtual clock gains 1 + CATCH_UP seconds a second
+            deadline = self._last + max(0.0, deadline - self._virtual) / (1 + CATCH_UP)
+        return max(deadline, self._window_frees_at)
 
     def take(self, limit: int) -> int:
         """Claim up to ``limit`` events that are due now; the caller must send exactly that many."""
         if self.unthrottled:
             self.sent += limit
             return limit
+        rows = self._schedule.rows
+        if self.sent >= rows:
+            return 0
         now = self._clock()
-        lag = now - self.next_due()
         if not self._started:  # the task's first look at the clock
             self._started = True
+            lag = now - self._deadline(self.sent)
             if lag > 0:
                 interval = self._schedule.interval(self.sent)
                 self.late_start_s = math.floor(lag / interval) * interval
                 self._t0 += self.late_start_s
-        elif lag > self._max_lag_s:
-            self._t0 += lag - self._max_lag_s
-            self.skipped_s += lag - self._max_lag_s
-        due = self._schedule.events_due(now - self._t0)
-        rows = self._schedule.rows
-        while due < rows and self._t0 + self._schedule.due(due) <= now:  # agree with next_due()
-            due += 1
-        count = min(limit, max(0, due - self.sent))
-        self.sent += count
+            self._virtual = now
+        else:
+            self._advance(now)
+        self._last = now
+        wanted = min(limit, self._due_by(self._virtual) - self.sent)
+        count = self._within_window(now, wanted) if wanted > 0 else 0
+        if count < wanted:  # the window cap held some back: they stay owed, not banked for a burst
+            self._virtual = min(self._virtual, self._deadline(self.sent + count - 1))
+        if count > 0:
+            self.sent += count
+            self._granted.append((now, self.sent))
+        if self.sent >= rows:
+            self.skipped_s = max(0.0, now - self._virtual)  # still owed when the last event went
+            self._virtual = now
+        elif self._deadline(self.sent) > now:  # nothing owed: the schedule clock rejoins the real one
+            self._virtual = now
+            self.skipped_s = 0.0
+        else:
+            self.skipped_s = max(0.0, now - self._virtual)
+        self._on_time = self._virtual >= now
         return count
 
     def wait(self, max_wait_s: float = 0.1) -> None:
@@ -204,5 +262,43 @@ class Pacer:
         if self.unthrottled or self.sent >= self._schedule.rows:
             return
         delay = self.next_due() - self._clock()
-        if delay > 0:
-            self._sleep(min(max(delay, self._min_sleep_s), max_wait_s))
+        if delay >= 0:  # 0 too: a deficit below the clock's resolution still needs time to pass
+            self._sleep(min(max(delay, self._min_sleep_s), max_wait_s, self._max_step_s))
+
+    def _deadline(self, index: int) -> float:
+        return self._t0 + self._schedule.due(index)
+
+    def _due_by(self, virtual: float) -> int:
+        """Events due by the virtual clock, exactly consistent with ``_deadline``."""
+        due = self._schedule.events_due(virtual - self._t0)
+        rows = self._schedule.rows
+        while due < rows and self._deadline(due) <= virtual:
+            due += 1
+        while due > 0 and self._deadline(due - 1) > virtual:
+            due -= 1
+        return due
+
+    def _advance(self, now: float) -> None:
+        """Move the virtual clock for the real time since the last look (see the class docstring)."""
+        step = (1 + CATCH_UP) * min(now - self._last, self._max_step_s)
+        virtual = self._virtual + step
+        if self._on_time:  # a task on time may always send its next event once it is due
+            virtual = max(virtual, self._deadline(self.sent))
+        self._virtual = min(now, virtual)
+
+    def _within_window(self, now: float, wanted: int) -> int:
+        """How many of ``wanted`` events fit under ``window_cap`` for the window ending ``now``."""
+        granted = self._granted
+        while granted and now - granted[0][0] >= WINDOW_S:
+            self._window_base = granted.popleft()[1]
+        self._window_frees_at = -math.inf
+        count = wanted
+        while count > 0:  # the cap grows with the share of the last event granted: find the fixpoint
+            share = 1 / self._schedule.interval(self.sent + count - 1)
+            allowed = self._window_base + window_cap(share) - self.sent
+            if count <= allowed:
+                break
+            count = max(0, allowed)
+        if count < wanted:
+            self._window_frees_at = granted[0][0] + WINDOW_S if granted else now
+        return count
