@@ -79,6 +79,19 @@ def select(spark: SparkSession, spec: JobSpec) -> DataFrame:
     return transforms.select_window(transforms.read_source(spark, spec.source), spec)
 
 
+def count(selected: DataFrame, spec: JobSpec, slots: int) -> transforms.Census:
+    """The counting pass (one Spark job); a clear ``SourceError`` for an empty window (a watermark
+    run with nothing new is not an error)."""
+    watermark = spec.selection if isinstance(spec.selection, WatermarkRange) else None
+    multiple = PROBE_MULTIPLE if slots * PROBE_MULTIPLE <= MAX_BUCKETS else 1
+    counted = transforms.census(
+        selected, spec, slots * multiple, high=watermark is not None and watermark.high is None
+    )
+    if counted.rows == 0 and watermark is None:
+        raise SourceError(f"no rows in window {spec.selection.describe()} of source {spec.source.name}")
+    return counted
+
+
 def run_reconcile(spark: SparkSession, spec: JobSpec) -> ReconcileResult:
     """``mode: "reconcile"``: select the window as a replay would, publish nothing, reconcile."""
     assert spec.reconcile is not None, "the spec refuses mode 'reconcile' without its target"
@@ -112,15 +125,10 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
     selected = select(spark, spec)
     phase.mark("select")  # listing the source, resolving its columns
     watermark = spec.selection if isinstance(spec.selection, WatermarkRange) else None
-    multiple = PROBE_MULTIPLE if slots * PROBE_MULTIPLE <= MAX_BUCKETS else 1
-    counted = transforms.census(
-        selected, spec, slots * multiple, high=watermark is not None and watermark.high is None
-    )
+    counted = count(selected, spec, slots)
     rows = counted.rows
     phase.mark("count")
     log.info("selected %d rows from %s", rows, spec.selection.describe())
-    if rows == 0 and watermark is None:
-        raise SourceError(f"no rows in window {spec.selection.describe()} of source {spec.source.name}")
     if watermark is not None:  # headers name the real range; rows landing later wait for the next run
         high = watermark.high if watermark.high is not None else counted.high
         spec = replace(spec, selection=replace(watermark, high=high if high is not None else watermark.low))
@@ -201,7 +209,9 @@ def _publish(
     settings = TaskSettings(
         run_id=spec.run_id,
         topic=spec.topic,
-        producer=fitted_to_topic(producer_config(spec.kafka, partitioner=spec.partitioner), spec),
+        producer=fitted_to_topic(
+            producer_config(spec.kafka, partitioner=spec.partitioner, unthrottled=spec.tps == 0), spec
+        ),
         headers=list(record_headers(spec)),
         sizes=sizes,
         tps=spec.tps,

@@ -21,6 +21,8 @@ PRODUCER_DEFAULTS: dict[str, KafkaValue] = {
     "compression.type": "lz4",
     "message.timeout.ms": 120_000,
 }
+# Unthrottled, nothing waits on a deadline: let batches fill (fewer, larger requests per broker).
+UNTHROTTLED_DEFAULTS: dict[str, KafkaValue] = {"linger.ms": 50}
 PRODUCER_REQUIRED: dict[str, KafkaValue] = {"enable.idempotence": True, "acks": "all"}
 
 _TIMEOUT_ALIASES = ("message.timeout.ms", "delivery.timeout.ms")
@@ -53,10 +55,14 @@ _PRODUCER_ONLY = frozenset(
 
 
 def producer_config(
-    kafka: Mapping[str, KafkaValue], *, partitioner: Partitioner = DEFAULT_PARTITIONER
+    kafka: Mapping[str, KafkaValue],
+    *,
+    partitioner: Partitioner = DEFAULT_PARTITIONER,
+    unthrottled: bool = False,
 ) -> dict[str, KafkaValue]:
-    """Defaults, then the spec's settings, then the partitioner and what the data path requires."""
-    defaults = dict(PRODUCER_DEFAULTS)
+    """Defaults (``unthrottled``: larger batches), then the spec's settings, then the partitioner and
+    what the data path requires."""
+    defaults = {**PRODUCER_DEFAULTS, **(UNTHROTTLED_DEFAULTS if unthrottled else {})}
     if any(alias in kafka for alias in _TIMEOUT_ALIASES):
         del defaults["message.timeout.ms"]
     return {**defaults, **kafka, "partitioner": partitioner, **PRODUCER_REQUIRED}

@@ -31,9 +31,10 @@ tasks' own delivery reports (one clock, the executors' wall clock; null below 2 
 ``rate_series`` counts confirmed deliveries per wall-clock second (``counts[i]`` is second
 ``start + i``), summed over successful tasks. ``offsets`` holds, per partition of the target topic,
 the end offsets snapshotted before publishing and after every task ended: every record the run sent
-lies in ``[lo, hi)``. ``behind_schedule_s`` is the most schedule time any task gave up because it
-could not keep its pace (0 when the requested TPS was sustained); ``late_start_s`` the most any task
-started after its first deadline. ``partition_skew`` is largest/smallest partition, null when a
+lies in ``[lo, hi)``. ``behind_schedule_s`` is the most schedule time any task still owed when its
+last event went: how much later than its schedule it finished after a stall it could not make up
+at most 5 % above its share (0 when the requested TPS was sustained); ``late_start_s`` the most
+any task started after its first deadline. ``partition_skew`` is largest/smallest partition, null when a
 partition is empty. ``dead_lettered`` counts records set aside with ``on_error=dlq`` whose copy the
 broker confirmed on the dead-letter topic: ``confirmed + dead_lettered == rows_selected``.
 

@@ -242,7 +242,8 @@ def census(selected: DataFrame, spec: JobSpec, modulus: int, *, high: bool = Fal
         rows = selected.groupBy(bucket).agg(sf.count(sf.lit(1)).alias("rows")).collect()
         return Census(modulus, {row["bucket"]: row["rows"] for row in rows})
     rows = (
-        selected.rollup(bucket)
+        selected.select(bucket, sf.col(column))
+        .rollup("bucket")
         .agg(
             sf.count(sf.lit(1)).alias("rows"),
             sf.max(column).cast("string").alias("high"),

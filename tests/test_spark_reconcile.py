@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 from spark_job import main as job_main
-from spark_job.reconcile import chunks, reconcile, tally, watermarks
+from spark_job.reconcile import chunks, reconcile, reconcile_on_driver, tally, watermarks
 from spark_job.result import SAMPLE_SIZE
 from spark_job.spec.model import OffsetRanges, ReconcileTarget
 from tests.fixtures.kafka import consume_all, create_topic, headers_of, unique_topic
@@ -120,6 +120,10 @@ def test_spark_reads_the_ranges_in_chunks_and_agrees_with_the_reference(
     }
     assert (result.missing, result.unexpected, result.duplicates) == (4, 2, 1)
     assert (result.missing_dead_lettered, result.scanned_records, result.error) == (1, len(records), None)
+    on_driver = reconcile_on_driver(
+        selected, kafka={"bootstrap.servers": kafka_bootstrap}, topic=topic, target=target
+    )
+    assert on_driver == result  # the small-run path: the same document, dead letters included
 
 
 @pytest.mark.spark
@@ -206,6 +210,30 @@ def test_a_clean_run_reconciles_to_nothing_missing_unexpected_or_duplicated(
     ]
     reference = tally(window_ids(sample_table), run_ids(within, document["run_id"]))
     assert reconciled == reference.document() | {"scanned_records": 900}
+
+
+@pytest.mark.kafka
+@pytest.mark.spark
+def test_a_small_run_reconciled_on_the_driver_matches_the_spark_path(
+    published: tuple[dict[str, Any], dict[str, Any]],
+    spark: SparkSession,
+    sample_table: Path,
+    kafka_bootstrap: str,
+) -> None:
+    """The run above was small, so its document came from the driver path; Spark's says the same."""
+    document, result = published
+    ranges = result["offsets"]
+    target = ReconcileTarget(
+        document["run_id"],
+        OffsetRanges(ranges["topic"], {int(p): (lo, hi) for p, (lo, hi) in ranges["partitions"].items()}),
+    )
+    kafka = {"bootstrap.servers": kafka_bootstrap}
+    ids = window_ids(sample_table)
+    frame = spark.createDataFrame([(event_id,) for event_id in ids], "event_id string")
+    in_spark = reconcile(spark, frame, kafka=kafka, topic=document["topic"], target=target)
+    on_driver = reconcile_on_driver(ids, kafka=kafka, topic=document["topic"], target=target)
+    assert in_spark == on_driver
+    assert in_spark.document() == result["reconcile"]
 
 
 @pytest.mark.kafka

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, KafkaException
+from py4j.protocol import Py4JNetworkError  # type: ignore[import-untyped]  # py4j ships no type information
 from pyspark.sql import SparkSession
 
 from spark_job import main as job_main
 from spark_job.job import achieved_tps
 from spark_job.progress import ProgressReader
-from spark_job.result import rate_series
+from spark_job.result import memory_hint, rate_series, reason_of
 from tests.fixtures.kafka import consume_all, create_topic, topic_record_count, unique_topic
 from tests.fixtures.spark import JobRun, job_spec, parse_job_output, write_spec
 
@@ -34,6 +35,30 @@ def run_in_process(
     code = job_main.main([str(write_spec(directory, document))], spark=spark)
     captured = capsys.readouterr()
     return parse_job_output(code, captured.out, captured.err)
+
+
+@pytest.mark.parametrize(
+    ("exc", "cause"),
+    [
+        (
+            RuntimeError("Job aborted: java.lang.OutOfMemoryError: Java heap space\n\tat ..."),
+            "ran out of memory",
+        ),
+        (Py4JNetworkError("Answer from Java side is empty"), "the Spark JVM is gone"),
+    ],
+)
+def test_running_out_of_memory_names_the_setting_to_raise(exc: Exception, cause: str) -> None:
+    reason = memory_hint(exc)
+    assert cause in reason
+    assert all(
+        name in reason for name in ("spark.executor.memory", "spark.driver.memory", "emr.executor_memory_gb")
+    )
+
+
+def test_other_failures_keep_their_own_reason() -> None:
+    refused = KafkaException("Connect to ipv4#127.0.0.1:9 failed: Connection refused")
+    assert memory_hint(refused) == reason_of(refused)
+    assert memory_hint(ConnectionRefusedError(111, "Connection refused")) == "[Errno 111] Connection refused"
 
 
 def test_the_rate_needs_two_confirmations_and_a_span() -> None:

@@ -14,7 +14,8 @@ from pyspark.sql import SparkSession
 
 from spark_job import transforms
 from spark_job.errors import SourceError
-from spark_job.job import select
+from spark_job.job import PROBE_MULTIPLE, count, select
+from spark_job.publish.publisher import EVENT_ID
 from spark_job.spec.model import JobSpec, WatermarkRange
 from spark_job.spec.parse import spec_from_dict
 from tests.fixtures.spark import job_spec
@@ -102,7 +103,7 @@ def test_unknown_column_is_named(spark: SparkSession, sample_table: Path) -> Non
 def test_empty_window_is_refused(spark: SparkSession, sample_table: Path) -> None:
     spec = spec_for(sample_table, window={"column": "dt", "start_day": "2030-01-01", "end_day": "2030-01-02"})
     with pytest.raises(SourceError, match=r"^no rows in window dt 2030-01-01..2030-01-02 of source orders$"):
-        select(spark, spec)
+        count(select(spark, spec), spec, slots=2)
 
 
 def test_values_are_the_rows_as_json_and_keys_the_entity(spark: SparkSession, sample_table: Path) -> None:
@@ -114,13 +115,40 @@ def test_values_are_the_rows_as_json_and_keys_the_entity(spark: SparkSession, sa
     assert bytes(records[0][transforms.KEY]).decode() == first["order_id"]
 
 
-def test_round_robin_gives_equal_shares(spark: SparkSession, sample_table: Path) -> None:
+@pytest.mark.parametrize("ordering", ["none", "entity"])
+@pytest.mark.parametrize("partitions", [2, 6, 7])
+def test_the_counting_pass_predicts_every_partitions_size(
+    spark: SparkSession, sample_table: Path, ordering: str, partitions: int
+) -> None:
+    """Rule 11: the pacing's sizes come from a pass over one column, never from holding the window;
+    they must be exactly what the publish pass's partitions hold (a modulus the partition count does
+    not divide needs a census of its own)."""
+    spec = spec_for(sample_table, ordering=ordering)
+    selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
+    spread = transforms.distribute(transforms.with_record_columns(selected, spec), partitions, ordering)
+    actual = transforms.partition_sizes(spread, partitions)
+    probe = count(selected, spec, slots=2)
+    assert (probe.rows, probe.modulus) == (900, 2 * PROBE_MULTIPLE)
+    predicted = probe.sizes(partitions) or transforms.census(selected, spec, partitions).sizes(partitions)
+    assert predicted == actual
+    assert (probe.sizes(7) is None) == (PROBE_MULTIPLE % 7 != 0)
+
+
+def test_no_ordering_spreads_rows_in_near_equal_shares(spark: SparkSession, sample_table: Path) -> None:
+    """By the hash of the event id: every row lands once, and shares are close (900 rows over 6)."""
     spec = spec_for(sample_table, ordering="none")
     selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
     spread = transforms.distribute(transforms.with_record_columns(selected, spec), 6, "none")
     sizes = transforms.partition_sizes(spread, 6)
     assert sum(sizes) == 900
-    assert max(sizes) - min(sizes) <= 1
+    assert max(sizes) <= 1.3 * min(sizes)
+    assert len({row[EVENT_ID] for row in spread.collect()}) == 900
+
+
+def test_the_counting_pass_finds_the_watermark_high(spark: SparkSession, sample_table: Path) -> None:
+    spec = spec_for(sample_table, window=None, watermark={"column": "dt", "low": "2024-01-05"})
+    counted = count(select(spark, spec), spec, slots=2)
+    assert (counted.rows, counted.high) == (600, "2024-01-07")
 
 
 def test_entity_ordering_keeps_each_key_in_one_partition_in_event_time_order(
