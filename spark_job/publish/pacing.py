@@ -1,4 +1,4 @@
-"""Pacing math: how W independent tasks add up to exactly ``tps`` events per second (docs/rules.md, rule 6).
+"""Pacing math: how W independent tasks add up to ``tps`` events per second, never more (rule 6).
 
 There is no coordinator at run time, so the schedule is fixed up front from the partition sizes
 (counted on the driver) and each task only follows its own deadlines:
