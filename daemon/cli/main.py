@@ -7,7 +7,8 @@
     replay schedule orders every=1h watermark=updated_at | replay pipelines [mine] | replay pipeline p-…
     replay pause|resume p-… | replay unschedule p-… --yes
 
-Exit codes: 0 success, 1 the run failed (or the service could not be reached), 2 bad input.
+Exit codes: 0 success, 1 the run failed (or the service could not be reached; for `reconcile --follow`,
+the verdict is not clean), 2 bad input.
 """
 
 from __future__ import annotations
