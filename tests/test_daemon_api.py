@@ -153,6 +153,32 @@ def test_idempotency_key_retry_returns_the_same_run(replay_daemon: DaemonProcess
     assert wait_for(client, first.id, TERMINAL).state in TERMINAL
 
 
+def test_an_idempotency_key_reused_for_another_request_is_422_and_creates_nothing(
+    replay_daemon: DaemonProcess,
+) -> None:
+    client = replay_daemon.client()
+    first = client.create_replay(ADMIN, _request(tps=200), idempotency_key="slack-trigger-2")
+    before = {r.id for r in client.list_replays(ADMIN, limit=200).runs}
+
+    with httpx.Client(base_url=replay_daemon.url, timeout=30) as http:
+        answer = http.post(
+            "/v1/replays",
+            json=_request(tps=300).model_dump(mode="json", exclude_none=True),
+            headers={
+                "Authorization": f"Bearer {replay_daemon.token}",
+                "X-Replay-Actor": ADMIN,
+                "Idempotency-Key": "slack-trigger-2",
+            },
+        )
+
+    assert answer.status_code == 422
+    assert f"was used for `orders 2024-01-02..2024-01-03 tps=200` (run {first.id})" in answer.json()["error"]
+    assert "tps=300" in answer.json()["error"]
+    assert {r.id for r in client.list_replays(ADMIN, limit=200).runs} == before
+    client.cancel_replay(ADMIN, first.id)
+    assert wait_for(client, first.id, TERMINAL).state in TERMINAL
+
+
 def test_cancel_by_a_stranger_is_refused(replay_daemon: DaemonProcess) -> None:
     client = replay_daemon.client()
     run = client.create_replay(OWNER, _request(tps=100))

@@ -18,6 +18,7 @@ import json
 import shlex
 import sys
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -140,7 +141,9 @@ class Cli:
             return EXIT_OK
         if isinstance(command, ReplayCommand):
             created = self._client.create_replay(
-                self._actor, ReplayBody.of(command, confirm_live=confirm_live)
+                self._actor,
+                ReplayBody.of(command, confirm_live=confirm_live),
+                idempotency_key=f"cli-{uuid.uuid4().hex}",  # a retry of this call cannot start a second run
             )
             self._emit(created, f"created {describe_run(created)}")
             return self._follow(created) if follow else EXIT_OK

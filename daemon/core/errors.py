@@ -60,6 +60,13 @@ class EmptyWindow(BadRequest):
     http_status = 422
 
 
+class ReusedIdempotencyKey(BadRequest):
+    """An Idempotency-Key sent again with a different request: answering with the first run would
+    silently ignore what was asked this time."""
+
+    http_status = 422
+
+
 class Forbidden(ReplayError, PermissionError):
     http_status = 403
 

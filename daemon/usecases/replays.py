@@ -23,8 +23,9 @@ from daemon.core.errors import (
     EmptyWindow,
     Forbidden,
     OverlappingReplay,
+    ReusedIdempotencyKey,
 )
-from daemon.core.grammar import PlanCommand, ReplayCommand
+from daemon.core.grammar import PlanCommand, ReplayCommand, render
 from daemon.core.ids import new_run_id
 from daemon.core.quantities import partitions_for_rate
 from daemon.core.states import RunKind, RunState
@@ -89,6 +90,17 @@ class _AlreadyCreated(Exception):
     def __init__(self, run: Run) -> None:
         super().__init__(run.id)
         self.run = run
+
+
+def _same_request(run: Run, request: str, key: str) -> Run:
+    """The run a retried request gets back, once it is sure the retry asks for the same thing."""
+    first = (run.options or {}).get("request")
+    if first is not None and first != request:
+        raise ReusedIdempotencyKey(
+            f"Idempotency-Key '{key}' was used for `{first}` (run {run.id}); this request is `{request}`: "
+            "send a new key for a new request"
+        )
+    return run
 
 
 def auto_topic_name(source: str, run_id: str) -> str:
@@ -264,10 +276,11 @@ class ReplayService:
                 lambda: self._check_approval(actor, self._catalog.get(command.source), approved_by),
                 requester=actor,
             )
+        request = render(command)  # canonical: the same request always renders the same
         if idempotency_key is not None:
             existing = self._store.runs.find_by_idempotency_key(actor, idempotency_key)
             if existing is not None:
-                return existing, False
+                return _same_request(existing, request, idempotency_key), False
 
         def work() -> Run:
             source, plan = self._plan(actor, command)
@@ -279,13 +292,14 @@ class ReplayService:
             if command.topic == "live":
                 self._check_approval(actor, source, approved_by)
             return self._provision_and_record(
-                actor, source, plan, idempotency_key, slack_channel, approved_by
+                actor, source, plan, idempotency_key, slack_channel, approved_by, request
             )
 
         try:
             run = self._audit.refusing(actor, "replay", command.source, work)
         except _AlreadyCreated as raced:
-            return raced.run, False
+            assert idempotency_key is not None, "only a keyed request can lose a race to itself"
+            return _same_request(raced.run, request, idempotency_key), False
         self._audit.accepted(actor, "replay", run.id, source=run.source, window=run.window_label, tps=run.tps)
         if approved_by is not None:
             self._audit.accepted(approved_by, "approve", run.id, requester=actor, source=run.source)
@@ -300,6 +314,7 @@ class ReplayService:
         idempotency_key: str | None,
         slack_channel: str | None,
         approved_by: str | None = None,
+        request: str | None = None,
     ) -> Run:
         run_id = new_run_id()
         topic, created = plan.topic, False
@@ -328,6 +343,7 @@ class ReplayService:
                     "eta_s": round(plan.eta.total_s, 1),
                     "partitions": plan.partitions,
                     "topic_mode": plan.topic_mode,
+                    "request": request,  # the command as understood, canonical: what a key stands for
                     **dead_letter_options(plan.on_error, source.name),
                     **self._live_options(plan, approved_by),
                 },
