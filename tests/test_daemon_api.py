@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient
 
 from daemon.contract.client import DaemonClient
 from daemon.contract.models import ReplayBody, RunOut
-from daemon.core.errors import BadRequest, Forbidden
+from daemon.core.errors import BadRequest, Conflict, Forbidden, NotFound
 from store import Store
 from tests.fixtures.daemon import ADMIN, OWNER, STRANGER, DaemonProcess
 from tests.fixtures.kafka import consume_all, headers_of, value_of
@@ -177,6 +177,25 @@ def test_an_idempotency_key_reused_for_another_request_is_422_and_creates_nothin
     assert {r.id for r in client.list_replays(ADMIN, limit=200).runs} == before
     client.cancel_replay(ADMIN, first.id)
     assert wait_for(client, first.id, TERMINAL).state in TERMINAL
+
+
+def test_reconcile_and_the_chart_refuse_what_they_cannot_do_and_create_nothing(
+    replay_daemon: DaemonProcess,
+) -> None:
+    client = replay_daemon.client()
+    running = client.create_replay(ADMIN, _request(tps=50))
+    before = {r.id for r in client.list_replays(ADMIN, limit=200).runs}
+
+    with pytest.raises(Conflict, match=f"run {running.id} is still"):
+        client.reconcile(ADMIN, running.id)
+    with pytest.raises(NotFound):
+        client.reconcile(ADMIN, "r-000000000000")
+    with pytest.raises(NotFound, match="has no rate series"):
+        client.chart_png(ADMIN, running.id)
+
+    assert {r.id for r in client.list_replays(ADMIN, limit=200).runs} == before
+    client.cancel_replay(ADMIN, running.id)
+    assert wait_for(client, running.id, TERMINAL).state in TERMINAL
 
 
 def test_cancel_by_a_stranger_is_refused(replay_daemon: DaemonProcess) -> None:
