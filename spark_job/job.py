@@ -222,6 +222,8 @@ def _publish(
         dead_letters=DeadLetterPlan(
             on_error=spec.on_error, topic=spec.dlq_topic, producer=producer_config(spec.kafka)
         ),
+        control=spec.control,
+        control_kafka=dict(spec.kafka) if spec.control is not None else None,
     )
     context.setJobGroup(_group(spec.run_id), f"replay {spec.run_id}: publish to {spec.topic}")
     totals = TaskTotals(confirmed=context.accumulator(0), dead_lettered=context.accumulator(0))

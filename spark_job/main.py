@@ -107,6 +107,19 @@ def _session(spec: JobSpec) -> SparkSession:
     return spark
 
 
+def _log_peak_heap(session: SparkSession) -> None:
+    """Log the driver JVM's peak heap (the sum of its heap pools' peaks; in local mode the executors'
+    too) as ``peak_heap_mb=N``: bench/e2e.py reports it beside the process tree's sampled RSS."""
+    try:
+        management = session.sparkContext._jvm.java.lang.management  # type: ignore[union-attr]  # py4j
+        heap = management.MemoryType.HEAP
+        pools = management.ManagementFactory.getMemoryPoolMXBeans()
+        peak = sum(pool.getPeakUsage().getUsed() for pool in pools if pool.getType().equals(heap))
+        log.info("peak_heap_mb=%.0f", peak / 2**20)
+    except Exception as exc:  # a figure for the logs only: never fail a run over it
+        log.info("peak heap unknown (%s)", exc)
+
+
 def main(argv: list[str] | None = None, *, spark: SparkSession | None = None) -> int:
     """Run one replay; ``spark`` injects an existing session (tests), otherwise one is built."""
     logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(name)s %(message)s", force=True)
@@ -130,6 +143,7 @@ def main(argv: list[str] | None = None, *, spark: SparkSession | None = None) ->
             else:
                 result = run_replay(session, spec, phase)
         finally:
+            _log_peak_heap(session)
             if spark is None:
                 session.stop()  # before the final line, so nothing Spark prints can follow it
             phase.mark("stop")

@@ -13,10 +13,12 @@ from hypothesis import strategies as st
 
 from spark_job.errors import SpecError
 from spark_job.spec.model import (
+    Control,
     DayWindow,
     JobSpec,
     OffsetRanges,
     Progress,
+    RateChange,
     ReconcileTarget,
     Source,
     TimeWindow,
@@ -212,3 +214,33 @@ def test_records_carry_user_and_provenance_headers() -> None:
 def test_watermark_runs_name_their_range_in_a_watermark_header() -> None:
     spec = spec_from_dict(document(window=None, watermark={"column": "v", "low": 10, "high": 20}))
     assert provenance_headers(spec)["replay-watermark"] == "v (10, 20]"
+
+
+def test_a_control_section_round_trips_and_is_absent_when_unused() -> None:
+    section = {"topic": "replay.control", "offset": 17, "changes": [{"at": 1.5, "tps": 300, "paused": True}]}
+    spec = spec_from_dict(document(control=section))
+    assert spec.control == Control("replay.control", 17, (RateChange(1.5, 300, paused=True),))
+    assert spec_from_json(spec.to_json()) == spec
+    assert "control" not in spec_from_dict(document()).to_dict()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"control": {"topic": "c", "offset": -1}}, "control.offset"),
+        ({"control": {"topic": "c", "offset": 0, "changes": [{"at": 1, "tps": 0}]}}, "control.changes.0.tps"),
+        (
+            {"control": {"topic": "c", "offset": 0, "changes": [{"at": 2, "tps": 5}, {"at": 1, "tps": 5}]}},
+            "control.changes.1.at",
+        ),
+        (
+            {"control": {"topic": "c", "offset": 0, "changes": [{"at": 1, "tps": 5, "x": 1}]}},
+            "control.changes.0.x",
+        ),
+        ({"control": {"topic": "c", "offset": 0}, "tps": 0}, "control"),
+    ],
+)
+def test_a_bad_control_section_names_the_field(overrides: dict[str, Any], field: str) -> None:
+    with pytest.raises(SpecError) as raised:
+        spec_from_dict(document(**overrides))
+    assert raised.value.field == field

@@ -33,6 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from spark_job.publish.timeline import Timeline
+
 
 @dataclass(frozen=True)
 class Segment:
@@ -190,9 +192,12 @@ class Pacer:
         sleep: Callable[[float], object] = time.sleep,
         min_sleep_s: float = 0.001,
         max_step_s: float = MAX_STEP_S,
+        timeline: Timeline | None = None,
     ) -> None:
         self._schedule = schedule
-        self._t0 = t0  # clock time of the schedule's zero; moves later by a late start only
+        # clock time <-> schedule time: the identity from t0 unless the rate was changed (live control)
+        self._timeline = timeline if timeline is not None else Timeline.fixed(t0)
+        self._shift = 0.0  # schedule seconds this task's schedule moved later by a late start
         self._clock = clock
         self._sleep = sleep
         self._min_sleep_s = min_sleep_s
@@ -230,11 +235,11 @@ class Pacer:
         now = self._clock()
         if not self._started:  # the task's first look at the clock
             self._started = True
-            lag = now - self._deadline(self.sent)
+            lag = self._timeline.schedule_of(now) - self._shift - self._schedule.due(self.sent)
             if lag > 0:
                 interval = self._schedule.interval(self.sent)
                 self.late_start_s = math.floor(lag / interval) * interval
-                self._t0 += self.late_start_s
+                self._shift += self.late_start_s
             self._virtual = now
         else:
             self._advance(now)
@@ -265,12 +270,20 @@ class Pacer:
         if delay >= 0:  # 0 too: a deficit below the clock's resolution still needs time to pass
             self._sleep(min(max(delay, self._min_sleep_s), max_wait_s, self._max_step_s))
 
+    def retime(self, timeline: Timeline) -> None:
+        """Follow a new rate from now on (live control): the same schedule, bent by ``timeline``.
+
+        Events already granted stay granted; the ones not yet sent fall due by the new timeline. The
+        window cap keeps holding: it takes the fastest rate of the last window.
+        """
+        self._timeline = timeline
+
     def _deadline(self, index: int) -> float:
-        return self._t0 + self._schedule.due(index)
+        return self._timeline.clock_of(self._shift + self._schedule.due(index))
 
     def _due_by(self, virtual: float) -> int:
         """Events due by the virtual clock, exactly consistent with ``_deadline``."""
-        due = self._schedule.events_due(virtual - self._t0)
+        due = self._schedule.events_due(self._timeline.schedule_of(virtual) - self._shift)
         rows = self._schedule.rows
         while due < rows and self._deadline(due) <= virtual:
             due += 1
@@ -292,9 +305,10 @@ class Pacer:
         while granted and now - granted[0][0] >= WINDOW_S:
             self._window_base = granted.popleft()[1]
         self._window_frees_at = -math.inf
+        speed = self._timeline.max_speed(now - WINDOW_S, now)  # a slower rate now: the old one's events
         count = wanted
         while count > 0:  # the cap grows with the share of the last event granted: find the fixpoint
-            share = 1 / self._schedule.interval(self.sent + count - 1)
+            share = speed / self._schedule.interval(self.sent + count - 1)
             allowed = self._window_base + window_cap(share) - self.sent
             if count <= allowed:
                 break

@@ -31,6 +31,7 @@ import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from pyspark import Accumulator, TaskContext
 
+from spark_job.control import ControlFeed
 from spark_job.errors import PublishError
 from spark_job.progress import Beacon
 from spark_job.publish.dead_letters import (
@@ -42,7 +43,8 @@ from spark_job.publish.dead_letters import (
     kafka_reason,
 )
 from spark_job.publish.pacing import Pacer, partition_schedule
-from spark_job.spec.model import EVENT_ID_HEADER, KafkaValue
+from spark_job.publish.timeline import Timeline
+from spark_job.spec.model import EVENT_ID_HEADER, Control, KafkaValue, RateChange
 
 Header = tuple[str, str | bytes | None]  # a record header as confluent-kafka takes it
 # Batches are (key, value[, TIMESTAMP]): the optional column carries timestamp=event's epoch ms.
@@ -91,6 +93,8 @@ class TaskSettings:
     progress_topic: str
     progress_interval_s: float
     dead_letters: DeadLetterPlan = field(default_factory=DeadLetterPlan)  # on_error and its topic
+    control: Control | None = None  # live rate changes: the control topic and the changes so far
+    control_kafka: dict[str, KafkaValue] | None = None  # the client settings to read it with
 
 
 @dataclass(frozen=True)
@@ -197,7 +201,8 @@ def publish_partition(
     beacons = BeaconEmitter(producer, settings, identity)
     t0 = time.monotonic() + (settings.t0_wall - time.time())
     schedule = partition_schedule(settings.sizes, settings.tps, settings.slots, partition)
-    pacer = Pacer(schedule, t0, sleep=producer.poll)
+    rate = RateFollower.start(settings, t0)
+    pacer = Pacer(schedule, t0, sleep=producer.poll, timeline=rate.timeline if rate else None)
     seen = 0
     try:
         beacons.tick(0, force=True)
@@ -212,7 +217,7 @@ def publish_partition(
                     f"partition {partition} holds more rows than the {schedule.rows} counted before "
                     "publishing: the source changed while the run read it"
                 )
-            _publish_batch(producer, settings, batch, pacer, counter, beacons)
+            _publish_batch(producer, settings, batch, pacer, counter, beacons, rate)
         while producer.flush(MAX_WAIT_S) > 0:
             counter.raise_if_failed()
             beacons.tick(counter.confirmed)
@@ -227,6 +232,9 @@ def publish_partition(
             beacons.tick(counter.confirmed, force=True, failed=True)
             producer.flush(BEACON_FLUSH_S)
         raise
+    finally:
+        if rate is not None:
+            rate.close()
     if totals is not None:
         totals.confirmed.add(counter.confirmed)
         totals.dead_lettered.add(dead_lettered)
@@ -254,6 +262,7 @@ def _publish_batch(
     pacer: Pacer,
     counter: DeliveryCounter,
     beacons: BeaconEmitter,
+    rate: RateFollower | None = None,
 ) -> None:
     """Send one Arrow batch as its rows fall due; each granted stretch goes out in one tight loop."""
     keys: list[Any] = batch.column(0).to_pylist()
@@ -265,6 +274,8 @@ def _publish_batch(
     send = _Sender(producer, settings.topic, settings.headers, counter)
     done, rows = 0, len(keys)
     while done < rows:
+        if rate is not None:
+            rate.follow(pacer)
         granted = pacer.take(rows - done)
         if granted:
             end = done + granted
@@ -286,6 +297,50 @@ def _publish_batch(
             pacer.wait(MAX_WAIT_S)
         counter.raise_if_failed()
         beacons.tick(counter.confirmed)
+
+
+class RateFollower:
+    """A task's side of live control: reads its run's changes and bends the pacer's schedule.
+
+    Changes are wall-clock instants (the daemon's); the pacer runs on this task's monotonic clock, so
+    they are mapped once with the same offset as ``t0``. Speeds are relative to the planned rate.
+    """
+
+    def __init__(
+        self, feed: ControlFeed, *, planned_tps: int, t0: float, changes: tuple[RateChange, ...]
+    ) -> None:
+        self._feed = feed
+        self._planned = planned_tps
+        self._t0 = t0
+        self._wall_to_clock = time.monotonic() - time.time()
+        self.timeline = self._timeline(changes)
+
+    @classmethod
+    def start(cls, settings: TaskSettings, t0: float) -> RateFollower | None:
+        """None when the run has no live control (an unthrottled or reconcile run, an older spec)."""
+        if settings.control is None or settings.tps == 0:
+            return None
+        feed = ControlFeed(
+            kafka=settings.control_kafka or {}, control=settings.control, run_id=settings.run_id
+        )
+        return cls(feed, planned_tps=settings.tps, t0=t0, changes=settings.control.changes)
+
+    def _timeline(self, changes: tuple[RateChange, ...]) -> Timeline:
+        bends = [
+            (change.at + self._wall_to_clock, 0.0 if change.paused else change.tps / self._planned)
+            for change in changes
+        ]
+        return Timeline.of(self._t0, bends)
+
+    def follow(self, pacer: Pacer) -> None:
+        """Look for a change (cheap: at most every ``POLL_EVERY_S``) and apply it to ``pacer``."""
+        changes = self._feed.poll()
+        if changes is not None:
+            self.timeline = self._timeline(changes)
+            pacer.retime(self.timeline)
+
+    def close(self) -> None:
+        self._feed.close()
 
 
 class _Sender:

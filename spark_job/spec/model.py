@@ -39,9 +39,13 @@ refused so a typo fails fast instead of being ignored. Shape (optional fields sh
                                         # not encodable, not decryptable) goes to dlq_topic
       "dlq_topic": null,                # required with "dlq"; the job creates it when missing
       "mode": "replay",                 # or "reconcile": publish nothing, reconcile an earlier run
-      "reconcile": null                 # with "reconcile" only: {"run_id": "r-41", "offsets":
+      "reconcile": null,                # with "reconcile" only: {"run_id": "r-41", "offsets":
                                         # {"topic": ..., "partitions": {"0": [lo, hi]}} or null =
                                         # the whole topic, "dlq_topic": null}
+      "control": null                   # live control (spark_job.control): {"topic": "replay.control",
+                                        # "offset": 0, "changes": [{"at": epoch s, "tps": 3000,
+                                        # "paused": false}]}: the rate from "at" on; tasks read newer
+                                        # changes from "topic" at "offset" onward
     }
 
 Naive timestamps are read as UTC. This module is the shape and its invariants only: reading a
@@ -51,6 +55,7 @@ document is ``spark_job.spec.parse``, which imports this module (never the other
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
@@ -151,6 +156,26 @@ class Progress:
 
 
 @dataclass(frozen=True)
+class RateChange:
+    """From wall-clock time ``at`` (epoch seconds) on, the run's rate is ``tps``; none while ``paused``
+    (``tps`` is then the rate it resumes at)."""
+
+    at: float
+    tps: int
+    paused: bool = False
+
+
+@dataclass(frozen=True)
+class Control:
+    """Where a running job learns of rate changes: ``topic`` from ``offset`` on; ``changes`` are those
+    made before the spec was written (the rate in ``tps`` holds until the first of them)."""
+
+    topic: str
+    offset: int
+    changes: tuple[RateChange, ...] = ()
+
+
+@dataclass(frozen=True)
 class JobSpec:
     run_id: str
     source: Source
@@ -179,6 +204,7 @@ class JobSpec:
     dlq_topic: str | None = None
     mode: Mode = "replay"
     reconcile: ReconcileTarget | None = None  # required with mode "reconcile", refused otherwise
+    control: Control | None = None  # live rate changes (spark_job.control); None: the rate is fixed
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -190,6 +216,8 @@ class JobSpec:
         document[key] = {k: _iso(v) if isinstance(v, date) else v for k, v in selection.items()}
         if document["decrypt"] is None:
             del document["decrypt"]  # specs of sources without PII stay as they were
+        if document["control"] is None:
+            del document["control"]
         if self.mode == "replay":
             del document["mode"], document["reconcile"]  # and replay specs as they were
         elif self.reconcile is not None:
@@ -254,6 +282,7 @@ def _validate(spec: JobSpec) -> None:
     if spec.dlq_topic is not None and spec.dlq_topic == spec.topic:
         raise SpecError("dlq_topic", "must not be the target topic")
     _validate_mode(spec)
+    _validate_control(spec)
     if spec.decrypt is not None:
         protected = (spec.key_column, spec.event_id_column)
         validate_decrypt(spec.decrypt, value_format=spec.value_format, protected=protected)
@@ -272,6 +301,23 @@ def _validate_mode(spec: JobSpec) -> None:
             raise SpecError(
                 f"reconcile.offsets.partitions.{partition}", f"must be 0 <= lo <= hi, got [{lo}, {hi}]"
             )
+
+
+def _validate_control(spec: JobSpec) -> None:
+    control = spec.control
+    if control is None:
+        return
+    if spec.mode != "replay" or spec.tps == 0:
+        raise SpecError("control", "is only used by a throttled replay")
+    if control.offset < 0:
+        raise SpecError("control.offset", f"must be >= 0, got {control.offset}")
+    previous = -math.inf
+    for index, change in enumerate(control.changes):
+        if change.tps < 1:
+            raise SpecError(f"control.changes.{index}.tps", f"must be >= 1, got {change.tps}")
+        if change.at < previous:
+            raise SpecError(f"control.changes.{index}.at", "changes must be in time order")
+        previous = change.at
 
 
 def _validate_value_shape(spec: JobSpec) -> None:

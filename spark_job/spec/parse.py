@@ -14,10 +14,12 @@ from spark_job.errors import SpecError
 from spark_job.spec.decrypt import DataKeyRef, Decrypt, KmsSettings
 from spark_job.spec.model import (
     DEFAULT_PARTITIONER,
+    Control,
     DayWindow,
     JobSpec,
     OffsetRanges,
     Progress,
+    RateChange,
     ReconcileTarget,
     Selection,
     Source,
@@ -125,9 +127,35 @@ def _parse(doc: _Fields) -> JobSpec:
         dlq_topic=doc.get("dlq_topic", str),
         mode=doc.get("mode", str, default="replay"),
         reconcile=_parse_reconcile(doc.nested("reconcile")),
+        control=_parse_control(doc.nested("control")),
     )
     doc.done()
     return spec
+
+
+def _parse_control(doc: _Fields | None) -> Control | None:
+    """The ``control`` section (``None`` when absent): the control topic, where to read it from, and
+    the rate changes made before the spec was written."""
+    if doc is None:
+        return None
+    changes: list[RateChange] = []
+    for index, item in enumerate(doc.get("changes", list, default=[])):
+        change = _Fields(item, doc.path(f"changes.{index}"))
+        changes.append(
+            RateChange(
+                at=float(change.get("at", (int, float), required=True)),
+                tps=change.get("tps", int, required=True),
+                paused=change.get("paused", bool, default=False),
+            )
+        )
+        change.done()
+    control = Control(
+        topic=doc.get("topic", str, required=True),
+        offset=doc.get("offset", int, required=True),
+        changes=tuple(changes),
+    )
+    doc.done()
+    return control
 
 
 def _parse_reconcile(doc: _Fields | None) -> ReconcileTarget | None:
