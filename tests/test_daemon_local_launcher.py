@@ -1,13 +1,26 @@
-"""The local launcher's admission default and its job monitor (a real child process, a real file)."""
+"""The local launcher's admission default, its job monitor and what its jobs can see and leave behind
+(real child processes, real files; the full Spark job is in `test_daemon_job_secrets.py`)."""
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from daemon.adapters.local_launcher import _watch_job, default_max_concurrent_runs
+import pytest
+
+from daemon.adapters.local_launcher import (
+    LocalSparkLauncher,
+    _watch_job,
+    default_max_concurrent_runs,
+    job_environment,
+)
+from daemon.usecases.ports import JobState
 
 GIB = 1024**3
 
@@ -44,3 +57,153 @@ def test_the_monitor_wakes_the_watcher_at_the_result_line_then_at_exit(tmp_path:
     assert len(wakes) == 2
     assert wakes[0] - started < 1.0  # at the line, well before the process ended
     assert exited - wakes[1] < 0.5 and wakes[1] - wakes[0] > 1.0
+
+
+# -- secrets: what the job inherits, who can read its files, how long the spec lives ------------------
+
+SECRETS = {
+    "REPLAY_SLACK_BOT_TOKEN": "xoxb-secret-bot-token",
+    "REPLAY_API_TOKEN": "secret-api-token",
+    "REPLAY_DATABASE_URL": "postgresql+psycopg://replay:secret-db-password@db/replay",
+}
+
+
+def _sleeping_spark_submit(directory: Path) -> Path:
+    """A `spark-submit` that only sleeps: a real process to look at, no Spark (no `exec`: the shell
+    keeps the pid, so its environment is never read mid-exec)."""
+    script = directory / "sleeping-spark-submit"
+    script.write_text("#!/bin/sh\nsleep 60\n")
+    script.chmod(0o700)
+    return script
+
+
+def _environ(pid: int) -> dict[str, str]:
+    """The process's environment; read again while empty (Linux shows none for a moment after exec)."""
+    deadline = time.monotonic() + 5
+    while not (raw := Path(f"/proc/{pid}/environ").read_bytes()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return dict(entry.decode().partition("=")[::2] for entry in raw.split(b"\0") if entry)
+
+
+@pytest.fixture
+def sleeping_launcher(tmp_path: Path) -> Iterator[LocalSparkLauncher]:
+    launcher = LocalSparkLauncher(
+        runs_dir=tmp_path / "runs", spark_submit=str(_sleeping_spark_submit(tmp_path))
+    )
+    yield launcher
+    for pid_file in (tmp_path / "runs").glob("*/pid"):
+        launcher.cancel({"pid": int(pid_file.read_text().split()[0]), "start_ticks": None}, grace_s=5)
+
+
+def test_the_job_inherits_none_of_the_daemons_settings_but_what_spark_and_aws_need(
+    sleeping_launcher: LocalSparkLauncher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in {**SECRETS, "AWS_REGION": "eu-west-1", "SOMETHING_ELSE": "x"}.items():
+        monkeypatch.setenv(name, value)
+
+    handle = sleeping_launcher.submit("r-env", "{}", workers=1)
+
+    environ = _environ(int(handle["pid"]))
+    assert "PATH" in environ
+    assert [name for name in environ if name.startswith("REPLAY_") or name == "SOMETHING_ELSE"] == []
+    assert not any(secret in value for value in environ.values() for secret in SECRETS.values())
+    assert (environ["AWS_REGION"], environ["PATH"]) == ("eu-west-1", os.environ["PATH"])
+    assert environ["PYSPARK_PYTHON"] == environ["PYSPARK_DRIVER_PYTHON"] == sys.executable
+
+
+def test_job_environment_keeps_only_the_allowed_names() -> None:
+    daemon = {
+        **SECRETS,
+        "PATH": "/bin",
+        "LC_ALL": "C.UTF-8",
+        "JAVA_HOME": "/jdk",
+        "SPARK_HOME": "/spark",
+        "PYTHONPATH": "/src",
+        "AWS_PROFILE": "lake",
+        "SLACK_BOT_TOKEN": "xoxb-other",
+        "DATABASE_URL": "postgresql://u:p@h/db",
+    }
+
+    kept = job_environment(daemon)
+
+    assert {**kept, "PYSPARK_PYTHON": "", "PYSPARK_DRIVER_PYTHON": ""} == {
+        "PATH": "/bin",
+        "LC_ALL": "C.UTF-8",
+        "JAVA_HOME": "/jdk",
+        "SPARK_HOME": "/spark",
+        "PYTHONPATH": "/src",
+        "AWS_PROFILE": "lake",
+        "PYSPARK_PYTHON": "",
+        "PYSPARK_DRIVER_PYTHON": "",
+    }
+
+
+def test_the_run_directory_is_0700_and_its_spec_pid_and_logs_0600(
+    sleeping_launcher: LocalSparkLauncher, tmp_path: Path
+) -> None:
+    """Even under a permissive umask, and over a run directory an older daemon left 0755 with a 0644 spec."""
+    stale = tmp_path / "runs" / "r-modes"
+    stale.mkdir(parents=True, mode=0o755)
+    (stale / "spec.json").write_text("{}")
+    (stale / "spec.json").chmod(0o644)
+    previous = os.umask(0)
+    try:
+        sleeping_launcher.submit("r-modes", '{"kafka": {"sasl_password": "p"}}', workers=1)
+    finally:
+        os.umask(previous)
+
+    modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in [stale, *stale.iterdir()]}
+    assert modes == {
+        "r-modes": 0o700,
+        "spec.json": 0o600,
+        "pid": 0o600,
+        "stdout.log": 0o600,
+        "stderr.log": 0o600,
+    }
+    assert stat.S_IMODE((tmp_path / "runs").stat().st_mode) == 0o700
+    assert (stale / "spec.json").read_text() == '{"kafka": {"sasl_password": "p"}}'
+
+
+def test_release_deletes_the_spec_and_a_new_launcher_still_re_attaches(
+    sleeping_launcher: LocalSparkLauncher, tmp_path: Path
+) -> None:
+    handle = sleeping_launcher.submit("r-release", "{}", workers=1)
+
+    assert sleeping_launcher.release(handle) is True
+    assert sleeping_launcher.release(handle) is True  # again, as a watcher retrying does
+
+    directory = tmp_path / "runs" / "r-release"
+    assert sorted(path.name for path in directory.iterdir()) == ["pid", "stderr.log", "stdout.log"]
+    restarted = LocalSparkLauncher(runs_dir=tmp_path / "runs", spark_submit="/nonexistent/spark-submit")
+    assert restarted.submit("r-release", "{}", workers=1) == handle  # from the pid file: no new job
+    assert restarted.state(handle) is JobState.RUNNING
+
+
+def test_a_job_that_cannot_start_leaves_no_spec(tmp_path: Path) -> None:
+    launcher = LocalSparkLauncher(runs_dir=tmp_path / "runs", spark_submit=str(tmp_path / "no-spark-submit"))
+
+    with pytest.raises(FileNotFoundError):
+        launcher.submit("r-nostart", "{}", workers=1)
+
+    assert not (tmp_path / "runs" / "r-nostart" / "spec.json").exists()
+
+
+def test_a_starting_launcher_deletes_the_specs_of_jobs_that_ended_and_keeps_the_running_ones(
+    sleeping_launcher: LocalSparkLauncher, tmp_path: Path
+) -> None:
+    """As after a daemon that stopped between a run's end and its release, or an older daemon's runs."""
+    running = sleeping_launcher.submit("r-running", "{}", workers=1)
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    for run_id, pid in (("r-ended", ended.pid), ("r-unstarted", None)):
+        directory = tmp_path / "runs" / run_id
+        directory.mkdir()
+        (directory / "spec.json").write_text("{}")
+        if pid is not None:
+            (directory / "pid").write_text(f"{pid} 1\n")
+
+    LocalSparkLauncher(runs_dir=tmp_path / "runs", spark_submit="/nonexistent/spark-submit")
+
+    specs = sorted(spec.parent.name for spec in (tmp_path / "runs").glob("*/spec.json"))
+    assert specs == ["r-running", "r-unstarted"]
+    assert sleeping_launcher.state(running) is JobState.RUNNING

@@ -1,5 +1,5 @@
 """`EmrServerlessLauncher` over real HTTP to moto, once a job run exists: its state, its outcome, its
-logs, cancelling it and releasing its application; and AWS errors as domain errors.
+logs, cancelling it and releasing its application and its spec; and AWS errors as domain errors.
 
 How moto stands in for EMR Serverless is in `tests.fixtures.emr_launcher`; sizing and submitting are
 in `test_emr_launcher.py`.
@@ -219,6 +219,47 @@ def test_release_is_idempotent(launcher: EmrServerlessLauncher) -> None:
     launcher.release(handle, timeout_s=60)
 
     assert launcher.release(handle) is True
+
+
+def _spec_keys(aws: AwsClients) -> list[str]:
+    listed = aws.s3.list_objects_v2(Bucket=BUCKET, Prefix="replay/runs/").get("Contents", [])
+    return [item["Key"] for item in listed if item["Key"].endswith("/spec.json")]
+
+
+def test_release_deletes_the_runs_spec_with_its_kafka_password_from_s3(
+    aws: AwsClients, launcher: EmrServerlessLauncher
+) -> None:
+    handle = submit_run(launcher)
+    assert _spec_keys(aws) == ["replay/runs/r-1/spec.json"]
+
+    assert launcher.release(handle, timeout_s=60) is True
+
+    assert _spec_keys(aws) == []
+    assert launcher.release(handle) is True  # a spec already gone is not an error
+
+
+def test_release_of_a_pipeline_run_deletes_its_spec_and_keeps_the_application(
+    aws: AwsClients, launcher: EmrServerlessLauncher
+) -> None:
+    app_id = launcher.ensure_application("replay-pipeline-p-1", 3)
+    handle = submit_run(launcher, workers=3, application_id=app_id)
+
+    assert launcher.release(handle) is True
+
+    assert _spec_keys(aws) == []
+    assert aws.emr_serverless.get_application(applicationId=app_id)["application"]["state"] == "STARTED"
+
+
+def test_a_run_that_cannot_start_leaves_no_spec_in_s3(
+    aws: AwsClients, launcher: EmrServerlessLauncher
+) -> None:
+    """It is never released (it has no job run to follow), so its spec goes at once."""
+    app_id = launcher.ensure_application("replay-pipeline-p-1", 2)
+
+    with pytest.raises(ConfigError, match="has 2 executors"):
+        submit_run(launcher, workers=4, application_id=app_id)
+
+    assert _spec_keys(aws) == []
 
 
 def test_deleting_an_application_that_does_not_exist_is_not_an_error(launcher: EmrServerlessLauncher) -> None:

@@ -281,9 +281,21 @@ def test_a_daemon_with_launcher_emr_replays_a_window_end_to_end(
         client = daemon.client()
         run_id = client.create_replay(OWNER, ReplayBody(source="orders", window="2024-01-02..2024-01-02")).id
         run = wait_for(client, run_id, TERMINAL)
+        left = _run_keys(aws, run_id)
+        deadline = time.monotonic() + 15  # the watcher releases the run just after concluding it
+        while f"replay/runs/{run_id}/spec.json" in left and time.monotonic() < deadline:
+            time.sleep(0.2)
+            left = _run_keys(aws, run_id)
     finally:
         daemon.stop()
 
     assert run.state == "succeeded", (run, daemon.log_text()[-3000:])
     assert run.confirmed == topic_record_count(kafka_bootstrap, run.topic) == 300
     assert len(local_emr.emr.job_runs) == 1
+    assert f"replay/runs/{run_id}/result.json" in left
+    assert f"replay/runs/{run_id}/spec.json" not in left  # the Kafka password does not stay in S3
+
+
+def _run_keys(aws: AwsClients, run_id: str) -> set[str]:
+    listed = aws.s3.list_objects_v2(Bucket=BUCKET, Prefix=f"replay/runs/{run_id}/").get("Contents", [])
+    return {item["Key"] for item in listed}

@@ -6,7 +6,7 @@ watcher keeps the rest queued in order, as for the local launcher.
 S3 layout (bucket and prefix from `EmrSettings`)::
 
     <prefix>/artifacts/<sha256[:16]>/main.py, spark_job.zip, venv.tar.gz   (daemon.adapters.packaging)
-    <prefix>/runs/<run id>/…   spec, result and driver logs             (daemon.adapters.emr_run_files)
+    <prefix>/runs/<run id>/…   spec (until the run ends), result, logs  (daemon.adapters.emr_run_files)
 
 Applications (found by name, sized, torn down) are `daemon.adapters.emr_applications`; this module
 starts, follows and cancels the job runs on them.
@@ -21,6 +21,7 @@ that maps AWS error codes to the domain errors of `daemon.core.errors`.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -32,7 +33,7 @@ from daemon.adapters.emr_applications import MANAGED_TAG, EmrApplications, clien
 from daemon.adapters.emr_run_files import EmrRunFiles
 from daemon.adapters.emr_states import EmrJobRunState, exit_outcome, is_terminal, job_run_state, job_state
 from daemon.config.emr_settings import EmrSettings, spark_heap
-from daemon.core.errors import BadRequest, ConfigError, NotFound
+from daemon.core.errors import BadRequest, ConfigError, NotFound, ReplayError
 from daemon.usecases.ports import ApplicationDeleter, Handle, JobOutcome, JobState, Launcher, parse_outcome
 
 log = structlog.get_logger(__name__)
@@ -119,6 +120,17 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
         if workers < 1:
             raise BadRequest(f"workers must be at least 1, not {workers}")
         spec_uri, result_uri = self._files.put_spec(run_id, spec_json)
+        try:
+            return self._start(run_id, workers, application_id, spec_uri, result_uri)
+        except Exception:  # the run fails to launch and is never released: its spec goes now
+            with contextlib.suppress(ReplayError):
+                self._files.delete_spec(spec_uri)
+            raise
+
+    def _start(
+        self, run_id: str, workers: int, application_id: str | None, spec_uri: str, result_uri: str
+    ) -> Handle:
+        """Find or create the run's application, then find or start its job run on it."""
         if application_id is None:
             app_id = self.ensure_application(f"replay-{run_id}", workers, token_key=run_id)
         else:
@@ -196,10 +208,19 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
         return self._applications.ensure(name, workers, token_key=token_key)
 
     def release(self, handle: Handle, *, timeout_s: float = 0.0) -> bool:
-        """Delete a finished one-time run's own application; True once it is gone (pipelines keep theirs)."""
+        """Delete a finished run's spec (it holds the Kafka password), then a one-time run's own
+        application; True once both are gone (pipelines keep their application). A refused delete
+        of the spec never holds the application: it is logged and tried again at the next release."""
+        spec_gone = True
+        if handle.get("spec_uri"):
+            try:
+                self._files.delete_spec(handle["spec_uri"])
+            except ReplayError as exc:  # e.g. the daemon's role lacks s3:DeleteObject
+                log.warning("could not delete the run's spec", run_id=handle.get("run_id"), error=str(exc))
+                spec_gone = False
         if not handle.get("owns_application") or not handle.get("application_id"):
-            return True
-        return self.delete_application(handle["application_id"], timeout_s=timeout_s)
+            return spec_gone
+        return self.delete_application(handle["application_id"], timeout_s=timeout_s) and spec_gone
 
     def delete_application(self, app_id: str, *, timeout_s: float = 0.0) -> bool:
         """Stop, then delete; with `timeout_s=0` one step at a time (see `EmrApplications.delete`)."""

@@ -1,6 +1,7 @@
 """`EmrRunFiles`: what a run on EMR Serverless leaves in S3, written and read back.
 
-    <prefix>/runs/<run id>/spec.json      argv[1] of the job (written here, before the job starts)
+    <prefix>/runs/<run id>/spec.json      argv[1] of the job (written here, before the job starts;
+                                          deleted once the run has ended: it holds the Kafka password)
     <prefix>/runs/<run id>/result.json    the job's own result document
     <prefix>/runs/<run id>/logs/applications/<app id>/jobs/<job run id>/SPARK_DRIVER/stdout.gz
 
@@ -71,6 +72,12 @@ class EmrRunFiles:
         )
         self._put_text(spec_uri, spec_text)
         return spec_uri, result_uri
+
+    def delete_spec(self, spec_uri: str) -> None:
+        """Delete a finished run's spec; one already gone is not an error (S3 answers 204 either way)."""
+        bucket, key = s3_location(spec_uri)
+        with aws_errors(f"delete {spec_uri}"):
+            self._s3.delete_object(Bucket=bucket, Key=key)
 
     def log_uri(self, run_id: str) -> str:
         return self._settings.s3_uri("runs", run_id, "logs") + "/"

@@ -7,6 +7,11 @@ Admission: the machine paces only so many jobs at once (`max_concurrent_runs`, d
 `default_max_concurrent_runs()`); the watcher keeps the rest queued. A small monitor thread per job
 wakes the watcher the moment the job prints its result line and again when its process exits, so a
 finished run is concluded at once, not at the watcher's next poll.
+
+Secrets: the spec carries the Kafka SASL password, so the run directory is 0700, the spec, pid and
+logs are created 0600, and `release` deletes the spec once the run has ended (the job reads it only at
+start-up; re-attaching needs only the pid file and the logs). The job inherits only the variables named
+in `JOB_ENV_NAMES` / `JOB_ENV_PREFIXES`, never the daemon's REPLAY_* settings (tokens, database URL).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import structlog
@@ -43,6 +48,52 @@ JOB_ENTRY = Path(spark_job.__file__).parent / "main.py"
 CORES_PER_JOB = 2  # the default `local_workers`: two task threads publish, each with its producer
 MEMORY_PER_JOB = 2 * 1024**3  # Spark's default 1 GiB driver heap + the Python workers and JVM overhead
 MONITOR_EVERY_S = 0.1
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+
+# What the job's processes may inherit from the daemon: what the JVM, Spark, Python and the job's own
+# AWS clients (S3, KMS for encrypted PII columns) read, and how they reach the network.
+JOB_ENV_NAMES = frozenset(
+    {
+        *("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR"),
+        *("JAVA_HOME", "JAVA_TOOL_OPTIONS", "HADOOP_HOME", "HADOOP_CONF_DIR"),
+        *("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE"),
+        *("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"),
+    }
+)
+JOB_ENV_PREFIXES = ("LC_", "SPARK_", "PYSPARK_", "PYTHON", "AWS_")
+
+
+def job_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The job's environment: the allowed part of `environ`, driver and executors on this interpreter
+    (whose environment has the job's dependencies). Nothing else: the daemon's tokens stay with it."""
+    kept = {
+        name: value
+        for name, value in environ.items()
+        if name in JOB_ENV_NAMES or name.startswith(JOB_ENV_PREFIXES)
+    }
+    return {**kept, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+
+
+def _private_file(path: Path, flags: int) -> int:
+    """A descriptor of `path` opened with `flags`, created 0600 (never widened, never chmod-ed after)."""
+    return os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to a new 0600 file at `path`; an older file there is removed first, so the mode is
+    always the one given at creation."""
+    path.unlink(missing_ok=True)
+    with os.fdopen(_private_file(path, os.O_WRONLY | os.O_EXCL), "w", encoding="utf-8") as out:
+        out.write(text)
+
+
+def _private_dir(path: Path) -> None:
+    """`path` as a directory only its owner can enter (a run directory of an older daemon is narrowed
+    before anything is written into it)."""
+    path.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o777 != PRIVATE_DIR:
+        path.chmod(PRIVATE_DIR)
 
 
 def default_max_concurrent_runs(cores: int | None = None, memory_bytes: int | None = None) -> int:
@@ -117,6 +168,23 @@ class LocalSparkLauncher(Launcher):
         self.max_concurrent_runs = max_concurrent_runs or default_max_concurrent_runs()
         self._wake: Callable[[], None] | None = None
         self._monitored: set[str] = set()  # run ids with a monitor thread (jobs of a restarted daemon too)
+        self._delete_specs_of_ended_jobs()
+
+    def _delete_specs_of_ended_jobs(self) -> None:
+        """At start-up: a spec whose job has ended is never read again, yet stays when the daemon stopped
+        between a run's end and its release (or when an older daemon, which kept specs, ran it)."""
+        for spec in self._runs_dir.glob("*/spec.json") if self._runs_dir.is_dir() else ():
+            run_id = spec.parent.name
+            try:
+                ended = not self._alive(self._handle(run_id, self._pid(run_id)))
+            except (OSError, ValueError, IndexError):  # no pid file: not started (a submit retry rewrites it)
+                continue
+            if ended:
+                spec.unlink(missing_ok=True)
+                log.info("job spec deleted", run_id=run_id, reason="its job had ended")
+
+    def _pid(self, run_id: str) -> int:
+        return int((self.run_dir(run_id) / "pid").read_text().split()[0])
 
     def notify_on_change(self, wake: Callable[[], None]) -> None:
         self._wake = wake
@@ -149,12 +217,13 @@ class LocalSparkLauncher(Launcher):
         directory = self.run_dir(run_id)
         pid_file = directory / "pid"
         if pid_file.exists():  # submitted before a restart: re-attach, never start twice
-            handle = self._handle(run_id, int(pid_file.read_text().split()[0]))
+            handle = self._handle(run_id, self._pid(run_id))
             self._monitor(handle)
             return handle
-        directory.mkdir(parents=True, exist_ok=True)
+        _private_dir(self._runs_dir)
+        _private_dir(directory)
         spec_path = directory / "spec.json"
-        spec_path.write_text(spec_json, encoding="utf-8")
+        _write_private(spec_path, spec_json)
         command = [
             self._spark_submit,
             "--master",
@@ -169,27 +238,30 @@ class LocalSparkLauncher(Launcher):
             str(JOB_ENTRY),
             str(spec_path),
         ]
-        with (directory / "stdout.log").open("ab") as out, (directory / "stderr.log").open("ab") as err:
-            process = subprocess.Popen(
-                command,
-                stdout=out,
-                stderr=err,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                env=self._environment(),
-            )
+        appending = os.O_WRONLY | os.O_APPEND
+        with (
+            os.fdopen(_private_file(directory / "stdout.log", appending), "ab") as out,
+            os.fdopen(_private_file(directory / "stderr.log", appending), "ab") as err,
+        ):
+            try:
+                process = subprocess.Popen(
+                    command,
+                    stdout=out,
+                    stderr=err,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    env=job_environment(os.environ),
+                )
+            except OSError:  # e.g. no spark-submit: the run fails to launch and is never released
+                spec_path.unlink(missing_ok=True)
+                raise
         tmp = pid_file.with_suffix(".tmp")
-        tmp.write_text(f"{process.pid} {_process_start_ticks(process.pid)}\n")
+        _write_private(tmp, f"{process.pid} {_process_start_ticks(process.pid)}\n")
         tmp.replace(pid_file)
         log.info("job started", run_id=run_id, pid=process.pid, workers=workers)
         handle = self._handle(run_id, process.pid)
         self._monitor(handle, process)
         return handle
-
-    @staticmethod
-    def _environment() -> dict[str, str]:
-        """Driver and executors run this interpreter, whose environment has the job's dependencies."""
-        return {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
 
     def _handle(self, run_id: str, pid: int) -> Handle:
         directory = self.run_dir(run_id)
@@ -247,3 +319,12 @@ class LocalSparkLauncher(Launcher):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
         log.info("job cancelled", run_id=handle.get("run_id"), pid=pid)
+
+    def release(self, handle: Handle) -> bool:
+        """The run has ended: delete its spec (the Kafka password in it). The pid file and the logs stay,
+        for `state`, `outcome` and `log_tail` of a concluded run."""
+        run_id = handle.get("run_id")
+        if run_id:
+            (self.run_dir(run_id) / "spec.json").unlink(missing_ok=True)
+            log.info("job spec deleted", run_id=run_id)
+        return True
