@@ -23,6 +23,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, validates
 
@@ -75,6 +76,7 @@ class _AwareTimestamps:
         "last_published_at",
         "at",
         "sent_at",
+        "delivered_at",
         "next_run_at",
         "scheduled_for",
         "idle_since",
@@ -121,6 +123,9 @@ class Pipeline(_AwareTimestamps, Base):
     delete_after: Mapped[datetime | None]
     snoozed_until: Mapped[datetime | None]
     snoozed_by: Mapped[str | None] = mapped_column(String(64))
+    # De-provisioning begun (paused, its run asked to stop) and why; the EMR application still to delete.
+    deprovision_reason: Mapped[str | None] = mapped_column(Text)
+    application_release: Mapped[str | None] = mapped_column(String(128))
 
 
 class Run(_AwareTimestamps, Base):
@@ -185,6 +190,11 @@ class Run(_AwareTimestamps, Base):
     # the job's first and last broker-confirmed delivery: start-up and wind-down, for the ETA
     first_delivery_at: Mapped[datetime | None]
     last_delivery_at: Mapped[datetime | None]
+    # live control: the rate changes so far, [{at, tps, paused}] in time order; None: the rate is fixed
+    control: Mapped[list[dict[str, Any]] | None] = mapped_column(JsonType)
+    # consumer groups watched drain after the run (``daemon.core.watch``); ``watching`` while unfinished
+    watch: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
+    watching: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false(), index=True)
 
     @property
     def terminal(self) -> bool:
@@ -216,6 +226,7 @@ class Notification(_AwareTimestamps, Base):
     channel: Mapped[str | None] = mapped_column(String(64))  # None: the notifier's default channel
     kind: Mapped[str] = mapped_column(String(64))
     sent_at: Mapped[datetime]
+    delivered_at: Mapped[datetime | None]  # when Slack accepted it; None: recorded, not (yet) delivered
     payload: Mapped[dict[str, Any]] = mapped_column(JsonType, default=dict)
     slack_ts: Mapped[str | None] = mapped_column(String(32))
 

@@ -3,6 +3,9 @@
 The unique constraint on ``dedup_key`` is the arbiter, so two daemons (or a retry after a
 crash) racing to announce the same event produce exactly one "first" caller. The insert uses
 ``ON CONFLICT DO NOTHING`` (PostgreSQL and SQLite alike), so the loser sees False, not an error.
+
+A message that must not be lost (the janitor's prompts) is recorded, sent, then ``mark_delivered``;
+one recorded but never delivered (a crash in between) is taken again by ``reclaim`` once it is old.
 """
 
 from __future__ import annotations
@@ -91,6 +94,34 @@ class NotificationRepository:
         with self._store.session() as session:
             if cast(CursorResult[Any], session.execute(stmt)).rowcount != 1:
                 raise NotificationNotFound(dedup_key)
+
+    def mark_delivered(self, dedup_key: str, channel: str) -> None:
+        """Slack accepted the message, in `channel` (a DM, or the fallback channel)."""
+        stmt = (
+            update(Notification)
+            .where(Notification.dedup_key == dedup_key)
+            .values(channel=channel, delivered_at=self._store.now())
+            .execution_options(synchronize_session=False)
+        )
+        with self._store.session() as session:
+            if cast(CursorResult[Any], session.execute(stmt)).rowcount != 1:
+                raise NotificationNotFound(dedup_key)
+
+    def reclaim(self, dedup_key: str, *, recorded_before: datetime) -> bool:
+        """Take over an undelivered record made before `recorded_before` (its sender died); True for
+        the one caller that does, who sends it again. A younger record may still be in flight."""
+        stmt = (
+            update(Notification)
+            .where(
+                Notification.dedup_key == dedup_key,
+                Notification.delivered_at.is_(None),
+                Notification.sent_at < recorded_before,
+            )
+            .values(sent_at=self._store.now())
+            .execution_options(synchronize_session=False)
+        )
+        with self._store.session() as session:
+            return cast(CursorResult[Any], session.execute(stmt)).rowcount == 1
 
     def forget(self, dedup_key: str) -> bool:
         """Drop a record whose send failed, so the message is tried again; False if there was none."""

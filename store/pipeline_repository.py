@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from daemon.core.errors import InvalidTransition, PipelineNotFound
+from daemon.core.errors import Conflict, InvalidTransition, PipelineNotFound, StaleUpdate
 from daemon.core.ids import new_pipeline_id, new_run_id
 from daemon.core.states import PIPELINE_TRANSITIONS, TERMINAL_RUN_STATES, PipelineState, RunKind, RunState
 from store.models import Pipeline, Run
@@ -173,6 +173,8 @@ class PipelineRepository:
                 return pipeline
             if target not in PIPELINE_TRANSITIONS[current]:
                 raise InvalidTransition(pipeline_id, current, target, "archived pipelines stay archived")
+            if target is PipelineState.ACTIVE and pipeline.deprovision_reason is not None:
+                raise InvalidTransition(pipeline_id, current, target, "it is being de-provisioned")
             pipeline.state = target
             touch(pipeline, self._store.now())
         return pipeline
@@ -189,6 +191,63 @@ class PipelineRepository:
                 setattr(pipeline, name, value)
             touch(pipeline, self._store.now())
         return pipeline
+
+    # -- the janitor: the optimistic checks that let an owner's answer win over a running pass ----
+
+    def snooze(self, pipeline_id: str, *, until: datetime, by: str) -> Pipeline:
+        """Keep: no deletion before `until`. Refused once de-provisioning has begun (Conflict)."""
+        with self._store.session() as session:
+            pipeline = lock_pipeline(session, pipeline_id)
+            if pipeline.deprovision_reason is not None or pipeline.state == PipelineState.ARCHIVED:
+                raise Conflict(f"pipeline {pipeline_id} is already being de-provisioned")
+            pipeline.snoozed_until, pipeline.snoozed_by = until, by
+            pipeline.idle_since = pipeline.delete_after = None
+            touch(pipeline, self._store.now())
+        return pipeline
+
+    def set_deadline(self, pipeline_id: str, *, idle_since: datetime, delete_after: datetime) -> bool:
+        """Start the grace period of the idle period `idle_since` once its prompts were delivered;
+        False (nothing changed) when that period is no longer the pipeline's (kept meanwhile)."""
+        with self._store.session() as session:
+            pipeline = lock_pipeline(session, pipeline_id)
+            if pipeline.idle_since != idle_since or pipeline.deprovision_reason is not None:
+                return False
+            pipeline.delete_after = delete_after
+            touch(pipeline, self._store.now())
+        return True
+
+    def begin_deprovision(self, pipeline_id: str, *, reason: str, read: Pipeline) -> Pipeline:
+        """Pause the pipeline and mark it being de-provisioned, atomically, unless it was kept (or
+        published, or re-asked) since `read` was taken: then StaleUpdate and nothing changes. Its EMR
+        application is recorded as to be released. Already begun: the row as it is (a retry)."""
+        with self._store.session() as session:
+            pipeline = lock_pipeline(session, pipeline_id)
+            if pipeline.deprovision_reason is not None:
+                return pipeline
+            if pipeline.state == PipelineState.ARCHIVED:
+                raise Conflict(f"pipeline {pipeline_id} is already de-provisioned")
+            idle_fields = ("idle_since", "delete_after", "snoozed_until", "last_published_at")
+            if any(getattr(pipeline, f) != getattr(read, f) for f in idle_fields):
+                raise StaleUpdate(pipeline_id, read.version, pipeline.version)
+            pipeline.deprovision_reason = reason
+            pipeline.state = PipelineState.PAUSED  # no slot fires from now on
+            pipeline.application_release = pipeline.emr_application_id
+            touch(pipeline, self._store.now())
+        return pipeline
+
+    def awaiting_release(self) -> builtins.list[Pipeline]:
+        """Pipelines (archived ones too) whose EMR application is still to be deleted."""
+        stmt = select(Pipeline).where(Pipeline.application_release.is_not(None)).order_by(Pipeline.id)
+        with self._store.session() as session:
+            return list(session.scalars(stmt))
+
+    def released(self, pipeline_id: str, application_id: str) -> None:
+        """The application is gone: nothing is left to release (unless another was recorded since)."""
+        with self._store.session() as session:
+            pipeline = lock_pipeline(session, pipeline_id)
+            if pipeline.application_release == application_id:
+                pipeline.application_release = None
+                touch(pipeline, self._store.now())
 
     def commit_watermark(
         self,

@@ -25,6 +25,7 @@ from store.live_guard import LiveGuard, overlapping_runs, refuse_overlap
 from store.models import Pipeline, Run, RunProgress
 from store.pagination import decode_cursor, encode_cursor
 from store.run_queue import RunQueue
+from store.run_watches import RunWatches
 from store.transitions import COUNTERS, apply_transition, check_version, lock_run, set_fields, touch
 
 if TYPE_CHECKING:
@@ -40,9 +41,9 @@ def _run_state(value: str) -> RunState:
         raise BadRequest(f"{value!r} is not a valid RunState") from None
 
 
-class RunRepository(RunLeases, RunQueue):
+class RunRepository(RunLeases, RunQueue, RunWatches):
     """All reads and writes of ``runs`` and ``run_progress`` (leases: ``store.leases``; the launch
-    queue and launcher timings: ``store.run_queue``)."""
+    queue and launcher timings: ``store.run_queue``; consumer-group watches: ``store.run_watches``)."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -221,6 +222,16 @@ class RunRepository(RunLeases, RunQueue):
             run = lock_run(session, run_id)
             check_version(run_id, run.version, expected_version)
             set_fields(run, fields)
+            touch(run, self._store.now())
+        return run
+
+    def set_control(self, run_id: str, changes: Sequence[Mapping[str, Any]], *, expected_version: int) -> Run:
+        """Replace the run's live-control changes (``daemon.core.run_control``), only if nobody wrote
+        the run since it was read at ``expected_version`` (else StaleUpdate: read again, decide again)."""
+        with self._store.session() as session:
+            run = lock_run(session, run_id)
+            check_version(run_id, run.version, expected_version)
+            run.control = [dict(change) for change in changes] or None
             touch(run, self._store.now())
         return run
 

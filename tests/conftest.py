@@ -17,6 +17,7 @@ pytest_plugins = [
     "tests.fixtures.emr_launcher",
     "tests.fixtures.slack",
     "tests.fixtures.daemon_standin",
+    "tests.fixtures.janitor",
 ]
 
 # Variables the test run itself is allowed to carry: where the session's services already run.

@@ -17,6 +17,7 @@ from sqlalchemy import update
 from daemon.adapters.slack_notifier import SlackNotifier
 from daemon.contract.client import DaemonClient
 from daemon.contract.models import IdlePrompt
+from daemon.core.errors import Conflict
 from daemon.slack.blocks import when
 from daemon.slack.idle_messages import IDLE_DELETE_ACTION, IDLE_KEEP_ACTION
 from daemon.slack.pipeline_messages import (
@@ -228,8 +229,24 @@ def _age(store: Store, pipeline_id: str, days: int) -> None:
         )
 
 
+def _open_idle_period(store: Store, pipeline_id: str) -> None:
+    """As if it had published nothing for 31 days and the janitor's pass had asked its owners."""
+    _age(store, pipeline_id, days=31)
+    created = store.pipelines.get(pipeline_id).created_at
+    store.pipelines.update(
+        pipeline_id,
+        idle_since=created + timedelta(days=30),
+        delete_after=datetime.now(UTC) + timedelta(days=7),
+    )
+
+
 def _idle_prompt(slack: SlackStandin, store: Store, pipeline_id: str) -> dict[str, str]:
     """The DM the janitor sends the owner (same notifier, same stand-in); its buttons by action id."""
+    return _buttons({"blocks": _idle_prompt_message(slack, store, pipeline_id)})
+
+
+def _idle_prompt_message(slack: SlackStandin, store: Store, pipeline_id: str) -> list[dict[str, Any]]:
+    """The blocks of the janitor's DM to the owner."""
     notifier = SlackNotifier(client=make_web_client(BOT_TOKEN, slack.base_url))
     now = datetime.now(UTC)
     prompt = IdlePrompt(
@@ -240,7 +257,7 @@ def _idle_prompt(slack: SlackStandin, store: Store, pipeline_id: str) -> dict[st
     )
     channel = notifier.idle_prompt(prompt, OWNER)
     [message] = [m for m in slack.messages(channel) if pipeline_id in m.text and "idle" in m.text]
-    return _buttons({"blocks": message.blocks})
+    return list(message.blocks)
 
 
 def test_keep_clicked_by_an_owner_snoozes_an_idle_pipeline(
@@ -268,6 +285,7 @@ def test_delete_now_is_refused_to_a_stranger_and_archives_the_pipeline_for_an_ow
     bot: BotUnderTest, slack: SlackStandin, daemon_client: DaemonClient, daemon_store: Store
 ) -> None:
     pipeline_id = _schedule(bot)
+    _open_idle_period(daemon_store, pipeline_id)
     value = _idle_prompt(slack, daemon_store, pipeline_id)[IDLE_DELETE_ACTION]
 
     refused = _click(bot, IDLE_DELETE_ACTION, value, user=STRANGER)
@@ -285,6 +303,28 @@ def test_delete_now_is_refused_to_a_stranger_and_archives_the_pipeline_for_an_ow
 
     again = _click(bot, IDLE_DELETE_ACTION, value)
     assert f"`{pipeline_id}` was already removed; this click changed nothing" in again["text"]
+
+
+def test_delete_now_asks_for_a_confirmation_and_is_refused_for_a_pipeline_that_is_not_idle(
+    bot: BotUnderTest, slack: SlackStandin, daemon_client: DaemonClient, daemon_store: Store
+) -> None:
+    pipeline_id = _schedule(bot)  # active: it has not been idle for a moment
+    blocks = _idle_prompt_message(slack, daemon_store, pipeline_id)
+    [actions] = [block for block in blocks if block["type"] == "actions"]
+    [delete] = [button for button in actions["elements"] if button["action_id"] == IDLE_DELETE_ACTION]
+    assert delete["confirm"]["confirm"]["text"] == "Delete now"  # Slack asks before the click is sent
+
+    refused = _click(bot, IDLE_DELETE_ACTION, delete["value"])
+
+    assert refused["response_type"] == "ephemeral" and refused["replace_original"] is False
+    assert f"pipeline {pipeline_id} is not idle" in refused["text"]
+    assert "already removed" not in refused["text"]
+    with pytest.raises(Conflict, match="needs an explicit confirmation"):
+        daemon_client.delete_now(OWNER, pipeline_id, confirm=False)
+    _open_idle_period(daemon_store, pipeline_id)
+    with pytest.raises(Conflict, match="needs an explicit confirmation"):  # idle: still not without one
+        daemon_client.delete_now(OWNER, pipeline_id, confirm=False)
+    assert daemon_client.get_pipeline(OWNER, pipeline_id).state == "active"
 
 
 # --- a Replay Service that is down ------------------------------------------------------------------------

@@ -208,7 +208,9 @@ def test_cli_argv_joined_with_shlex_parses_like_slack_text() -> None:
         ("cancel p-0123456789ab", "p-0123456789ab", "pipeline id"),
         ("cancel r-123", "r-123", "not a run id"),
         (f"status {RUN} extra", "extra", "unexpected"),
-        ("pause r-0123456789ab", "r-0123456789ab", "run id"),
+        ("pause x-0123456789ab", "x-0123456789ab", "not a run id (r-0123456789ab) or a pipeline id"),
+        ("tps p-0123456789ab 5k", "p-0123456789ab", "that is a pipeline id"),
+        ("tps r-0123456789ab fast", "fast", "not a number"),
         ("list everything", "everything", "mine, running"),
         ("help me", "me", "no such command"),
         ("schedule orders every=30s watermark=ts", "every=30s", "at least 1m"),
@@ -245,7 +247,8 @@ def test_bad_input_names_the_exact_token(text: str, token: str, reason: str) -> 
         ("schedule", "missing source"),
         ("schedule orders watermark=ts", "missing every="),
         ("schedule orders every=1h", "missing watermark="),
-        ("pause", "missing pipeline id"),
+        ("pause", "missing run id or pipeline id"),
+        ("tps r-0123456789ab", "missing the new rate"),
     ],
 )
 def test_missing_pieces_have_no_token(text: str, reason: str) -> None:

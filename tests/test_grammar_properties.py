@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from daemon.core.auto_rate import AutoRate
 from daemon.core.grammar import (
     MAX_HEADERS,
     MAX_TPS,
@@ -20,19 +21,23 @@ from daemon.core.grammar import (
     HelpCommand,
     ListCommand,
     PauseCommand,
+    PauseRunCommand,
     PipelineCommand,
     PipelinesCommand,
     PlanCommand,
     ReconcileCommand,
     ReplayCommand,
     ResumeCommand,
+    ResumeRunCommand,
     ScheduleCommand,
     StatusCommand,
+    TpsCommand,
     UnscheduleCommand,
     parse,
     render,
 )
 from daemon.core.quantities import MAX_DURATION_SECONDS
+from daemon.core.watch import MAX_WATCHED_GROUPS
 from daemon.core.windows import MAX_DAYS, DayWindow, RelativeWindow, TimeWindow
 from tests.test_grammar import PIPE, RUN
 
@@ -51,6 +56,8 @@ FRAGMENTS = [
     "pause",
     "resume",
     "unschedule",
+    "tps",
+    "5k",
     "mine",
     "idle",
     RUN,
@@ -152,6 +159,9 @@ headers = st.lists(
 tps = st.none() | st.integers(min_value=1, max_value=MAX_TPS)
 topics = st.sampled_from(["auto", "live"])
 run_ids = st.from_regex(r"r-[0-9a-f]{12}", fullmatch=True)
+watched = st.lists(
+    st.from_regex(r"[A-Za-z0-9._-]{1,24}", fullmatch=True), max_size=MAX_WATCHED_GROUPS, unique=True
+).map(tuple)
 pipeline_ids = st.from_regex(r"p-[0-9a-f]{12}", fullmatch=True)
 cron_fields = st.sampled_from(["*", "*/15", "0", "1-5", "0,30", "mon-fri", "JAN", "*/5", "12"])
 periods = st.one_of(
@@ -160,16 +170,26 @@ periods = st.one_of(
 )
 
 
+autos = st.builds(
+    AutoRate,
+    ceiling=st.integers(min_value=1, max_value=MAX_TPS),
+    lag_limit=st.integers(min_value=1, max_value=1_000_000_000),
+    group=st.from_regex(r"[A-Za-z0-9._-]{1,24}", fullmatch=True),
+)
+rates = tps.map(lambda value: (value, None)) | autos.map(lambda auto: (None, auto))  # tps=N or tps=auto
+
+
 def _spec(cls: type[ReplayCommand] | type[PlanCommand]) -> st.SearchStrategy[Command]:
     return st.builds(
-        cls,
+        lambda rate, **rest: cls(tps=rate[0], auto=rate[1], **rest),
+        rates,
         source=sources,
         window=windows,
-        tps=tps,
         topic=topics,
         headers=headers,
         workers=st.none() | st.integers(min_value=1, max_value=512),
         ordering=st.sampled_from(["entity", "none"]),
+        watch=watched,
     )
 
 
@@ -183,6 +203,7 @@ schedules = st.builds(
     lookback_seconds=st.integers(min_value=0, max_value=MAX_DURATION_SECONDS),
     headers=headers,
     idle_after_days=st.none() | st.integers(min_value=1, max_value=MAX_DAYS),
+    watch=watched,
 )
 commands: st.SearchStrategy[Command] = st.one_of(
     _spec(ReplayCommand),
@@ -199,6 +220,9 @@ commands: st.SearchStrategy[Command] = st.one_of(
         st.builds(cls, pipeline_ids)
         for cls in (PipelineCommand, PauseCommand, ResumeCommand, UnscheduleCommand)
     ),
+    st.builds(TpsCommand, run_ids, st.integers(min_value=1, max_value=MAX_TPS)),
+    st.builds(PauseRunCommand, run_ids),
+    st.builds(ResumeRunCommand, run_ids),
 )
 
 
@@ -206,3 +230,26 @@ commands: st.SearchStrategy[Command] = st.one_of(
 @given(commands)
 def test_render_round_trips(command: Command) -> None:
     assert parse(render(command)) == command
+
+
+@settings(max_examples=200)
+@given(st.sampled_from(["pause", "resume"]), run_ids | pipeline_ids)
+def test_pause_and_resume_act_on_what_the_id_names(word: str, target: str) -> None:
+    command = parse(f"{word} {target.upper() if target.startswith('r') else target}")
+
+    expected: type[object] = {
+        ("pause", "r"): PauseRunCommand,
+        ("resume", "r"): ResumeRunCommand,
+        ("pause", "p"): PauseCommand,
+        ("resume", "p"): ResumeCommand,
+    }[(word, target[0])]
+    assert type(command) is expected
+    assert render(command) == f"{word} {target}"
+
+
+@settings(max_examples=200)
+@given(run_ids, st.integers(min_value=1, max_value=MAX_TPS), st.sampled_from(["", "tps="]))
+def test_tps_reads_the_rate_as_everywhere_else(run_id: str, rate: int, prefix: str) -> None:
+    shorthand = f"{rate // 1000}k" if rate % 1000 == 0 else str(rate)
+
+    assert parse(f"tps {run_id} {prefix}{shorthand}") == TpsCommand(run_id, rate)

@@ -110,6 +110,7 @@ def test_a_rate_change_holds_on_the_topic_from_the_instant_it_names(
     fast = [count_between(stamps, up + k, up + k + 1) for k in range(int(FAST_S))]
     after = [count_between(stamps, down + k, down + k + 1) for k in range(2)]
     report = f"before {before}, fast {fast}, after {after}, busiest {busiest_window(stamps)}"
+    print(f"live rate per second around the changes: {report}")
     assert all(abs(second - 1_000) <= 50 for second in before), report
     assert all(abs(second - 3_000) <= 150 for second in fast), report
     assert all(abs(second - 1_000) <= 50 for second in after), report

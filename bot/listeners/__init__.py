@@ -5,7 +5,7 @@ from __future__ import annotations
 from slack_bolt import App
 
 from bot.deps import BotDeps
-from bot.listeners import commands, confirmations, idle, pipeline_actions
+from bot.listeners import commands, confirmations, consumer_groups, idle, pipeline_actions
 
 
 def register_all(app: App, deps: BotDeps) -> None:
@@ -13,3 +13,4 @@ def register_all(app: App, deps: BotDeps) -> None:
     confirmations.register(app, deps)
     pipeline_actions.register(app, deps)
     idle.register(app, deps)
+    consumer_groups.register(app, deps)

@@ -16,7 +16,7 @@ from slack_sdk import WebClient
 
 from bot.channels import channel_problem
 from bot.deps import BotDeps
-from bot.listeners import confirmations, pipeline_actions
+from bot.listeners import confirmations, consumer_groups, pipeline_actions
 from bot.replies import answer_with, create_once, key_for
 from daemon.contract.models import ReplayBody
 from daemon.core.grammar import (
@@ -27,17 +27,22 @@ from daemon.core.grammar import (
     GrammarError,
     HelpCommand,
     ListCommand,
+    PauseRunCommand,
     PlanCommand,
     ReconcileCommand,
     ReplayCommand,
+    ResumeRunCommand,
     ScheduleCommand,
     StatusCommand,
+    TpsCommand,
     help_text,
     parse,
     render,
 )
+from daemon.core.grammar.run_control import CONTROL_WORDS
 from daemon.slack import run_messages
 from daemon.slack.blocks import Message, code, help_message, input_error, notice
+from daemon.slack.control_messages import rate_changed_notice
 
 COMMAND = "/replay"
 _LIST_TITLES = {"all": "latest", "mine": "yours", "running": "running"}
@@ -104,6 +109,17 @@ def _chart(deps: BotDeps, parsed: ChartCommand, user: str) -> Message:
     )
 
 
+def _control(deps: BotDeps, parsed: TpsCommand | PauseRunCommand | ResumeRunCommand, user: str) -> Message:
+    """Live control of a running replay; the run's thread gets the same line from the daemon."""
+    if isinstance(parsed, TpsCommand):
+        run = deps.daemon.set_tps(user, parsed.run_id, parsed.tps)
+    elif isinstance(parsed, PauseRunCommand):
+        run = deps.daemon.pause_replay(user, parsed.run_id)
+    else:
+        run = deps.daemon.resume_replay(user, parsed.run_id)
+    return rate_changed_notice(run, actor=user)
+
+
 def _status(deps: BotDeps, parsed: StatusCommand, user: str) -> Message:
     run_id = parsed.run_id
     if run_id is None:
@@ -144,8 +160,13 @@ def answer(
         return answer_with(lambda: _reconcile(deps, parsed, user), usage=USAGE["reconcile"])
     if isinstance(parsed, ChartCommand):
         return answer_with(lambda: _chart(deps, parsed, user), usage=USAGE["chart"])
+    if isinstance(parsed, TpsCommand | PauseRunCommand | ResumeRunCommand):
+        usage = USAGE[CONTROL_WORDS[type(parsed)]]
+        return answer_with(lambda: _control(deps, parsed, user), usage=usage)
     if isinstance(parsed, pipeline_actions.PIPELINE_COMMANDS):
         return pipeline_actions.answer(deps, parsed, command)
+    if isinstance(parsed, consumer_groups.GROUP_COMMANDS):
+        return consumer_groups.answer(deps, parsed, command)
     return None
 
 

@@ -5,7 +5,9 @@ so anyone who sees it might click: the daemon decides who may (owners and admins
 actor it judges. A refused click, or one that could not reach the daemon, gets an ephemeral answer and
 leaves the prompt in place for the owner; a click that went through replaces the prompt with what
 happened. A click on a pipeline already de-provisioned (a second click, another owner's answer, the
-deadline passing) is a 409 from the daemon, answered with a harmless "already removed".
+deadline passing) is a 409 from the daemon, answered with a harmless "already removed"; a Delete the
+daemon refuses for another reason (the pipeline is no longer idle) is shown as the refusal it is.
+"Delete now" carries Slack's confirm dialog, so its click is the confirmation the daemon requires.
 """
 
 from __future__ import annotations
@@ -35,7 +37,11 @@ def _keep(deps: BotDeps, clicker: str, pipeline_id: str, days: int | None) -> Me
 
 
 def _delete(deps: BotDeps, clicker: str, pipeline_id: str) -> Message:
-    return deleted(PipelineView.of(deps.daemon.pipeline_action(clicker, pipeline_id, "delete")))
+    return deleted(PipelineView.of(deps.daemon.delete_now(clicker, pipeline_id, confirm=True)))
+
+
+def _already_removed(deps: BotDeps, clicker: str, pipeline_id: str) -> bool:
+    return deps.daemon.get_pipeline(clicker, pipeline_id).state == "archived"
 
 
 def on_click(deps: BotDeps, body: dict[str, Any], respond: Respond, *, keep: bool) -> None:
@@ -50,7 +56,9 @@ def on_click(deps: BotDeps, body: dict[str, Any], respond: Respond, *, keep: boo
         try:
             return _keep(deps, clicker, pipeline_id, days) if keep else _delete(deps, clicker, pipeline_id)
         except Conflict:
-            return already_removed(pipeline_id)
+            if _already_removed(deps, clicker, pipeline_id):
+                return already_removed(pipeline_id)
+            raise
 
     message, done = outcome_of(work)
     if done:

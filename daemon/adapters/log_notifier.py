@@ -59,6 +59,41 @@ class LogNotifier(Notifier):
     def run_reconciled(self, run: RunOut) -> None:
         log.info("notify run reconciled", run_id=run.id, reconcile=run_verdict(run.reconcile).text)
 
+    def run_rate_changed(self, run: RunOut, *, actor: str, reason: str | None = None) -> None:
+        log.info(
+            "notify run rate changed",
+            run_id=run.id,
+            actor=actor,
+            tps=run.current_tps,
+            paused=run.paused,
+            reason=reason,
+        )
+
+    def watch_started(self, run: RunOut) -> str | None:
+        self.watch_progress(run, message_ts="log")
+        return None
+
+    def watch_progress(self, run: RunOut, *, message_ts: str) -> None:
+        log.info(
+            "notify run watch",
+            run_id=run.id,
+            topic=run.topic,
+            groups={w.group: {"state": str(w.state), "lag": w.lag, "base": w.baseline} for w in run.watch},
+        )
+
+    def watch_concluded(self, run: RunOut, group: str) -> None:
+        watched = next(w for w in run.watch if w.group == group)
+        log.info(
+            "notify run watch concluded",
+            run_id=run.id,
+            group=group,
+            state=str(watched.state),
+            lag=watched.lag,
+            baseline=watched.baseline,
+            caught_up_at=watched.caught_up_at.isoformat() if watched.caught_up_at else None,
+            caught_up_after_s=watched.caught_up_after_s,
+        )
+
     def pipeline_scheduled(self, pipeline: PipelineOut) -> str | None:
         log.info("notify pipeline scheduled", pipeline_id=pipeline.id, schedule=pipeline.schedule)
         return None

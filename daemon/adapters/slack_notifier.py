@@ -36,11 +36,13 @@ from daemon.contract.models import IdlePrompt, PipelineOut, RateSeriesOut, RunOu
 from daemon.core.errors import ReplayError
 from daemon.slack import idle_messages
 from daemon.slack.blocks import Message, is_user_id
+from daemon.slack.control_messages import rate_changed_reply
 from daemon.slack.pipeline_messages import pipeline_run_line, pipeline_summary
 from daemon.slack.rate_chart import render_run_chart
 from daemon.slack.run_messages import final_reply, progress_reply, reconcile_reply, run_parent
 from daemon.slack.run_report import chart_title
 from daemon.slack.views import PipelineView, RunView
+from daemon.slack.watch_messages import watch_message, watch_outcome
 from daemon.slack.web_client import make_web_client, with_retries
 from daemon.usecases.ports import Notifier, RunThread
 
@@ -201,6 +203,30 @@ class SlackNotifier(Notifier):
         if channel is None:
             return
         self._post(channel, reconcile_reply(RunView.of(run)), thread_ts=run.slack_ts)
+
+    def run_rate_changed(self, run: RunOut, *, actor: str, reason: str | None = None) -> None:
+        """One line in the run's thread per change; a run without a thread has nowhere to say it."""
+        channel = self._channel(run)
+        if channel is None or run.slack_ts is None:
+            return
+        self._post(channel, rate_changed_reply(run, actor=actor, reason=reason), thread_ts=run.slack_ts)
+
+    def watch_started(self, run: RunOut) -> str | None:
+        channel = self._channel(run)
+        if channel is None or run.slack_ts is None:
+            return None
+        return self._post(channel, watch_message(run), thread_ts=run.slack_ts)
+
+    def watch_progress(self, run: RunOut, *, message_ts: str) -> None:
+        channel = self._channel(run)
+        if channel is not None:
+            self._update(channel, message_ts, watch_message(run))
+
+    def watch_concluded(self, run: RunOut, group: str) -> None:
+        """In the run's thread (a pipeline run's: its pipeline's thread), or the channel without one."""
+        channel = self._channel(run)
+        if channel is not None:
+            self._post(channel, watch_outcome(run, group), thread_ts=run.slack_ts)
 
     # -- pipelines ----------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@
     replay reconcile r-0123456789ab --follow | replay chart r-0123456789ab -o run.png
     replay schedule orders every=1h watermark=updated_at | replay pipelines [mine] | replay pipeline p-…
     replay pause|resume p-… | replay unschedule p-… --yes
+    replay lag <group> [topic] | replay rewind <group> <topic> to=<time>|earliest|latest [--yes]
 
 Exit codes: 0 success, 1 the run failed (or the service could not be reached; for `reconcile --follow`,
 the verdict is not clean), 2 bad input.
@@ -19,7 +20,9 @@ import shlex
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import UTC
+from functools import partial
 from pathlib import Path
 from typing import TextIO
 
@@ -27,6 +30,8 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
+from daemon.cli.groups import run_group_command
+from daemon.cli.watch import watch_lines
 from daemon.config.settings import load_settings
 from daemon.contract.client import DaemonClient, PipelineAction
 from daemon.contract.models import PipelineOut, PlanOut, ReplayBody, RunOut, ScheduleBody
@@ -36,16 +41,21 @@ from daemon.core.grammar import (
     ChartCommand,
     Command,
     HelpCommand,
+    LagCommand,
     ListCommand,
     PauseCommand,
+    PauseRunCommand,
     PipelineCommand,
     PipelinesCommand,
     PlanCommand,
     ReconcileCommand,
     ReplayCommand,
     ResumeCommand,
+    ResumeRunCommand,
+    RewindCommand,
     ScheduleCommand,
     StatusCommand,
+    TpsCommand,
     UnscheduleCommand,
     help_text,
     parse,
@@ -71,6 +81,10 @@ def describe_pipeline(pipeline: PipelineOut) -> str:
 
 def describe_run(run: RunOut) -> str:
     text = f"{run.id} {run.state}: {run.source} {run.window} -> {run.topic} at {run.tps}/s"
+    if run.paused:
+        text += f" (paused; resumes at {run.current_tps}/s)"
+    elif run.current_tps != run.tps:
+        text += f" (now {run.current_tps}/s)"
     if run.state == RunState.QUEUED and run.queue_position is not None:
         text += f" ({render_place(run.queue_position)}: it starts when a running job ends)"
     if run.rows is not None:
@@ -88,6 +102,7 @@ def describe_run(run: RunOut) -> str:
         text += f", at least {run.on_topic_at_least:,} are on the topic"
     if run.failure_reason:
         text += f" — {run.failure_reason}"
+    text += watch_lines(run)
     if run.reconcile is not None:
         text += f"\n  reconcile: {run.reconcile.verdict().text}"
         for name in ("missing", "unexpected", "duplicates"):
@@ -107,6 +122,8 @@ def describe_plan(plan: PlanOut) -> str:
         if plan.eta_finish_s is not None and plan.eta_finish_s >= 1:
             text += f", ~{plan.eta_finish_s:,.0f}s to finish"
         text += ")"
+    if plan.rewind_instead:
+        text += f"\nthe window is still on the live topic: `replay {plan.rewind_instead}` re-delivers it"
     return text
 
 
@@ -117,10 +134,24 @@ def as_json(answer: Answer) -> str:
     return json.dumps([item.model_dump(mode="json") for item in answer], sort_keys=True)
 
 
+def _ask_on_terminal(prompt: str, err: TextIO | None = None) -> str:
+    """A y/N question on stderr (stdout may be `--json`); no answer (end of input) is no."""
+    print(prompt, end="", file=err or sys.stderr, flush=True)
+    return sys.stdin.readline()
+
+
 class Cli:
     def __init__(
-        self, client: DaemonClient, actor: str, *, as_json: bool, out: TextIO, output: str | None = None
+        self,
+        client: DaemonClient,
+        actor: str,
+        *,
+        as_json: bool,
+        out: TextIO,
+        output: str | None = None,
+        ask: Callable[[str], str] | None = None,
     ) -> None:
+        self._ask = ask or _ask_on_terminal  # `rewind`'s y/N
         self._output = output  # `-o`: where `chart` writes its PNG
         self._client = client
         self._actor = actor
@@ -163,11 +194,36 @@ class Cli:
             run = self._client.cancel_replay(self._actor, command.run_id)
             self._emit(run, f"cancelling {describe_run(run)}")
             return EXIT_OK
+        if isinstance(command, TpsCommand | PauseRunCommand | ResumeRunCommand):
+            return self._control(command)
         if isinstance(command, ReconcileCommand):
             return self._reconcile(command, follow=follow)
         if isinstance(command, ChartCommand):
             return self._chart(command)
+        if isinstance(command, LagCommand | RewindCommand):
+            return run_group_command(
+                self._client,
+                self._actor,
+                command,
+                emit=self._emit,
+                confirmed=confirm_live,
+                ask=self._ask,
+                out=self._out,
+            )
         return self._pipelines(command, confirm=confirm_live)
+
+    def _control(self, command: TpsCommand | PauseRunCommand | ResumeRunCommand) -> int:
+        """Live control: the run as it now stands (its rate changes a moment later, on every task)."""
+        if isinstance(command, TpsCommand):
+            run = self._client.set_tps(self._actor, command.run_id, command.tps)
+        elif isinstance(command, PauseRunCommand):
+            run = self._client.pause_replay(self._actor, command.run_id)
+        else:
+            run = self._client.resume_replay(self._actor, command.run_id)
+        change = run.rate_changes[-1] if run.rate_changes else None
+        when = f" from {change.at.astimezone(UTC):%H:%M:%S} UTC" if change is not None else ""
+        self._emit(run, f"{describe_run(run)}{when}")
+        return EXIT_OK
 
     def _reconcile(self, command: ReconcileCommand, *, follow: bool) -> int:
         """Queue a reconcile; with --follow wait for it and print the run with its verdict."""
@@ -266,14 +322,18 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
         add_help=False,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--follow", action="store_true", help="show progress until the run ends")
+    parser.add_argument(
+        "--follow",
+        action="store_true",
+        help="show progress until the run ends (a watch= goes on after it: see `replay status`)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument(
         "--confirm-live",
         "--yes",
         dest="confirm",
         action="store_true",
-        help="allow publishing into a live topic; confirm an unschedule",
+        help="allow publishing into a live topic; confirm an unschedule or a rewind",
     )
     parser.add_argument("-o", "--output", help="chart: the PNG file to write")
     parser.add_argument("--as", dest="actor", help="Slack user id to act as (default: REPLAY_USER)")
@@ -298,7 +358,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextI
         with DaemonClient(
             base_url=settings.daemon_url, token=settings.api_token.get_secret_value()
         ) as client:
-            code = Cli(client, actor, as_json=args.json, out=out, output=args.output).run(
+            ask = partial(_ask_on_terminal, err=err)  # the prompt goes where errors go
+            code = Cli(client, actor, as_json=args.json, out=out, output=args.output, ask=ask).run(
                 command, follow=args.follow, confirm_live=args.confirm
             )
     except (BadRequest, ConfigError) as exc:

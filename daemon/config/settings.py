@@ -48,6 +48,27 @@ class Settings(BaseSettings):
     topic_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, gt=0)
     progress_topic: str = "replay.progress"
     progress_interval_s: float = Field(default=10.0, gt=0)
+    lag_sample_s: float = Field(
+        default=1.0, ge=0, le=30, description="`lag`: seconds between its two samples (0: no drain)"
+    )
+    control_topic: str = Field(
+        default="replay.control", description="live rate changes for running jobs (one partition)"
+    )
+    control_lead_s: float = Field(
+        default=1.0, ge=0.5, le=30, description="a rate change takes effect this long after it is asked for"
+    )
+    control_retention_ms: int = Field(
+        default=7 * 24 * 3600 * 1000, gt=0, description="the control topic's retention: longer than any run"
+    )
+    watch_interval_s: float = Field(
+        default=5.0, gt=0, le=300, description="`watch=`: seconds between two samples of a watched group"
+    )
+    watch_timeout_s: float = Field(
+        default=1800.0, gt=0, description="`watch=`: after the run's end, an unfinished watch gives up"
+    )
+    max_pause_s: float = Field(
+        default=3600.0, gt=0, description="a run paused longer than this is cancelled by the watcher"
+    )
 
     catalog_path: Path = Path("examples/sources.yaml")
     launcher: Literal["local", "emr"] = "local"
@@ -105,11 +126,29 @@ class Settings(BaseSettings):
     api_token: SecretStr | None = None
     user: str | None = Field(default=None, description="the CLI user's Slack id (who is asking)")
     admins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # personal API tokens, as `<user id>:<sha256 hex of the token>` (`replayd token <user>` makes one)
+    user_tokens: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     log_format: Literal["console", "json"] = "console"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     _split_admins = field_validator("admins", mode="before")(_split_list)
+    _split_user_tokens = field_validator("user_tokens", mode="before")(_split_list)
+
+    @field_validator("user_tokens")
+    @classmethod
+    def _user_token_entries(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            user, _, digest = entry.partition(":")
+            if not user or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+                raise ValueError(
+                    f"'{entry[:20]}…' is not '<user id>:<sha256 hex>' (make one with `replayd token <user>`)"
+                )
+        return entries
+
+    def user_token_digests(self) -> dict[str, str]:
+        """Personal tokens' SHA-256 -> the user each one acts as."""
+        return {entry.partition(":")[2]: entry.partition(":")[0] for entry in self.user_tokens}
 
     @model_validator(mode="after")
     def _default_database(self) -> Settings:

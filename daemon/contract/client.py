@@ -13,7 +13,9 @@ from typing import Any, Literal, TypeVar
 import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from daemon.contract.groups import LagOut, RewindBody, RewindOut
 from daemon.contract.models import (
+    DeleteBody,
     HealthOut,
     IdlePipelineOut,
     KeepBody,
@@ -28,12 +30,13 @@ from daemon.contract.models import (
     ScheduleBody,
     SourceOut,
     SourcesOut,
+    TpsBody,
     UnscheduleBody,
 )
 from daemon.core.errors import BadRequest, Conflict, Forbidden, NotFound, ReplayError, Unavailable
 
 Model = TypeVar("Model")
-PipelineAction = Literal["pause", "resume", "run", "delete"]
+PipelineAction = Literal["pause", "resume", "run"]
 
 _BY_STATUS: dict[int, type[ReplayError]] = {
     400: BadRequest,
@@ -54,6 +57,8 @@ _PIPELINE = TypeAdapter(PipelineOut)
 _PIPELINE_DETAIL = TypeAdapter(PipelineDetailOut)
 _PIPELINES = TypeAdapter(list[PipelineOut])
 _IDLE_PIPELINES = TypeAdapter(list[IdlePipelineOut])
+_LAG = TypeAdapter(LagOut)
+_REWIND = TypeAdapter(RewindOut)
 
 
 class DaemonClient:
@@ -161,6 +166,16 @@ class DaemonClient:
     def cancel_replay(self, actor: str, run_id: str) -> RunOut:
         return self._call(_RUN, "POST", f"/v1/replays/{run_id}/cancel", actor=actor)
 
+    def set_tps(self, actor: str, run_id: str, tps: int) -> RunOut:
+        """Change a running run's rate (it takes effect a moment later, on every task)."""
+        return self._call(_RUN, "POST", f"/v1/replays/{run_id}/tps", actor=actor, body=TpsBody(tps=tps))
+
+    def pause_replay(self, actor: str, run_id: str) -> RunOut:
+        return self._call(_RUN, "POST", f"/v1/replays/{run_id}/pause", actor=actor)
+
+    def resume_replay(self, actor: str, run_id: str) -> RunOut:
+        return self._call(_RUN, "POST", f"/v1/replays/{run_id}/resume", actor=actor)
+
     def reconcile(self, actor: str, run_id: str) -> RunOut:
         """Queue a reconcile of a finished run; returns the reconcile run."""
         return self._call(_RUN, "POST", f"/v1/replays/{run_id}/reconcile", actor=actor)
@@ -191,7 +206,7 @@ class DaemonClient:
         return self._call(_PIPELINE_DETAIL, "GET", f"/v1/pipelines/{pipeline_id}", actor=actor)
 
     def pipeline_action(self, actor: str, pipeline_id: str, action: PipelineAction) -> PipelineOut:
-        """`pause`, `resume`, `run` (now) or `delete` (de-provision now)."""
+        """`pause`, `resume` or `run` (now)."""
         return self._call(_PIPELINE, "POST", f"/v1/pipelines/{pipeline_id}/{action}", actor=actor)
 
     def unschedule(self, actor: str, pipeline_id: str, *, confirm: bool) -> PipelineOut:
@@ -200,6 +215,11 @@ class DaemonClient:
         path = f"/v1/pipelines/{pipeline_id}/unschedule"
         return self._call(_PIPELINE, "POST", path, actor=actor, body=body)
 
+    def delete_now(self, actor: str, pipeline_id: str, *, confirm: bool) -> PipelineOut:
+        """De-provision an idle pipeline now; the daemon refuses without `confirm` or if it is not idle."""
+        body = DeleteBody(confirm=confirm)
+        return self._call(_PIPELINE, "POST", f"/v1/pipelines/{pipeline_id}/delete", actor=actor, body=body)
+
     def keep(self, actor: str, pipeline_id: str, days: int | None = None) -> PipelineOut:
         """Keep an idle pipeline for `days` more days (None: the platform's default)."""
         path = f"/v1/pipelines/{pipeline_id}/keep"
@@ -207,3 +227,18 @@ class DaemonClient:
 
     def idle_pipelines(self, actor: str) -> list[IdlePipelineOut]:
         return self._call(_IDLE_PIPELINES, "GET", "/v1/idle-pipelines", actor=actor)
+
+    def group_lag(
+        self, actor: str, group: str, *, topic: str | None = None, sample_s: float | None = None
+    ) -> LagOut:
+        """A consumer group's lag (two samples `sample_s` apart; None: the daemon's setting)."""
+        params = {"topic": topic, "sample_s": sample_s}
+        return self._call(_LAG, "GET", f"/v1/groups/{group}/lag", actor=actor, params=params)
+
+    def rewind(
+        self, actor: str, group: str, request: RewindBody, *, idempotency_key: str | None = None
+    ) -> RewindOut:
+        """Preview a rewind of a consumer group (`request.preview`), or apply it."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        path = f"/v1/groups/{group}/rewind"
+        return self._call(_REWIND, "POST", path, actor=actor, body=request, headers=headers)

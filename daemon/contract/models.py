@@ -12,20 +12,36 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from daemon.core.auto_rate import AutoRate
 from daemon.core.cron import parse_cron
 from daemon.core.errors import BadRequest
 from daemon.core.grammar import OnError, PlanCommand, ReplayCommand, ScheduleCommand, Timestamp
 from daemon.core.quantities import parse_duration, render_duration
 from daemon.core.reconcile import Tally, Verdict, verdict
 from daemon.core.states import PipelineState, RunKind, RunState
+from daemon.core.watch import WatchState
 from daemon.core.windows import label, parse_window
 
 T = TypeVar("T")
 Spec = TypeVar("Spec", ReplayCommand, PlanCommand)
+
+
+class AutoBody(BaseModel):
+    """``tps=auto max=N lag<M group=G``: the daemon steers the rate to keep G's lag under M."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max: int = Field(ge=1, description="the ceiling: the rate never goes above it")
+    lag_below: int = Field(ge=1, description="keep the group's lag on the run's topic under this")
+    group: str = Field(min_length=1, max_length=249, description="the consumer group whose lag steers")
+
+    @classmethod
+    def of(cls, auto: AutoRate | None) -> AutoBody | None:
+        return None if auto is None else cls(max=auto.ceiling, lag_below=auto.lag_limit, group=auto.group)
 
 
 class ReplayBody(BaseModel):
@@ -47,6 +63,10 @@ class ReplayBody(BaseModel):
     on_error: OnError | None = Field(
         default=None, description="a record that cannot be published: fail the run, or set it aside (dlq)"
     )
+    watch: list[str] = Field(
+        default_factory=list, description="consumer groups whose drain the run watches after it ends"
+    )
+    auto: AutoBody | None = Field(default=None, description="tps=auto (then leave tps out)")
     confirm_live: bool = False
     approved_by: str | None = Field(
         default=None, max_length=64, description="the second owner who approved a live replay"
@@ -74,6 +94,8 @@ class ReplayBody(BaseModel):
             force=command.force,
             timestamp=command.timestamp,
             on_error=command.on_error,
+            watch=list(command.watch),
+            auto=AutoBody.of(command.auto),
             confirm_live=confirm_live,
             approved_by=approved_by,
             slack_channel=slack_channel,
@@ -92,6 +114,10 @@ class ReplayBody(BaseModel):
             force=self.force,
             timestamp=self.timestamp,
             on_error=self.on_error,
+            watch=tuple(self.watch),
+            auto=None
+            if self.auto is None
+            else AutoRate(ceiling=self.auto.max, lag_limit=self.auto.lag_below, group=self.auto.group),
         )
 
 
@@ -110,6 +136,9 @@ class ScheduleBody(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     idle_after_days: int | None = Field(default=None, ge=1, le=3660)
     on_error: OnError | None = Field(default=None, description="for every run; None = the source's default")
+    watch: list[str] = Field(
+        default_factory=list, description="consumer groups whose drain each run watches after it ends"
+    )
     confirm_live: bool = False
     slack_channel: str | None = Field(default=None, max_length=64)
 
@@ -130,6 +159,7 @@ class ScheduleBody(BaseModel):
             headers=dict(command.headers),
             idle_after_days=command.idle_after_days,
             on_error=command.on_error,
+            watch=list(command.watch),
             confirm_live=confirm_live,
             slack_channel=slack_channel,
         )
@@ -146,6 +176,7 @@ class ScheduleBody(BaseModel):
             headers=tuple(sorted(self.headers.items())),
             idle_after_days=self.idle_after_days,
             on_error=self.on_error,
+            watch=tuple(self.watch),
         )
 
 
@@ -170,6 +201,30 @@ class UnscheduleBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     confirm: bool = False
+
+
+class DeleteBody(BaseModel):
+    """Delete an idle pipeline now: refused without `confirm` (the bot's button asks first)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    confirm: bool = False
+
+
+class TpsBody(BaseModel):
+    """A running run's new rate (`/replay tps r-… 5k`); bounds are the service's (`REPLAY_MAX_TPS`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tps: int = Field(description="events per second across the whole job, from a moment from now")
+
+
+class RateChangeOut(BaseModel):
+    """From `at` on, the run's rate is `tps`; none while `paused` (`tps` is then the rate it resumes at)."""
+
+    at: datetime
+    tps: int
+    paused: bool = False
 
 
 class OverlapOut(BaseModel):
@@ -208,6 +263,9 @@ class PlanOut(BaseModel):
         default_factory=list, description="live replays this one would repeat (refused unless force)"
     )
     live_approvals: int = Field(default=1, description="owners who must agree to a live replay (1 or 2)")
+    rewind_instead: str | None = Field(
+        default=None, description="the window is still on the live topic: a rewind that re-delivers it"
+    )
 
 
 class ReconcileOut(BaseModel):
@@ -254,6 +312,23 @@ class RateSeriesOut(BaseModel):
     target_tps: int
 
 
+class WatchOut(BaseModel):
+    """A consumer group a run watches drain (`watch=`): its lag on the run's topic against its baseline.
+
+    Lags are None when unknown (no committed offset on the topic), never 0; `note` says why."""
+
+    group: str
+    state: WatchState
+    baseline: int | None = Field(description="the group's lag when the run started")
+    lag: int | None = Field(description="its lag at `last_at`")
+    last_at: datetime | None = None
+    drain_per_s: float | None = Field(default=None, description="lag shrinking per second; < 0: growing")
+    seconds_to_baseline: float | None = Field(default=None, description="at the current drain")
+    caught_up_at: datetime | None = None
+    caught_up_after_s: float | None = Field(default=None, description="seconds after the run's last event")
+    note: str | None = None
+
+
 class RunOut(BaseModel):
     """A run. Two row counts, never merged: the plan's (known at once, from metadata) and the job's
     own (known once it reported); `confirmed` is what the broker acknowledged, the count that matters."""
@@ -264,7 +339,12 @@ class RunOut(BaseModel):
     source: str
     window: str | None
     topic: str
-    tps: int
+    tps: int = Field(description="the rate asked for at launch")
+    current_tps: int = Field(description="the rate as last set (live control); `tps` until changed")
+    paused: bool = Field(default=False, description="paused by live control (as last set)")
+    rate_changes: list[RateChangeOut] = Field(
+        default_factory=list, description="live control: the run's rate changes, pauses and resumes, in order"
+    )
     requester: str
     rows_planned: int | None = Field(description="rows the plan counted; None for a pipeline run")
     rows_selected: int | None = Field(description="rows the job selected; None until it reports")
@@ -300,6 +380,18 @@ class RunOut(BaseModel):
     eta_s: float | None = Field(
         default=None, description="the plan's estimate from the command to the final state, start-up included"
     )
+    watch: list[WatchOut] = Field(
+        default_factory=list, description="consumer groups watched drain after the run (`watch=`)"
+    )
+    watch_deadline: datetime | None = Field(default=None, description="when an unfinished watch gives up")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rate_unchanged_by_default(cls, data: Any) -> Any:
+        """An answer without live control (an older daemon) runs at the rate it was launched at."""
+        if isinstance(data, dict) and "current_tps" not in data and "tps" in data:
+            return {**data, "current_tps": data["tps"]}
+        return data
 
     @property
     def terminal(self) -> bool:

@@ -4,9 +4,12 @@ A thing's owners and the platform admins may act on it; nobody else may. The use
 functions and phrase their own refusal (``Forbidden``), so the rule cannot drift between them:
 
 - a source may be replayed or scheduled by its owners or an admin (``may_use_source``);
-- a run may be cancelled by whoever requested it, its source's owners or an admin (``may_cancel_run``);
+- a run may be cancelled by whoever requested it, its source's owners or an admin (``may_cancel_run``),
+  and so may its rate be changed, paused or resumed (``may_control_run``, the same rule);
 - a pipeline may be paused, resumed, run now, kept or unscheduled by its owners or an admin
-  (``may_manage_pipeline``).
+  (``may_manage_pipeline``);
+- a consumer group may be rewound on a live topic by the owners of the source(s) whose live topic it
+  is, or an admin (``may_rewind_group``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,19 @@ def may_cancel_run(
     return actor == requester or is_owner_or_admin(actor, owners=source_owners, admins=admins)
 
 
+def may_control_run(
+    actor: str, *, requester: str, source_owners: Collection[str], admins: Collection[str]
+) -> bool:
+    """Change a running run's rate, pause or resume it: whoever may cancel it (stopping is the extreme)."""
+    return may_cancel_run(actor, requester=requester, source_owners=source_owners, admins=admins)
+
+
 def may_manage_pipeline(actor: str, *, owners: Collection[str], admins: Collection[str]) -> bool:
     """Pause, resume, run now, keep or unschedule a pipeline (its owners include its creator)."""
     return is_owner_or_admin(actor, owners=owners, admins=admins)
+
+
+def may_rewind_group(actor: str, *, topic_owners: Collection[str], admins: Collection[str]) -> bool:
+    """Move a consumer group's offsets on a live topic: the owners of the catalog source(s) whose live
+    topic it is, or an admin (a topic no source claims is for admins only)."""
+    return is_owner_or_admin(actor, owners=topic_owners, admins=admins)

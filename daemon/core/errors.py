@@ -13,11 +13,13 @@ ReplayError                        user-facing message in ``str(exc)``
 ├── NotFound (LookupError)         HTTP 404
 │   ├── RunNotFound                carries ``run_id``
 │   ├── PipelineNotFound           carries ``pipeline_id``
-│   └── NotificationNotFound       carries ``dedup_key``
+│   ├── NotificationNotFound       carries ``dedup_key``
+│   └── GroupNotFound              no such consumer group on the cluster: carries ``group``
 ├── Conflict                       HTTP 409 (e.g. cancelling a finished run)
 │   ├── StaleUpdate (RuntimeError) optimistic-concurrency conflict: the row's version moved on
 │   ├── InvalidTransition (ValueError) the run/pipeline state machine refused the change
-│   └── OverlappingReplay          a live replay would repeat a running or recent one: carries it
+│   ├── OverlappingReplay          a live replay would repeat a running or recent one: carries it
+│   └── GroupHasMembers            a consumer group's offsets cannot move while it has members
 └── Unavailable                    a dependency (broker, daemon, Spark) is down: HTTP 503
 """
 
@@ -142,3 +144,19 @@ class OverlappingReplay(Conflict):
         )
         self.run_id, self.requester, self.state = run_id, requester, state
         self.window, self.topic = window, topic
+
+
+class GroupNotFound(NotFound):
+    """Kafka knows no consumer group of this name (no members, no committed offsets)."""
+
+    def __init__(self, group: str) -> None:
+        super().__init__(f"no consumer group {group!r} on the cluster (no members, no committed offsets)")
+        self.group = group
+
+
+class GroupHasMembers(Conflict):
+    """Offsets of a group with active members cannot be moved (Kafka refuses them too)."""
+
+    def __init__(self, group: str, message: str) -> None:
+        super().__init__(message)
+        self.group = group

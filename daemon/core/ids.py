@@ -12,6 +12,11 @@ import secrets
 ID_HEX_DIGITS = 12
 RUN_ID_PATTERN = re.compile(rf"r-[0-9a-f]{{{ID_HEX_DIGITS}}}")
 PIPELINE_ID_PATTERN = re.compile(rf"p-[0-9a-f]{{{ID_HEX_DIGITS}}}")
+# Kafka's own legal characters for topics; consumer group ids are held to the same (shell-safe) set.
+TOPIC_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,249}")
+GROUP_ID_PATTERN = TOPIC_PATTERN
+# A Slack user id (U… or W… in Enterprise Grid): who a personal API token acts as.
+USER_ID_PATTERN = re.compile(r"[UW][A-Z0-9]{2,20}")
 
 
 def new_run_id() -> str:

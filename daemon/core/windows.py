@@ -149,6 +149,23 @@ def parse_window(text: str) -> Window:
         raise InvalidValue(text, exc.reason) from None
 
 
+def parse_instant(text: str) -> datetime:
+    """One instant, as a window end is written: a day means its midnight UTC; a naive time is UTC."""
+    try:
+        point = _point(text)
+    except InvalidValue as exc:
+        raise InvalidValue(text, exc.reason) from None
+    moment = point if isinstance(point, datetime) else datetime.combine(point, time(), UTC)
+    if moment < _EPOCH_START:
+        raise InvalidValue(text, f"'{text}' is before 1970")
+    return moment
+
+
+def instant_label(moment: datetime) -> str:
+    """Canonical text of an instant (UTC, no suffix); ``parse_instant(instant_label(m)) == m``."""
+    return _stamp(moment.astimezone(UTC))
+
+
 def resolve(window: Window, now: datetime) -> FixedWindow:
     """Pin a relative window to ``now`` (aware; the caller owns the clock); fixed windows pass through."""
     if now.utcoffset() is None:

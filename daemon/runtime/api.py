@@ -6,13 +6,16 @@ Every /v1 call carries a bearer token (compared in constant time) and the acting
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
+from daemon.contract.groups import LagOut, RewindBody, RewindOut
 from daemon.contract.models import (
+    DeleteBody,
     HealthOut,
     IdlePipelineOut,
     KeepBody,
@@ -26,17 +29,22 @@ from daemon.contract.models import (
     RunPageOut,
     ScheduleBody,
     SourcesOut,
+    TpsBody,
     UnscheduleBody,
 )
-from daemon.core.errors import BadRequest, NotFound, ReplayError
-from daemon.core.grammar import PlanCommand, ReplayCommand
+from daemon.core.errors import BadRequest, Forbidden, NotFound, ReplayError
+from daemon.core.grammar import LagCommand, PlanCommand, ReplayCommand
 from daemon.core.states import PipelineState, RunState
-from daemon.runtime.api_guard import FrontDoor, bearer_ok
+from daemon.runtime.api_guard import SERVICE, ApiKeys, FrontDoor
 from daemon.runtime.metrics import render_metrics
 from daemon.slack.rate_chart import render_run_chart
+from daemon.usecases.audit import CREDENTIAL
+from daemon.usecases.consumer_groups import ConsumerGroups
+from daemon.usecases.group_wire import lag_out, rewind_out
 from daemon.usecases.janitor import Janitor
 from daemon.usecases.pipeline_service import PipelineService
 from daemon.usecases.replays import ReplayService
+from daemon.usecases.run_control import RunControlService
 from daemon.usecases.wire import (
     idle_pipeline_out,
     pipeline_detail_out,
@@ -67,14 +75,23 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "; ".join(problems) or "invalid request"
 
 
-def _actor(
+async def _actor(  # async: runs in the request's own context, so CREDENTIAL reaches the route
     request: Request,
     authorization: Annotated[str | None, Header()] = None,
     x_replay_actor: Annotated[str | None, Header(max_length=64)] = None,
 ) -> str:
-    """Authenticate the caller (constant-time compare) and name the person it acts for."""
-    if not bearer_ok(authorization, request.app.state.api_token):  # the front door checked it too
+    """Authenticate the caller and name the person it acts for: a personal token acts as its owner
+    only; the service token (the bot's) names the user it verified in ``X-Replay-Actor``."""
+    caller = request.app.state.keys.caller(authorization)  # the front door checked it too
+    if caller is None:
         raise _Unauthorized()
+    CREDENTIAL.set("service" if caller == SERVICE else "personal")
+    if caller != SERVICE:
+        if x_replay_actor and x_replay_actor != caller:
+            raise Forbidden(
+                f"this token is <@{caller}>'s: it acts as its owner only, not as <@{x_replay_actor}>"
+            )
+        return str(caller)
     if not x_replay_actor:
         raise BadRequest("missing X-Replay-Actor header (the acting user's id)")
     return x_replay_actor
@@ -87,13 +104,16 @@ def create_api(
     service: ReplayService,
     *,
     api_token: str,
+    user_tokens: Mapping[str, str] | None = None,
     pipelines: PipelineService | None = None,
     janitor: Janitor | None = None,
+    groups: ConsumerGroups | None = None,
+    run_control: RunControlService | None = None,
     metrics: Any = render_metrics,
 ) -> FastAPI:
     app = FastAPI(title="Replay Service", version="1", summary="Replay lake tables into Kafka at a set rate")
-    app.state.api_token = api_token.encode()
-    app.add_middleware(FrontDoor, api_token=app.state.api_token)
+    app.state.keys = ApiKeys(service=api_token.encode(), personal=dict(user_tokens or {}))
+    app.add_middleware(FrontDoor, keys=app.state.keys)
 
     @app.exception_handler(ReplayError)
     async def _domain_error(_request: Request, exc: ReplayError) -> JSONResponse:
@@ -190,7 +210,27 @@ def create_api(
         _pipeline_routes(app, pipelines)
     if janitor is not None:
         _janitor_routes(app, janitor)
+    if groups is not None:
+        _group_routes(app, groups)
+    if run_control is not None:
+        _run_control_routes(app, run_control)
     return app
+
+
+def _run_control_routes(app: FastAPI, control: RunControlService) -> None:
+    """Live control of a going run: each answers the run, with its new `current_tps` and `paused`."""
+
+    @app.post("/v1/replays/{run_id}/tps", response_model=RunOut)
+    def set_tps(run_id: str, body: TpsBody, who: Actor) -> RunOut:
+        return run_out(control.set_tps(who, run_id, body.tps))
+
+    @app.post("/v1/replays/{run_id}/pause", response_model=RunOut)
+    def pause_run(run_id: str, who: Actor) -> RunOut:
+        return run_out(control.pause(who, run_id))
+
+    @app.post("/v1/replays/{run_id}/resume", response_model=RunOut)
+    def resume_run(run_id: str, who: Actor) -> RunOut:
+        return run_out(control.resume(who, run_id))
 
 
 def _pipeline_routes(app: FastAPI, pipelines: PipelineService) -> None:
@@ -240,5 +280,32 @@ def _janitor_routes(app: FastAPI, janitor: Janitor) -> None:
         return pipeline_out(janitor.keep(who, pipeline_id, body.days))
 
     @app.post("/v1/pipelines/{pipeline_id}/delete", response_model=PipelineOut)
-    def delete_now(pipeline_id: str, who: Actor) -> PipelineOut:
-        return pipeline_out(janitor.delete_now(who, pipeline_id))
+    def delete_now(pipeline_id: str, body: DeleteBody, who: Actor) -> PipelineOut:
+        """409 unless the pipeline is in its idle period and `confirm` is true."""
+        return pipeline_out(janitor.delete_now(who, pipeline_id, confirm=body.confirm))
+
+
+def _group_routes(app: FastAPI, groups: ConsumerGroups) -> None:
+    @app.get("/v1/groups/{group}/lag", response_model=LagOut)
+    def lag(
+        group: str,
+        who: Actor,
+        topic: Annotated[str | None, Query(max_length=249)] = None,
+        sample_s: Annotated[float | None, Query(ge=0, le=30)] = None,
+    ) -> LagOut:
+        """Per-partition lag, the hottest partition, members, and the drain over two samples."""
+        asked = LagCommand(group, topic)  # the grammar's rules for a group id and a topic
+        return lag_out(groups.lag(asked.group, asked.topic, sample_s=sample_s))
+
+    @app.post("/v1/groups/{group}/rewind", response_model=RewindOut)
+    def rewind(
+        group: str,
+        body: RewindBody,
+        who: Actor,
+        idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
+    ) -> RewindOut:
+        """Preview (the default) or apply (`preview: false`) a move of the group's offsets on a topic."""
+        command = body.command(group)
+        return rewind_out(
+            groups.rewind(who, command, apply=not body.preview, idempotency_key=idempotency_key)
+        )

@@ -1,5 +1,8 @@
 """The API's front door: who is asking, then how much they send, before any body is read.
 
+Tokens (``ApiKeys``): the service token of a front end that authenticated its user itself (the bot),
+and personal tokens that act as their owner only.
+
 A pure ASGI middleware, so it runs before FastAPI parses anything: a `/v1` request without the right
 bearer token is answered 401 without reading its body, and a body over `max_body_bytes` is answered
 413 (by its Content-Length at once, or as soon as a chunked body passes the cap). Every request the
@@ -8,18 +11,54 @@ service takes is a few hundred bytes of JSON; the cap is far above that and far 
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MAX_BODY_BYTES = 64 * 1024
 
 
-def bearer_ok(authorization: str | None, expected: bytes) -> bool:
-    """`Authorization: Bearer <token>` matches, compared in constant time."""
-    scheme, _, token = (authorization or "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(token.encode(), expected)
+SERVICE = ""  # the caller of a service token: it names the person it acts for itself
+
+
+@dataclass(frozen=True)
+class ApiKeys:
+    """Which bearer tokens the API takes, and whom each one speaks for.
+
+    The *service* token belongs to a front end that authenticated the person itself (the Slack bot,
+    which checked Slack's request signature): it names the acting user in ``X-Replay-Actor``. A
+    *personal* token (the CLI's) belongs to one user and acts as that user only, so a token lent or
+    leaked is that one person's, never everyone's. Personal tokens are configured by their SHA-256
+    (``REPLAY_USER_TOKENS``), so the service's settings hold no usable secret of a person.
+    """
+
+    service: bytes
+    personal: Mapping[str, str] = field(default_factory=dict)  # sha256 hex of a token -> its user
+
+    def caller(self, authorization: str | None) -> str | None:
+        """``SERVICE`` for the service token, the user id for a personal one, None for anything else."""
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            return None
+        if hmac.compare_digest(token.encode(), self.service):
+            return SERVICE
+        return self.personal.get(token_digest(token))  # a lookup by a hash of the secret, not the secret
+
+
+def token_digest(token: str) -> str:
+    """How a personal token is written in the settings: its SHA-256, hex."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_personal_token(user: str) -> tuple[str, str]:
+    """A fresh token for ``user`` and the ``REPLAY_USER_TOKENS`` entry that admits it."""
+    token = "rpl_" + secrets.token_urlsafe(32)
+    return token, f"{user}:{token_digest(token)}"
 
 
 class _TooLarge(Exception):
@@ -27,9 +66,9 @@ class _TooLarge(Exception):
 
 
 class FrontDoor:
-    def __init__(self, app: ASGIApp, *, api_token: bytes, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, app: ASGIApp, *, keys: ApiKeys, max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self._app = app
-        self._token = api_token
+        self._keys = keys
         self._max = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -37,7 +76,7 @@ class FrontDoor:
             await self._app(scope, receive, send)
             return
         headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
-        if not bearer_ok(headers.get("authorization"), self._token):
+        if self._keys.caller(headers.get("authorization")) is None:
             await _answer(send, 401, "missing or invalid bearer token", {"www-authenticate": "Bearer"})
             return
         length = headers.get("content-length", "")

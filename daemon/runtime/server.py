@@ -25,26 +25,35 @@ import structlog
 import uvicorn
 from fastapi import FastAPI
 
+from daemon.adapters.consumer_groups import KafkaConsumerGroups
 from daemon.adapters.emr_launcher import EmrServerlessLauncher
 from daemon.adapters.kafka_admin import KafkaAdmin
 from daemon.adapters.local_launcher import LocalSparkLauncher
 from daemon.adapters.log_notifier import LogNotifier
 from daemon.adapters.packaging import package_and_upload
 from daemon.adapters.progress_reader import ProgressProbe
+from daemon.adapters.run_control import KafkaRunControl
 from daemon.adapters.slack_notifier import slack_notifier_from_settings
 from daemon.adapters.table_stats import ParquetTableStats
 from daemon.config.logs import configure_logging
 from daemon.config.settings import Settings, load_settings
-from daemon.core.errors import BadRequest, ConfigError, ReplayError
+from daemon.core.errors import BadRequest, ConfigError, ReplayError, Unavailable
+from daemon.core.ids import USER_ID_PATTERN
+from daemon.core.states import RunKind
 from daemon.runtime.api import create_api
+from daemon.runtime.api_guard import new_personal_token
 from daemon.runtime.scheduler import PipelineScheduler
 from daemon.runtime.watcher import Watcher, WatcherTiming
+from daemon.usecases.auto_steer import AutoSteer
 from daemon.usecases.catalog import Catalog, load_catalog
+from daemon.usecases.consumer_groups import ConsumerGroups
+from daemon.usecases.drain_watch import DrainWatch, WatchTiming
 from daemon.usecases.janitor import IdlePolicy, Janitor
 from daemon.usecases.job_specs import build_spec
 from daemon.usecases.pipeline_service import PipelineService
 from daemon.usecases.ports import ApplicationDeleter, Launcher, Notifier, ProgressSource
 from daemon.usecases.replays import ReplayService
+from daemon.usecases.run_control import RunControlService
 from store import Store
 from store.migrate import upgrade
 from store.models import Run
@@ -63,6 +72,7 @@ class Daemon:
     settings: Settings
     store: Store
     service: ReplayService
+    run_control: RunControlService
     watcher: Watcher
     app: FastAPI
     progress: ProgressSource
@@ -117,6 +127,14 @@ def build_daemon(
     upgrade(settings.db_url)
     store = Store(settings.db_url)
     topics = KafkaAdmin(config=settings.kafka_config())
+    group_admin = KafkaConsumerGroups(config=settings.kafka_config())
+    groups = ConsumerGroups(
+        groups=group_admin,
+        catalog=catalog,
+        store=store,
+        admins=list(settings.admins),
+        sample_s=settings.lag_sample_s,
+    )
     table_stats = ParquetTableStats()
     launcher = launcher or build_launcher(settings)
     notifier = notifier or slack_notifier_from_settings(settings) or LogNotifier()
@@ -124,9 +142,52 @@ def build_daemon(
     owner = settings.instance_id or f"{socket.gethostname()}:{settings.daemon_port}"
     result_dir = settings.state_dir / "runs"
 
+    control = KafkaRunControl(
+        config=settings.kafka_config(),
+        topic=settings.control_topic,
+        topics=topics,
+        retention_ms=settings.control_retention_ms,
+    )
+    try:
+        control.ensure_topic()
+    except Unavailable as exc:  # the broker may come later: the first change or launch creates it
+        log.warning("control topic not ensured at start-up", topic=settings.control_topic, error=str(exc))
+
     def spec_for(run: Run) -> str:
         result = Path(result_dir / run.id / "result.json").resolve()
-        return build_spec(run, catalog=catalog, settings=settings, result_uri=str(result)).to_json()
+        offset = None
+        if run.kind != RunKind.RECONCILE and run.tps > 0:
+            offset = control.end_offset()  # first the offset, then the changes: none falls between
+            run = store.runs.get(run.id)
+        return build_spec(
+            run, catalog=catalog, settings=settings, result_uri=str(result), control_offset=offset
+        ).to_json()
+
+    run_control = RunControlService(
+        settings=settings, catalog=catalog, store=store, channel=control, notifier=notifier, clock=clock
+    )
+    drain_watch = DrainWatch(
+        store=store,
+        groups=group_admin,
+        notifier=notifier,
+        owner=owner,
+        timing=WatchTiming(
+            interval_s=settings.watch_interval_s,
+            timeout_s=settings.watch_timeout_s,
+            notify_every_s=settings.progress_notify_every_s,
+            lease_ttl_s=settings.lease_ttl_s,
+        ),
+    )
+
+    auto_steer = AutoSteer(store=store, groups=group_admin, control=run_control)
+
+    def on_tick() -> None:
+        """Each hook on its own: one failing (e.g. the broker is away) does not skip the others."""
+        for hook in (run_control.resend_unsent, drain_watch.tick, auto_steer.tick):
+            try:
+                hook()
+            except Exception:
+                log.exception("watcher tick hook failed", hook=getattr(hook, "__qualname__", "?"))
 
     watcher = Watcher(
         store=store,
@@ -140,7 +201,10 @@ def build_daemon(
             poll_s=settings.watcher_poll_s,
             lease_ttl_s=settings.lease_ttl_s,
             progress_every_s=settings.progress_notify_every_s,
+            max_pause_s=settings.max_pause_s,
         ),
+        on_tick=on_tick,
+        before_launch=drain_watch.baseline,
     )
     launcher.notify_on_change(watcher.wake)
     service = ReplayService(
@@ -151,6 +215,7 @@ def build_daemon(
         table_stats=table_stats,
         clock=clock,
         wake_watcher=watcher.wake,
+        rewind_hint=groups.rewind_instead,
     )
     scheduler_box: list[PipelineScheduler] = []
     pipelines = PipelineService(
@@ -177,6 +242,7 @@ def build_daemon(
             keep_days=settings.idle_keep_days,
         ),
         applications=launcher if isinstance(launcher, ApplicationDeleter) else None,
+        wake_watcher=watcher.wake,
     )
     scheduler = PipelineScheduler(
         store=store,
@@ -188,12 +254,19 @@ def build_daemon(
     scheduler_box.append(scheduler)
     assert settings.api_token is not None
     app = create_api(
-        service, api_token=settings.api_token.get_secret_value(), pipelines=pipelines, janitor=janitor
+        service,
+        api_token=settings.api_token.get_secret_value(),
+        user_tokens=settings.user_token_digests(),
+        pipelines=pipelines,
+        janitor=janitor,
+        run_control=run_control,
+        groups=groups,
     )
     return Daemon(
         settings=settings,
         store=store,
         service=service,
+        run_control=run_control,
         watcher=watcher,
         app=app,
         progress=progress,
@@ -216,12 +289,30 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
     commands = parser.add_subparsers(dest="command")
     packaging = commands.add_parser("package", help="(EMR) build the job artifact and upload it to S3")
     packaging.add_argument("--with-venv", action="store_true", help="also build the job's virtualenv")
+    token = commands.add_parser("token", help="make a personal API token for one user (the CLI's)")
+    token.add_argument("user", help="the Slack user id the token acts as, e.g. U0123ABCD")
     return parser.parse_args(argv)
+
+
+def print_new_token(user: str, out: TextIO) -> int:
+    """Print a new personal token (for its user only) and the settings entry that admits it."""
+    if not USER_ID_PATTERN.fullmatch(user):
+        raise BadRequest(f"'{user}' is not a Slack user id (like U0123ABCD)")
+    token, entry = new_personal_token(user)
+    print(f"token for {user} (give it to them only; it is not stored anywhere): {token}", file=out)
+    print(f"add to REPLAY_USER_TOKENS (comma-separated) and restart replayd: {entry}", file=out)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     """Serve (no subcommand) or run one subcommand; the exit code: 0 done, 2 bad settings, 1 failed."""
     args = _arguments(sys.argv[1:] if argv is None else argv)
+    if args.command == "token":
+        try:
+            return print_new_token(args.user, out)
+        except BadRequest as exc:
+            print(f"replayd: {exc}", file=err)
+            return 2
     if args.command == "package":
         try:
             return package(load_settings(), with_venv=args.with_venv, out=out)

@@ -22,8 +22,10 @@ from typing import Any, TypeVar
 import structlog
 
 from daemon.core.errors import InvalidTransition, ReplayError
+from daemon.core.run_control import changes_from, paused_since
 from daemon.core.states import RunKind, RunState
 from daemon.usecases.ports import (
+    Handle,
     JobOutcome,
     JobState,
     Launcher,
@@ -49,6 +51,7 @@ class WatcherTiming:
     poll_s: float = 1.0
     lease_ttl_s: float = 15.0
     progress_every_s: float = 10.0  # the progress message is edited at most this often
+    max_pause_s: float | None = None  # a run paused longer is cancelled (None: no limit)
 
 
 class Watcher:
@@ -63,6 +66,8 @@ class Watcher:
         owner: str,
         timing: WatcherTiming | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        on_tick: Callable[[], None] | None = None,
+        before_launch: Callable[[Run], None] | None = None,
     ) -> None:
         self._store = store
         self._launcher = launcher
@@ -72,6 +77,8 @@ class Watcher:
         self._owner = owner
         self._timing = timing or WatcherTiming()
         self._monotonic = monotonic
+        self._on_tick = on_tick  # e.g. re-send rate changes the control channel did not take
+        self._before_launch = before_launch  # e.g. the watched consumer groups' baseline lag
         self._last_sample: dict[str, ProgressSample] = {}
         self._rate: dict[str, float] = {}  # each run's latest rate, from its beacons' own timestamps
         self._last_note: dict[str, float] = {}
@@ -100,6 +107,11 @@ class Watcher:
         for run in list(self._unreleased.values()):
             self._release(run)
         self._line, self._admitting = None, True
+        if self._on_tick is not None:
+            try:
+                self._on_tick()
+            except Exception:
+                log.exception("watcher tick hook failed")
         for run in self._store.runs.lease_unfinished(self._owner, self._timing.lease_ttl_s, limit=50):
             bound = log.bind(run_id=run.id)
             try:
@@ -157,18 +169,27 @@ class Watcher:
 
     def _launch(self, run: Run) -> None:
         workers = int((run.options or {}).get("workers", 1))
+        if self._before_launch is not None:
+            try:
+                self._before_launch(run)
+            except Exception:  # what it prepares is extra: the run starts anyway
+                log.exception("before-launch hook failed", run_id=run.id)
         try:
             handle = self._launcher.submit(run.id, self._build_spec(run), workers=workers)
         except Exception as exc:
             self._finish(run, RunState.FAILED, failure_reason=f"{LAUNCH_FAILURE}: {exc}")
             return
-        run = self._store.runs.transition(
-            run.id,
-            RunState.SUBMITTED,
-            launcher_kind=self._launcher.kind,
-            launcher_handle=handle,
-            submitted_at=self._store.now(),
-        )
+        try:
+            run = self._store.runs.transition(
+                run.id,
+                RunState.SUBMITTED,
+                launcher_kind=self._launcher.kind,
+                launcher_handle=handle,
+                submitted_at=self._store.now(),
+            )
+        except InvalidTransition:  # cancelled while the launcher submitted (an EMR submit takes seconds)
+            self._cancel_launched(run.id, handle)
+            return
         log.info("run submitted", run_id=run.id, launcher=self._launcher.kind)
         self._places.pop(run.id, None)
         if run.kind != RunKind.REPLAY:
@@ -179,6 +200,18 @@ class Watcher:
         elif run.slack_ts is not None:  # it waited, its thread showing its place in line: now it starts
             self._notify(run, lambda: self._notifier.run_state_changed(run_out(submitted)))
             self._notify(run, lambda: self._notifier.run_progress(run_out(submitted), rate=None))
+
+    def _cancel_launched(self, run_id: str, handle: Handle) -> None:
+        """A job started for a run that was cancelled meanwhile: record its handle first (so a crash
+        from here on still knows what to stop), then stop it like any cancelled run."""
+        run = self._store.runs.update(
+            run_id, launcher_kind=self._launcher.kind, launcher_handle=handle, submitted_at=self._store.now()
+        )
+        log.info("run cancelled while it was being submitted: stopping its job", run_id=run_id)
+        if RunState(run.state) == RunState.CANCELLING:
+            self._cancel(run)
+        else:  # it ended otherwise meanwhile: its job must not run on, untracked
+            self._launcher.cancel(handle)
 
     def _follow(self, run: Run) -> None:
         handle = run.launcher_handle or {}
@@ -203,6 +236,21 @@ class Watcher:
                 self._notify(running, lambda: self._notifier.run_state_changed(run_out(running)))
         if run.kind != RunKind.RECONCILE:  # a reconcile publishes nothing: no beacons to follow
             self._record_progress(run)
+        self._limit_pause(run)
+
+    def _limit_pause(self, run: Run) -> None:
+        """A pause holds the job's compute (and EMR's timeout runs on): past the limit, cancel the run."""
+        limit = self._timing.max_pause_s
+        if limit is None or not run.control:
+            return
+        now = self._store.now().timestamp()
+        since = paused_since(changes_from(run.control), now)
+        if since is None or now - since <= limit:
+            return
+        reason = f"paused for more than {limit:g}s (REPLAY_MAX_PAUSE_S): cancelled"
+        log.info("run paused too long", run_id=run.id, since=since)
+        run = self._store.runs.transition(run.id, RunState.CANCELLING)
+        self._cancel(run, reason=reason)
 
     def _record_progress(self, run: Run) -> None:
         sample = self._progress.sample(run.id)
@@ -224,7 +272,7 @@ class Watcher:
             progressed = run
             self._notify(progressed, lambda: self._notifier.run_progress(run_out(progressed), rate=rate))
 
-    def _cancel(self, run: Run) -> None:
+    def _cancel(self, run: Run, reason: str = "cancelled on request") -> None:
         if run.launcher_handle:
             self._launcher.cancel(run.launcher_handle)
         outcome = self._launcher.outcome(run.launcher_handle) if run.launcher_handle else None
@@ -236,7 +284,7 @@ class Watcher:
             run,
             RunState.CANCELLED,
             confirmed_count=max(confirmed or 0, run.confirmed_count),
-            failure_reason="cancelled on request",
+            failure_reason=reason,
         )
 
     def _conclude(self, run: Run, outcome: JobOutcome) -> None:

@@ -1,10 +1,12 @@
 """The janitor's messages about an idle pipeline: the question to its owners (Keep / Delete now),
-the farewell once it is de-provisioned, and the bot's answers to the two buttons."""
+the farewell once it is de-provisioned, and the bot's answers to the two buttons. "Delete now" carries
+Slack's confirm dialog: the click reaches the bot only once the clicker confirmed it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from daemon.core.ids import PIPELINE_ID_PATTERN
 from daemon.slack.blocks import (
@@ -40,6 +42,23 @@ def read_idle_button(value: str) -> tuple[str, int | None]:
     return pipeline_id, int(days) if days else None
 
 
+def delete_confirmation(pipeline_id: str) -> dict[str, Any]:
+    """Slack's confirm object for "Delete now": a second, deliberate click."""
+    return {
+        "title": {"type": "plain_text", "text": "Delete this pipeline now?"},
+        "text": {
+            "type": "mrkdwn",
+            "text": (
+                f"`{escape(pipeline_id)}` is paused, its running replay (if any) cancelled, and its own "
+                "topic deleted. This cannot be undone; its run history stays."
+            ),
+        },
+        "confirm": {"type": "plain_text", "text": "Delete now"},
+        "deny": {"type": "plain_text", "text": "Cancel"},
+        "style": "danger",
+    }
+
+
 def _route(view: PipelineView) -> str:
     return f"{escape(clip(view.source, 80))} {code(view.schedule, limit=60)} → {code(view.topic, limit=200)}"
 
@@ -61,7 +80,8 @@ def idle_prompt(
     text = (
         f":zzz: {to}Pipeline `{escape(view.pipeline_id)}` ({_route(view)}) is idle "
         f"(since {when(idle_since)}). {last}. Unless an owner keeps it, it is de-provisioned after "
-        f"*{when(deadline)}*: its schedule stops and its own topic is deleted (a live topic never is)."
+        f"*{when(deadline)}*: it is paused, a running replay of it cancelled, and its own topic deleted "
+        "(a live topic never is)."
     )
     actions = buttons(
         "idle_pipeline",
@@ -73,6 +93,9 @@ def idle_prompt(
         ),
         (IDLE_DELETE_ACTION, "Delete now", idle_button_value(view.pipeline_id), "danger"),
     )
+    for button in actions["elements"]:
+        if button["action_id"] == IDLE_DELETE_ACTION:
+            button["confirm"] = delete_confirmation(view.pipeline_id)
     return message(text, section(text), pipeline_fields(view), actions)
 
 
@@ -99,9 +122,14 @@ def kept(pipeline_id: str, days: int | None) -> Message:
 
 
 def deleted(view: PipelineView) -> Message:
+    if view.state != "archived":  # paused; its run is still stopping, the janitor's next pass goes on
+        return notice(
+            f":hourglass_flowing_sand: Deleting `{escape(view.pipeline_id)}`: it is paused and its running "
+            "replay is being stopped; its topic is deleted once the replay has stopped."
+        )
     return notice(
-        f":wastebasket: Deleted `{escape(view.pipeline_id)}` now: its schedule is gone and its own topic "
-        "deleted (a live topic is kept); its run history stays."
+        f":wastebasket: Deleted `{escape(view.pipeline_id)}` now: its schedule is gone, a running replay "
+        "cancelled and its own topic deleted (a live topic is kept); its run history stays."
     )
 
 

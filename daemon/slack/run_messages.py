@@ -33,6 +33,7 @@ from daemon.slack.blocks import (
     section,
     when,
 )
+from daemon.slack.group_messages import rewind_hint
 from daemon.slack.run_report import (
     on_topic_line,
     out_of_memory,
@@ -210,10 +211,15 @@ def progress_reply(run: RunView) -> Message:
             done += " confirmed"
         if run.state in TERMINAL_RUN_STATES:
             tail = f" · {escape(run.state)}, final report below"
+        elif run.paused:  # live control: the tasks hold their place until resumed
+            tail = f" · :double_vertical_bar: paused (resumes at {run.current_tps or run.tps:,}/s)"
         else:
             left = max(rows - run.confirmed, 0) if rows else 0
-            speed = run.rate if run.rate else run.tps
-            shown = rate(run.rate) if run.rate else f"target {run.tps:,}/s"  # no rate before a 2nd sample
+            target = run.current_tps or run.tps
+            speed = run.rate if run.rate else target
+            shown = rate(run.rate) if run.rate else f"target {target:,}/s"  # no rate before a 2nd sample
+            if run.rate and target != run.tps:
+                shown += f" (set to {target:,}/s)"
             tail = f" · {shown}" + (f" · about {human_duration(left / speed)} left" if speed and left else "")
         text = f"{icon} {done}{tail}"
     if run.as_of is not None:
@@ -360,7 +366,9 @@ def plan_summary(plan: PlanOut) -> Message:
         f"Plan: {count(plan.rows)} rows of {escape(plan.source)} {escape(plan.window)} "
         f"→ {escape(plan.topic)} at {plan.tps:,}/s, {eta_split(plan)}"
     )
-    return message(text, header("Dry run: nothing was sent"), _plan_fields(plan))
+    hint = rewind_hint(plan.rewind_instead)  # the window is still on the live topic
+    extra = [section(hint)] if hint else []
+    return message(text, header("Dry run: nothing was sent"), _plan_fields(plan), *extra)
 
 
 def overridden(plan: PlanOut) -> str:

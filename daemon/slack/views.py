@@ -52,6 +52,8 @@ class RunView:
     as_of: datetime | None = None  # when the numbers shown were read (the progress message says it)
     queue_position: int | None = None  # a queued run's place in line (1: the next to start)
     planned_eta_s: float | None = None  # the plan's estimate, start-up included (`RunOut.eta_s`)
+    current_tps: int | None = None  # the rate as last set by live control; None: `tps`
+    paused: bool = False  # paused by live control
 
     @classmethod
     def of(cls, run: RunOut, *, rate: float | None = None, as_of: datetime | None = None) -> RunView:
@@ -88,6 +90,8 @@ class RunView:
             as_of=as_of,
             queue_position=run.queue_position,
             planned_eta_s=run.eta_s,
+            current_tps=run.current_tps,
+            paused=run.paused,
         )
 
     @property

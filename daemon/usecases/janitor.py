@@ -2,17 +2,22 @@
 
 A pipeline is idle once no run has published for `idle_after` days (counted from its last publish or
 its creation), or when a snooze it was given ends. Each idle period gets one prompt per owner
-(Keep / Delete now); with no answer within the grace period it is de-provisioned: its own topic and
-EMR application are deleted (a live topic never is), owners are told, and the row is archived so its
-history stays.
+(Keep / Delete now); the grace period starts once every prompt was delivered, and with no answer by
+then the pipeline is de-provisioned: paused, its in-flight run cancelled and stopped, its own topic
+and EMR application deleted (a live topic never is), owners told, and the row archived so its history
+stays. "Delete now" is for a pipeline in its idle period only.
 
-Every step is safe to repeat: prompts and farewells go through dedup keys, topic and application
-deletion accept "already gone", and archiving comes last, so a crash anywhere is finished by the
-next run without errors or double messages.
+An owner's answer wins over a running pass: de-provisioning begins with an optimistic check of the
+row the pass read (`begin_deprovision`), and a Keep after that point is refused, never ignored.
+Every step is safe to repeat: prompts and farewells are recorded, sent, then marked delivered (one
+never delivered is sent again), topic and application deletion accept "already gone", an application
+still to delete stays recorded until it is gone, and archiving comes last, so a crash anywhere is
+finished by the next pass.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,8 +28,8 @@ import structlog
 
 from daemon.contract.models import IdlePrompt
 from daemon.core.authz import may_manage_pipeline
-from daemon.core.errors import Conflict, Forbidden
-from daemon.core.states import PipelineState
+from daemon.core.errors import Conflict, Forbidden, InvalidTransition, StaleUpdate
+from daemon.core.states import TERMINAL_RUN_STATES, PipelineState, RunState
 from daemon.usecases.catalog import Catalog
 from daemon.usecases.ports import ApplicationDeleter, Notifier, TopicAdmin
 from daemon.usecases.wire import pipeline_out
@@ -33,7 +38,9 @@ from store.models import Pipeline
 
 log = structlog.get_logger(__name__)
 
-Assessment = Literal["active", "new-idle-period", "waiting", "due"]
+Assessment = Literal["active", "new-idle-period", "unprompted", "waiting", "due"]
+UNFINISHED_RUN_STATES = [state for state in RunState if state not in TERMINAL_RUN_STATES]
+UNDELIVERED_RETRY_AFTER = timedelta(minutes=10)  # a younger undelivered record may still be in flight
 
 
 @dataclass(frozen=True)
@@ -54,13 +61,21 @@ def idle_period_start(pipeline: Pipeline, policy: IdlePolicy) -> datetime:
 
 
 def assess(pipeline: Pipeline, now: datetime, policy: IdlePolicy) -> Assessment:
-    """Pure: where the pipeline stands in the idle clean-up."""
+    """Pure: where the pipeline stands in the idle clean-up (`unprompted`: its idle period began but
+    not every owner has received the question yet, so no grace period runs)."""
     start = idle_period_start(pipeline, policy)
     if now < start:
         return "active"
-    if pipeline.idle_since != start or pipeline.delete_after is None:
+    if pipeline.idle_since != start:
         return "new-idle-period"
+    if pipeline.delete_after is None:
+        return "unprompted"
     return "due" if now >= pipeline.delete_after else "waiting"
+
+
+def in_idle_period(pipeline: Pipeline, now: datetime, policy: IdlePolicy) -> bool:
+    """The janitor opened the pipeline's current idle period (its owners are being asked)."""
+    return assess(pipeline, now, policy) in ("unprompted", "waiting", "due")
 
 
 class Janitor:
@@ -75,7 +90,12 @@ class Janitor:
         policy: IdlePolicy | None = None,
         admins: list[str] | None = None,
         applications: ApplicationDeleter | None = None,
+        wake_watcher: Callable[[], None] = lambda: None,
+        stop_timeout_s: float = 120.0,
+        release_timeout_s: float = 300.0,
     ) -> None:
+        """`stop_timeout_s`: how long de-provisioning waits for a cancelled run's job to stop before
+        leaving the rest to the next pass; `release_timeout_s`: the same for deleting an application."""
         self._store = store
         self._catalog = catalog
         self._topics = topics
@@ -84,63 +104,96 @@ class Janitor:
         self._policy = policy or IdlePolicy()
         self._admins = set(admins or [])
         self._applications = applications
+        self._wake_watcher = wake_watcher
+        self._stop_timeout_s = stop_timeout_s
+        self._release_timeout_s = release_timeout_s
 
     # -- the daily pass -----------------------------------------------------------------------
 
     def run_once(self) -> None:
+        for pipeline in self._store.pipelines.awaiting_release():  # e.g. left by a restarted daemon
+            self._release(pipeline, timeout_s=self._release_timeout_s)
         now = self._clock()
         for pipeline in self._store.pipelines.list():
             if pipeline.state == PipelineState.ARCHIVED:
                 continue
             try:
-                self._tend(pipeline, now)
+                self.tend(pipeline, now)
             except Exception:  # one pipeline's trouble must not stop the others' clean-up
                 log.exception("janitor could not tend a pipeline", pipeline_id=pipeline.id)
 
-    def _tend(self, pipeline: Pipeline, now: datetime) -> None:
+    def tend(self, pipeline: Pipeline, now: datetime) -> None:
+        """One pipeline, as the pass read it at `now`: an answer given since then wins."""
+        if pipeline.deprovision_reason is not None:  # begun by an earlier pass or click: finish it
+            self._finish_deprovision(pipeline, release_timeout_s=self._release_timeout_s)
+            return
         status = assess(pipeline, now, self._policy)
         if status == "active":
-            if pipeline.delete_after is not None:  # it published again: the question is moot
+            if pipeline.idle_since is not None or pipeline.delete_after is not None:  # it published again
                 self._store.pipelines.update(pipeline.id, idle_since=None, delete_after=None)
             return
-        if status == "new-idle-period":
-            pipeline = self._store.pipelines.update(
-                pipeline.id,
-                idle_since=idle_period_start(pipeline, self._policy),
-                delete_after=now + timedelta(days=self._policy.grace_days),
-            )
-            log.info(
-                "pipeline idle: asking its owners",
-                pipeline_id=pipeline.id,
-                delete_after=str(pipeline.delete_after),
-            )
         if status == "due":
-            self.deprovision(pipeline, reason=f"no answer within {self._policy.grace_days} days")
+            reason = f"no answer within {self._policy.grace_days} days"
+            try:
+                self.deprovision(pipeline, reason=reason)
+            except StaleUpdate:
+                log.info("pipeline kept while the janitor looked at it: not removed", pipeline_id=pipeline.id)
             return
-        self._prompt_owners(pipeline)  # new period, or a crash left some owners unasked
+        if status == "new-idle-period":
+            try:  # only as read: a Keep landing meanwhile is not asked about at once
+                pipeline = self._store.pipelines.update(
+                    pipeline.id,
+                    expected_version=pipeline.version,
+                    idle_since=idle_period_start(pipeline, self._policy),
+                    delete_after=None,
+                )
+            except StaleUpdate:
+                return  # changed since the pass read it: the next pass looks again
+            log.info("pipeline idle: asking its owners", pipeline_id=pipeline.id)
+        if status in ("new-idle-period", "unprompted") and self._prompt_owners(pipeline, now):
+            assert pipeline.idle_since is not None
+            deadline = self._clock() + timedelta(days=self._policy.grace_days)
+            if self._store.pipelines.set_deadline(
+                pipeline.id, idle_since=pipeline.idle_since, delete_after=deadline
+            ):
+                log.info("idle prompts delivered", pipeline_id=pipeline.id, delete_after=str(deadline))
 
-    def _prompt_owners(self, pipeline: Pipeline) -> None:
-        assert pipeline.idle_since is not None and pipeline.delete_after is not None
+    def _prompt_owners(self, pipeline: Pipeline, now: datetime) -> bool:
+        """Ask every owner; True once all of them have received the question (now or before)."""
+        assert pipeline.idle_since is not None
         prompt = IdlePrompt(
             pipeline=pipeline_out(pipeline),
             idle_since=pipeline.idle_since,
-            deadline=pipeline.delete_after,
+            deadline=now + timedelta(days=self._policy.grace_days),  # the grace runs from delivery
             keep_days=self._policy.keep_days,
         )
+        delivered = True
         for owner in pipeline.owners:
             key = f"idle:{pipeline.id}:{pipeline.idle_since.isoformat()}:{owner}"
-            self._once(key, pipeline.id, "idle-prompt", partial(self._notifier.idle_prompt, prompt, owner))
+            send = partial(self._notifier.idle_prompt, prompt, owner)
+            delivered = self._deliver(key, pipeline.id, "idle-prompt", send) and delivered
+        return delivered
 
-    def _once(self, key: str, pipeline_id: str, kind: str, send: Callable[[], str]) -> None:
-        """At most once per key: record, then send; a send that raised is forgotten and retried."""
-        if not self._store.notifications.record_once(key, pipeline_id=pipeline_id, kind=kind):
-            return
+    def _deliver(self, key: str, pipeline_id: str, kind: str, send: Callable[[], str]) -> bool:
+        """Send once per key, and know it arrived: record, send, mark delivered. True once delivered.
+
+        A record never marked delivered (its sender crashed) is taken over and sent again once old; a
+        send that raised is forgotten, so the next pass tries again.
+        """
+        notifications = self._store.notifications
+        if not notifications.record_once(key, pipeline_id=pipeline_id, kind=kind):
+            found = notifications.get(key)
+            if found is not None and found.delivered_at is not None:
+                return True
+            if not notifications.reclaim(key, recorded_before=self._store.now() - UNDELIVERED_RETRY_AFTER):
+                return False  # another pass is sending it right now
         try:
             channel = send()
         except Exception:
-            self._store.notifications.forget(key)
+            notifications.forget(key)
             raise
-        self._store.notifications.set_channel(key, channel)
+        notifications.mark_delivered(key, channel)
+        return True
 
     # -- answers from the owners --------------------------------------------------------------
 
@@ -154,48 +207,130 @@ class Janitor:
         return pipeline
 
     def keep(self, actor: str, pipeline_id: str, days: int | None = None) -> Pipeline:
-        """Snooze the question: no deletion before the snooze ends; then it is asked again."""
+        """Snooze the question: no deletion before the snooze ends; then it is asked again. A pass
+        that read the pipeline before sees the change and leaves it (`begin_deprovision`)."""
         self._owned(actor, pipeline_id, "keep")
         until = self._clock() + timedelta(days=days or self._policy.keep_days)
-        pipeline = self._store.pipelines.update(
-            pipeline_id, snoozed_until=until, snoozed_by=actor, idle_since=None, delete_after=None
-        )
+        try:
+            pipeline = self._store.pipelines.snooze(pipeline_id, until=until, by=actor)
+        except Conflict as exc:
+            self._store.audit.append(actor, "keep", pipeline_id, "refused", {"reason": str(exc)})
+            raise
         self._store.audit.append(actor, "keep", pipeline_id, "accepted", {"until": until.isoformat()})
         return pipeline
 
-    def delete_now(self, actor: str, pipeline_id: str) -> Pipeline:
+    def delete_now(self, actor: str, pipeline_id: str, *, confirm: bool) -> Pipeline:
+        """De-provision an idle pipeline at once, on an explicit confirmation; a pipeline not in its
+        idle period (never asked about, published or kept since) is refused: unschedule stops those."""
         pipeline = self._owned(actor, pipeline_id, "delete")
+        refusal = None
+        if not confirm:
+            refusal = f"deleting pipeline {pipeline_id} needs an explicit confirmation (confirm=true)"
+        elif pipeline.deprovision_reason is None and not in_idle_period(
+            pipeline, self._clock(), self._policy
+        ):
+            refusal = (
+                f"pipeline {pipeline_id} is not idle (it is not in an idle period its owners were asked "
+                "about), so it is not deleted; to stop it for good, unschedule it"
+            )
+        if refusal is not None:
+            self._store.audit.append(actor, "delete", pipeline_id, "refused", {"reason": refusal})
+            raise Conflict(refusal)
         self._store.audit.append(actor, "delete", pipeline_id, "accepted", {})
-        return self.deprovision(pipeline, reason=f"deleted by <@{actor}>")
+        return self.deprovision(pipeline, reason=f"deleted by <@{actor}>", release_timeout_s=0.0)
 
     # -- de-provisioning ----------------------------------------------------------------------
 
     def _live_topics(self) -> set[str]:
         return {s.live_topic for s in self._catalog.sources.values() if s.live_topic}
 
-    def deprovision(self, pipeline: Pipeline, *, reason: str) -> Pipeline:
-        """Topic, EMR application, farewell messages, then archive: each step repeatable."""
+    def deprovision(
+        self, pipeline: Pipeline, *, reason: str, release_timeout_s: float | None = None
+    ) -> Pipeline:
+        """Pause, stop the in-flight run, delete topic and application, tell the owners, archive: each
+        step repeatable. StaleUpdate when the pipeline changed since `pipeline` was read (kept)."""
+        begun = self._store.pipelines.begin_deprovision(pipeline.id, reason=reason, read=pipeline)
+        self._store.audit.append("janitor", "pause", pipeline.id, "accepted", {"reason": reason})
+        timeout = self._release_timeout_s if release_timeout_s is None else release_timeout_s
+        return self._finish_deprovision(begun, release_timeout_s=timeout)
+
+    def _finish_deprovision(self, pipeline: Pipeline, *, release_timeout_s: float) -> Pipeline:
+        reason = pipeline.deprovision_reason or "de-provisioned"
+        if not self._stop_runs(pipeline):
+            log.info(
+                "pipeline paused; its run is still stopping: the next pass goes on", pipeline_id=pipeline.id
+            )
+            return pipeline
         removed = ["its schedule"]
         if pipeline.topic_created and pipeline.topic not in self._live_topics():
             self._topics.delete(pipeline.topic)
             removed.append(f"its topic {pipeline.topic}")
-        if pipeline.emr_application_id and self._applications is not None:
-            self._applications.delete_application(pipeline.emr_application_id, timeout_s=300)
-            removed.append(f"its EMR application {pipeline.emr_application_id}")
-        for owner in pipeline.owners:
-            key = f"deprovisioned:{pipeline.id}:{owner}"
-            self._once(
-                key,
-                pipeline.id,
-                "deprovisioned",
-                partial(self._notifier.pipeline_removed, pipeline_out(pipeline), owner, removed, reason),
+        if pipeline.application_release:
+            gone = self._release(pipeline, timeout_s=release_timeout_s)
+            removed.append(
+                f"its EMR application {pipeline.application_release}" + ("" if gone else " (being deleted)")
             )
+        delivered = True
+        for owner in pipeline.owners:
+            send = partial(self._notifier.pipeline_removed, pipeline_out(pipeline), owner, removed, reason)
+            delivered = (
+                self._deliver(f"deprovisioned:{pipeline.id}:{owner}", pipeline.id, "deprovisioned", send)
+                and delivered
+            )
+        if not delivered:  # archived once every owner was told; the next pass sends what is missing
+            return pipeline
         archived = self._store.pipelines.set_state(pipeline.id, PipelineState.ARCHIVED)
         self._store.audit.append(
             "janitor", "deprovision", pipeline.id, "accepted", {"removed": removed, "reason": reason}
         )
         log.info("pipeline de-provisioned", pipeline_id=pipeline.id, removed=removed, reason=reason)
         return archived
+
+    def _stop_runs(self, pipeline: Pipeline) -> bool:
+        """Cancel the pipeline's unfinished runs as a user's cancel does (CANCELLING; the watcher stops
+        the job) and wait for them to end; False when one is still going after `stop_timeout_s`."""
+        deadline = time.monotonic() + self._stop_timeout_s
+        asked = False
+        while True:
+            going = self._store.runs.list(pipeline_id=pipeline.id, state=UNFINISHED_RUN_STATES, limit=50)[0]
+            if not going:
+                return True
+            for run in going:
+                if run.state == RunState.CANCELLING:
+                    continue
+                try:
+                    self._store.runs.transition(run.id, RunState.CANCELLING)
+                except InvalidTransition:  # it ended meanwhile
+                    continue
+                why = pipeline.deprovision_reason or "de-provisioned"
+                self._store.audit.append("janitor", "cancel", run.id, "accepted", {"reason": why})
+                asked = True
+            if asked:
+                self._wake_watcher()
+                asked = False
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.2)
+
+    def _release(self, pipeline: Pipeline, *, timeout_s: float) -> bool:
+        """Delete the pipeline's recorded EMR application; it stays recorded until it is gone."""
+        app_id = pipeline.application_release
+        if app_id is None:
+            return True
+        if self._applications is None:
+            log.warning(
+                "an EMR application awaits release but no launcher can delete it", application_id=app_id
+            )
+            return False
+        try:
+            gone = self._applications.delete_application(app_id, timeout_s=timeout_s)
+        except Exception as exc:  # e.g. AWS unavailable: the record stays, the next pass tries again
+            log.warning("could not delete the EMR application yet", application_id=app_id, error=str(exc))
+            return False
+        if gone:
+            self._store.pipelines.released(pipeline.id, app_id)
+            log.info("emr application released", pipeline_id=pipeline.id, application_id=app_id)
+        return gone
 
     # -- reporting ----------------------------------------------------------------------------
 
@@ -204,16 +339,12 @@ class Janitor:
         now = self._clock()
         found = []
         for pipeline in self._store.pipelines.list():
-            if pipeline.state == PipelineState.ARCHIVED:
+            if pipeline.state == PipelineState.ARCHIVED or pipeline.deprovision_reason is not None:
                 continue
             status = assess(pipeline, now, self._policy)
             if status == "active":
                 continue
-            deadline = (
-                pipeline.delete_after
-                if status in ("waiting", "due")
-                else now + timedelta(days=self._policy.grace_days)
-            )
-            assert deadline is not None
+            deadline = pipeline.delete_after if status in ("waiting", "due") else None
+            deadline = deadline or now + timedelta(days=self._policy.grace_days)
             found.append((pipeline, deadline))
         return found

@@ -10,15 +10,18 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from daemon.config.settings import Settings
+from daemon.core.run_control import changes_from
 from daemon.core.states import RunKind
 from daemon.usecases.catalog import Catalog
 from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.pii import decrypt_section
 from spark_job.spec.model import (
+    Control,
     DayWindow,
     JobSpec,
     OffsetRanges,
     Progress,
+    RateChange,
     ReconcileTarget,
     Selection,
     Source,
@@ -63,7 +66,27 @@ def _reconcile_target(run: Run) -> ReconcileTarget | None:
     )
 
 
-def build_spec(run: Run, *, catalog: Catalog, settings: Settings, result_uri: str | None) -> JobSpec:
+def _control(run: Run, settings: Settings, offset: int | None) -> Control | None:
+    """Where a throttled replay's tasks learn of rate changes, and the changes made so far.
+
+    ``offset`` is the control topic's end, taken *before* ``run`` was read from the store: a change is
+    either in ``run.control`` or on the topic at or after ``offset``. None: the job has a fixed rate.
+    """
+    if offset is None or run.kind == RunKind.RECONCILE or run.tps <= 0:
+        return None
+    changes = tuple(RateChange(at=c.at, tps=c.tps, paused=c.paused) for c in changes_from(run.control))
+    return Control(topic=settings.control_topic, offset=offset, changes=changes)
+
+
+def build_spec(
+    run: Run,
+    *,
+    catalog: Catalog,
+    settings: Settings,
+    result_uri: str | None,
+    control_offset: int | None = None,
+) -> JobSpec:
+    """``control_offset``: the control topic's end offset, read before ``run`` (None: no live control)."""
     source = catalog.get(run.source)
     options = run.options or {}
     # recorded when the run was created; a run recorded before on_error existed takes the source's
@@ -95,4 +118,5 @@ def build_spec(run: Run, *, catalog: Catalog, settings: Settings, result_uri: st
         dlq_topic=options.get("dlq_topic") or dead_letters.get("dlq_topic"),
         mode="reconcile" if run.kind == RunKind.RECONCILE else "replay",
         reconcile=_reconcile_target(run),
+        control=_control(run, settings, control_offset),
     )

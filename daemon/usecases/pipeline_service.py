@@ -152,6 +152,7 @@ class PipelineService:
                         "headers": dict(command.headers),
                         "topic_mode": command.topic,
                         "on_error": command.on_error,  # None: the source's default at each run
+                        "watch": list(command.watch),  # each run watches these groups drain
                     },
                     idle_after_days=command.idle_after_days,
                     slack_channel=slack_channel,
@@ -292,6 +293,7 @@ class PipelineService:
             "options": {
                 "headers": (pipeline.options or {}).get("headers", {}),
                 "ordering": "entity",
+                "watch": list((pipeline.options or {}).get("watch") or ()),
                 **dead_letter_options(
                     (pipeline.options or {}).get("on_error") or source.on_error, source.name
                 ),

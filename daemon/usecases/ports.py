@@ -8,9 +8,11 @@ knows every implementation) builds the adapters and injects them.
   run, so a restarted daemon can re-attach to a job it did not start.
 - `ApplicationDeleter`: frees a pipeline's own compute (an EMR Serverless application).
 - `TopicAdmin`: creates, describes and deletes Kafka topics (`KafkaAdmin`).
+- `ConsumerGroupAdmin`: reads a consumer group's members and offsets and moves them (`KafkaConsumerGroups`).
 - `TableStats`: cheap facts about a lake table, read without a Spark job (`ParquetTableStats`).
 - `ProgressSource`: a running job's confirmed count, from its progress beacons (`ProgressProbe`).
 - `Notifier`: tells people what their runs and pipelines do (`SlackNotifier`, `LogNotifier`).
+- `RunControlChannel`: tells running jobs of rate changes, pauses and resumes (`KafkaRunControl`).
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from __future__ import annotations
 import enum
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
 from daemon.contract.models import IdlePrompt, PipelineOut, RateSeriesOut, RunOut
+from daemon.core.lag import GroupState
+from daemon.core.run_control import RateChange
 from daemon.core.watermarks import Value
 
 Handle = dict[str, Any]
@@ -102,7 +106,7 @@ class Launcher(ABC):
         """Stop the job; a job already gone is not an error."""
 
     def release(self, handle: Handle) -> bool:
-        """Free what the finished job held (e.g. its own EMR application); True once nothing is left."""
+        """Free what the finished job held (its spec, its own EMR application); True once nothing is left."""
         return True
 
 
@@ -135,6 +139,56 @@ class TopicAdmin(ABC):
     @abstractmethod
     def delete(self, topic: str) -> bool:
         """Delete a topic; False if it was already gone (so de-provisioning can be repeated)."""
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    member_id: str
+    client_id: str
+    host: str
+    assignment: tuple[tuple[str, int], ...]  # (topic, partition) pairs
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    group: str
+    state: GroupState
+    members: tuple[GroupMember, ...]
+
+
+class ConsumerGroupAdmin(ABC):
+    """Consumer groups' members and offsets; failures are domain errors (`Unavailable`, `NotFound`,
+    `GroupHasMembers`, `BadRequest`), never client errors. Offsets are keyed by partition."""
+
+    @abstractmethod
+    def describe_group(self, group: str) -> GroupDescription:
+        """State and members; a group Kafka does not know comes back `dead` with no members."""
+
+    @abstractmethod
+    def committed(self, group: str, topic: str | None = None) -> dict[tuple[str, int], int | None]:
+        """(topic, partition) -> committed offset (None: never committed); every topic when None."""
+
+    @abstractmethod
+    def partitions(self, topic: str) -> list[int]:
+        """The topic's partitions; `NotFound` when there is no such topic."""
+
+    @abstractmethod
+    def end_offsets(self, topic: str) -> dict[int, int]: ...
+
+    @abstractmethod
+    def earliest_offsets(self, topic: str) -> dict[int, int]: ...
+
+    @abstractmethod
+    def offsets_for_time(self, topic: str, at: datetime) -> dict[int, int | None]:
+        """The first offset whose record is at or after `at`; None where there is none."""
+
+    @abstractmethod
+    def earliest_timestamps(self, topic: str) -> dict[int, datetime | None]:
+        """Each partition's oldest retained record's timestamp; None for an empty partition."""
+
+    @abstractmethod
+    def alter_offsets(self, group: str, topic: str, offsets: Mapping[int, int]) -> None:
+        """Commit these offsets for the group; `GroupHasMembers` when Kafka refuses for that reason."""
 
 
 class TableStats(ABC):
@@ -190,6 +244,28 @@ class ProgressSource(ABC):
         """Release every reader (the daemon is stopping)."""
 
 
+class RunControlChannel(ABC):
+    """The channel running jobs read their rate changes from; failures are ``Unavailable``.
+
+    A job's spec carries ``end_offset()`` taken *before* the run's changes were read from the store, so
+    every change is either in the spec or published at or after that offset.
+    """
+
+    topic: str
+
+    @abstractmethod
+    def ensure_topic(self) -> None:
+        """Create the channel's topic when it is missing (at start-up); an existing one is kept."""
+
+    @abstractmethod
+    def end_offset(self) -> int:
+        """Where the next message will land: a job reads from here on."""
+
+    @abstractmethod
+    def publish(self, run_id: str, changes: Sequence[RateChange]) -> None:
+        """Send every change of the run so far (version ``len(changes)``), durably, or raise."""
+
+
 @dataclass(frozen=True)
 class RunThread:
     """Where a run's story is told: the parent card and its one progress message, in `channel`
@@ -226,6 +302,25 @@ class Notifier(ABC):
     @abstractmethod
     def run_reconciled(self, run: RunOut) -> None:
         """An on-demand reconcile's verdict, as a reply in the run's thread."""
+
+    @abstractmethod
+    def run_rate_changed(self, run: RunOut, *, actor: str, reason: str | None = None) -> None:
+        """A rate change, pause or resume (the newest of ``run.rate_changes``), as a reply in the run's
+        thread (``reason``: why ``tps=auto`` decided it); the live progress message shows the new rate at
+        its next edit."""
+
+    @abstractmethod
+    def watch_started(self, run: RunOut) -> str | None:
+        """Post the run's consumer-group watch message (`run.watch`) in its thread; returns its ts."""
+
+    @abstractmethod
+    def watch_progress(self, run: RunOut, *, message_ts: str) -> None:
+        """Edit the watch message in place: each group's lag, drain and time back to its baseline."""
+
+    @abstractmethod
+    def watch_concluded(self, run: RunOut, group: str) -> None:
+        """One line in the run's thread: `group` caught up (when, how long after the last event), or its
+        watch timed out with the lag left."""
 
     @abstractmethod
     def pipeline_scheduled(self, pipeline: PipelineOut) -> str | None:

@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from daemon.config.settings import Settings
 from daemon.core.authz import may_cancel_run, may_use_source
+from daemon.core.auto_rate import AutoRate
 from daemon.core.errors import (
     BadRequest,
     Conflict,
@@ -82,6 +83,16 @@ class Plan:
     force: bool = False
     overlapping: tuple[Overlap, ...] = ()  # live topic only: refused unless force
     live_approvals: int = 1
+    rewind_instead: str | None = None  # the window is still on the live topic: this rewind re-delivers it
+    watch: tuple[str, ...] = ()  # consumer groups whose drain the run watches after it ends
+    auto: AutoRate | None = None  # tps=auto: ``tps`` is the start rate, the daemon steers from there
+
+
+def auto_options(auto: AutoRate | None) -> dict[str, object]:
+    """How a ``tps=auto`` request is kept on the run (``daemon.usecases.auto_steer`` reads it back)."""
+    if auto is None:
+        return {}
+    return {"auto": {"ceiling": auto.ceiling, "lag_limit": auto.lag_limit, "group": auto.group}}
 
 
 class _AlreadyCreated(Exception):
@@ -118,7 +129,9 @@ class ReplayService:
         table_stats: TableStats,
         clock: Callable[[], datetime],
         wake_watcher: Callable[[], None] = lambda: None,
+        rewind_hint: Callable[[str, datetime], str | None] | None = None,
     ) -> None:
+        self._rewind_hint = rewind_hint  # (live topic, window start) -> a rewind command, if retained
         self._settings = settings
         self._catalog = catalog
         self._store = store
@@ -145,6 +158,12 @@ class ReplayService:
         window = resolve(command.window, self._clock())
         start, end = bounds(window)
         tps = command.tps if command.tps is not None else self._settings.default_tps
+        if command.auto is not None:  # the daemon steers it from a start well under the ceiling
+            if command.auto.ceiling > self._settings.max_tps:
+                raise BadRequest(
+                    f"max={command.auto.ceiling} is above this platform's maximum of {self._settings.max_tps}"
+                )
+            tps = command.auto.start
         if tps <= 0:
             raise BadRequest(f"tps must be at least 1, got {tps}")
         if tps > self._settings.max_tps:
@@ -168,6 +187,9 @@ class ReplayService:
             overlapping = self._overlapping(source.name, topic, start, end)
         else:
             topic, partitions = auto_topic_name(source.name, "<run id>"), self._auto_partitions(source, tps)
+        hint = None
+        if self._rewind_hint is not None and source.live_topic and isinstance(command, PlanCommand):
+            hint = self._rewind_hint(source.live_topic, start)
         plan = Plan(
             source=source.name,
             window=label(command.window),
@@ -187,6 +209,9 @@ class ReplayService:
             force=command.force,
             overlapping=overlapping,
             live_approvals=source.live_approvals,
+            rewind_instead=hint,
+            watch=command.watch,
+            auto=command.auto,
         )
         return source, plan
 
@@ -344,6 +369,8 @@ class ReplayService:
                     "partitions": plan.partitions,
                     "topic_mode": plan.topic_mode,
                     "request": request,  # the command as understood, canonical: what a key stands for
+                    "watch": list(plan.watch),
+                    **auto_options(plan.auto),
                     **dead_letter_options(plan.on_error, source.name),
                     **self._live_options(plan, approved_by),
                 },

@@ -16,12 +16,15 @@ from daemon.contract.models import (
     PipelineDetailOut,
     PipelineOut,
     PlanOut,
+    RateChangeOut,
     RateSeriesOut,
     ReconcileOut,
     RunOut,
     SourceOut,
 )
+from daemon.core.run_control import changes_from, latest_rate
 from daemon.core.states import PipelineState, RunKind, RunState
+from daemon.usecases.watch_wire import watch_deadline, watch_out
 from store.models import Pipeline, Run
 
 if TYPE_CHECKING:  # type names only: the use cases import this module, so no import back at run time
@@ -34,6 +37,8 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
     """`queue_position`: a queued run's place in line (`store.runs.queued_ids`), when the caller knows it."""
     planned = (run.options or {}).get("rows")
     eta = (run.options or {}).get("eta_s")
+    changes = changes_from(run.control)
+    rate = latest_rate(run.tps, changes)
     return RunOut(
         id=run.id,
         kind=RunKind(run.kind),
@@ -42,6 +47,12 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         window=run.window_label,
         topic=run.target_topic,
         tps=run.tps,
+        current_tps=rate.tps,
+        paused=rate.paused,
+        rate_changes=[
+            RateChangeOut(at=datetime.fromtimestamp(c.at, tz=UTC), tps=c.tps, paused=c.paused)
+            for c in changes
+        ],
         requester=run.requester,
         rows_planned=int(planned) if planned is not None else None,
         rows_selected=run.rows_selected,
@@ -69,6 +80,8 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         slack_progress_ts=run.slack_progress_ts,
         queue_position=queue_position if run.state == RunState.QUEUED else None,
         eta_s=float(eta) if eta is not None else None,
+        watch=watch_out(run),
+        watch_deadline=watch_deadline(run),
     )
 
 
@@ -139,6 +152,7 @@ def plan_out(plan: Plan) -> PlanOut:
             for o in plan.overlapping
         ],
         live_approvals=plan.live_approvals,
+        rewind_instead=plan.rewind_instead,
     )
 
 

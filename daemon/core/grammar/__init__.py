@@ -7,6 +7,9 @@ give the same errors: each names the offending token, says why, and shows the co
 help        usage lines and ``help`` text
 values      limits, value checks, headers, ``GrammarError``
 commands    the frozen commands, which check themselves
+groups      ``lag`` and ``rewind``: the consumer-group commands
+run_control ``tps``, ``pause`` and ``resume`` on a run: live control of a running replay
+watch       ``watch=<group>[,<group>]``: the consumer groups a run watches drain
 tokenizer   text -> tokens (shell quoting, Slack's smart quotes)
 parser      tokens -> command
 renderer    command -> canonical text
@@ -39,9 +42,11 @@ from daemon.core.grammar.commands import (
     Topic,
     UnscheduleCommand,
 )
+from daemon.core.grammar.groups import LagCommand, RewindCommand
 from daemon.core.grammar.help import GENERAL_USAGE, PREFIX, USAGE, help_text
 from daemon.core.grammar.parser import parse
 from daemon.core.grammar.renderer import render
+from daemon.core.grammar.run_control import PauseRunCommand, ResumeRunCommand, TpsCommand
 from daemon.core.grammar.tokenizer import tokenize
 from daemon.core.grammar.values import (
     MAX_HEADERS,
@@ -71,11 +76,13 @@ __all__ = [
     "Command",
     "GrammarError",
     "HelpCommand",
+    "LagCommand",
     "ListCommand",
     "ListFilter",
     "OnError",
     "Ordering",
     "PauseCommand",
+    "PauseRunCommand",
     "PipelineCommand",
     "PipelineFilter",
     "PipelinesCommand",
@@ -84,10 +91,13 @@ __all__ = [
     "ReplayCommand",
     "ReplaySpec",
     "ResumeCommand",
+    "ResumeRunCommand",
+    "RewindCommand",
     "ScheduleCommand",
     "StatusCommand",
     "Timestamp",
     "Topic",
+    "TpsCommand",
     "UnscheduleCommand",
     "check_headers",
     "help_text",

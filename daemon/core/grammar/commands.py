@@ -9,8 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from daemon.core.auto_rate import AutoRate
 from daemon.core.cron import parse_cron
+from daemon.core.grammar.auto import AUTO_OPTIONS, check_auto
+from daemon.core.grammar.groups import LagCommand, RewindCommand
 from daemon.core.grammar.help import USAGE
+from daemon.core.grammar.run_control import PauseRunCommand, ResumeRunCommand, TpsCommand
 from daemon.core.grammar.values import (
     MAX_IDLE_DAYS,
     MAX_TPS,
@@ -24,6 +28,7 @@ from daemon.core.grammar.values import (
     check_range,
     check_source,
 )
+from daemon.core.grammar.watch import check_watch
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
 from daemon.core.quantities import MAX_DURATION_SECONDS, MINUTE, InvalidValue
 from daemon.core.windows import DayWindow, RelativeWindow, TimeWindow, Window
@@ -36,7 +41,18 @@ PipelineFilter = Literal["all", "mine", "idle"]
 OnError = Literal["fail", "dlq"]  # a record that cannot be published: fail the run, or set it aside
 ON_ERROR_CHOICES: tuple[OnError, ...] = ("fail", "dlq")
 
-RUN_OPTIONS = ("tps", "topic", "headers", "workers", "ordering", "force", "timestamp", "on_error")
+RUN_OPTIONS = (
+    "tps",
+    "topic",
+    "headers",
+    "workers",
+    "ordering",
+    "force",
+    "timestamp",
+    "on_error",
+    "watch",
+    *AUTO_OPTIONS,
+)
 SCHEDULE_OPTIONS = (
     "every",
     "cron",
@@ -47,6 +63,7 @@ SCHEDULE_OPTIONS = (
     "headers",
     "idle_after",
     "on_error",
+    "watch",
 )
 
 
@@ -64,6 +81,8 @@ class ReplaySpec:
     force: bool = False  # replay into the live topic even over an overlapping recent run
     timestamp: Timestamp | None = None  # None: the source's default (catalog)
     on_error: OnError | None = None  # None: the source's default (catalog)
+    watch: tuple[str, ...] = ()  # consumer groups whose drain the run watches after it ends
+    auto: AutoRate | None = None  # tps=auto: the daemon steers the rate from a group's lag (tps stays None)
 
     def __post_init__(self) -> None:
         with blaming(None, USAGE["plan" if isinstance(self, PlanCommand) else "replay"]):
@@ -81,6 +100,13 @@ class ReplaySpec:
                 check_choice("timestamp", self.timestamp, ("event", "replay"))
             if self.on_error is not None:
                 check_choice("on_error", self.on_error, ON_ERROR_CHOICES)
+            check_watch(self.watch)
+            if self.auto is not None:
+                if not isinstance(self.auto, AutoRate):
+                    raise InvalidValue(None, "auto must be an AutoRate")
+                if self.tps is not None:
+                    raise InvalidValue(None, "give tps=N or tps=auto, not both")
+                check_auto(self.auto)
 
 
 @dataclass(frozen=True)
@@ -166,6 +192,7 @@ class ScheduleCommand:
     headers: tuple[tuple[str, str], ...] = ()
     idle_after_days: int | None = None
     on_error: OnError | None = None  # None: the source's default (catalog), read at each run
+    watch: tuple[str, ...] = ()  # consumer groups each run watches drain after it ends
 
     def __post_init__(self) -> None:
         with blaming(None, USAGE["schedule"]):
@@ -183,6 +210,7 @@ class ScheduleCommand:
             check_range("idle_after days", self.idle_after_days, 1, MAX_IDLE_DAYS)
             if self.on_error is not None:
                 check_choice("on_error", self.on_error, ON_ERROR_CHOICES)
+            check_watch(self.watch)
 
 
 @dataclass(frozen=True)
@@ -247,4 +275,9 @@ Command: TypeAlias = (
     | PauseCommand
     | ResumeCommand
     | UnscheduleCommand
+    | LagCommand
+    | RewindCommand
+    | TpsCommand
+    | PauseRunCommand
+    | ResumeRunCommand
 )

@@ -5,10 +5,12 @@ from __future__ import annotations
 PREFIX = "/replay"
 
 USAGE: dict[str, str] = {
-    "replay": f"{PREFIX} <source> <window> [tps=N] [topic=auto|live] [headers=k:v,k2:v2] [workers=N]"
-    " [ordering=entity|none] [force=yes] [timestamp=event|replay] [on_error=fail|dlq]",
-    "plan": f"{PREFIX} plan <source> <window> [tps=N] [topic=auto|live] [headers=k:v,k2:v2] [workers=N]"
-    " [ordering=entity|none] [force=yes] [timestamp=event|replay] [on_error=fail|dlq]",
+    "replay": f"{PREFIX} <source> <window> [tps=N | tps=auto max=N lag<M group=G] [topic=auto|live]"
+    " [headers=k:v,k2:v2] [workers=N] [ordering=entity|none] [force=yes] [timestamp=event|replay]"
+    " [on_error=fail|dlq] [watch=<group>[,<group>]]",
+    "plan": f"{PREFIX} plan <source> <window> [tps=N | tps=auto max=N lag<M group=G] [topic=auto|live]"
+    " [headers=k:v,k2:v2] [workers=N] [ordering=entity|none] [force=yes] [timestamp=event|replay]"
+    " [on_error=fail|dlq] [watch=<group>[,<group>]]",
     "status": f"{PREFIX} status [run-id]",
     "list": f"{PREFIX} list [mine|running]",
     "cancel": f"{PREFIX} cancel <run-id>",
@@ -16,12 +18,15 @@ USAGE: dict[str, str] = {
     "chart": f"{PREFIX} chart <run-id>",
     "schedule": f'{PREFIX} schedule <source> (every=<duration> | cron="<min hour day month weekday>")'
     " watermark=<column> [tps=N] [topic=auto|live] [lookback=<duration>] [headers=k:v,k2:v2]"
-    " [idle_after=<N>d] [on_error=fail|dlq]",
+    " [idle_after=<N>d] [on_error=fail|dlq] [watch=<group>[,<group>]]",
     "pipelines": f"{PREFIX} pipelines [mine|idle]",
     "pipeline": f"{PREFIX} pipeline <pipeline-id>",
-    "pause": f"{PREFIX} pause <pipeline-id>",
-    "resume": f"{PREFIX} resume <pipeline-id>",
+    "tps": f"{PREFIX} tps <run-id> <N>",
+    "pause": f"{PREFIX} pause <run-id>|<pipeline-id>",
+    "resume": f"{PREFIX} resume <run-id>|<pipeline-id>",
     "unschedule": f"{PREFIX} unschedule <pipeline-id>",
+    "lag": f"{PREFIX} lag <group> [topic]",
+    "rewind": f"{PREFIX} rewind <group> <topic> to=<time>|earliest|latest",
     "help": f"{PREFIX} help [command]",
 }
 GENERAL_USAGE = (
@@ -38,6 +43,8 @@ _EXAMPLES = (
     f"{PREFIX} orders 2024-01-01..2024-01-07 tps=10k",
     f"{PREFIX} plan orders last=6h topic=live",
     f"{PREFIX} schedule orders every=15m watermark=updated_at lookback=1h",
+    f"{PREFIX} tps r-0123456789ab 5k",
+    f"{PREFIX} orders last=6h topic=live tps=auto max=20k lag<50k group=orders-consumer",
 )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Literal, TypeVar, cast
 
 from daemon.core.cron import parse_cron
+from daemon.core.grammar.auto import LAG_BOUND, parse_auto
 from daemon.core.grammar.commands import (
     ACTION_WORDS,
     ON_ERROR_CHOICES,
@@ -24,6 +25,7 @@ from daemon.core.grammar.commands import (
     ListFilter,
     OnError,
     Ordering,
+    PauseCommand,
     PipelineAction,
     PipelineFilter,
     PipelinesCommand,
@@ -31,12 +33,15 @@ from daemon.core.grammar.commands import (
     ReconcileCommand,
     ReplayCommand,
     ReplaySpec,
+    ResumeCommand,
     ScheduleCommand,
     StatusCommand,
     Timestamp,
     Topic,
 )
+from daemon.core.grammar.groups import parse_lag, parse_rewind
 from daemon.core.grammar.help import GENERAL_USAGE, USAGE
+from daemon.core.grammar.run_control import parse_tps, run_or_pipeline
 from daemon.core.grammar.tokenizer import tokenize
 from daemon.core.grammar.values import (
     MAX_IDLE_DAYS,
@@ -49,6 +54,7 @@ from daemon.core.grammar.values import (
     check_source,
     parse_headers,
 )
+from daemon.core.grammar.watch import parse_watch
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
 from daemon.core.quantities import DAY, MINUTE, InvalidValue, parse_count, parse_duration
 from daemon.core.windows import parse_window
@@ -62,6 +68,12 @@ def _options(tokens: list[str], allowed: tuple[str, ...], command: str) -> dict[
     found: dict[str, tuple[str, str]] = {}
     for token in tokens:
         key, equals, value = token.partition("=")
+        if token[: len(LAG_BOUND)].lower() == LAG_BOUND and "lag" in allowed:  # a bound: lag<50k
+            key, equals, value = "lag", "=", token[len(LAG_BOUND) :]
+        elif key.lower() == "lag" and equals and "lag" in allowed:
+            raise GrammarError(
+                "the lag is a bound: write lag<M (keep the lag under M)", token=token, usage=usage
+            )
         name = key.lower().replace("-", "_")
         if not equals:
             reason = "expected an option (key=value) here, not a positional argument"
@@ -145,10 +157,12 @@ def _parse_spec(cls: type[ReplaySpec], command: str, args: list[str]) -> ReplayS
     with blaming(token, usage):
         window = parse_window(token)
     options = _options(args[2:], RUN_OPTIONS, command)
+    auto = parse_auto(options["tps"][0] if "tps" in options else "", options, usage)
     return cls(
         source=source,
         window=window,
-        tps=_value(options, "tps", _tps, usage),
+        tps=None if auto is not None else _value(options, "tps", _tps, usage),
+        auto=auto,
         topic=cast(Topic, _value(options, "topic", _choice(("auto", "live")), usage) or "auto"),
         headers=_value(options, "headers", parse_headers, usage) or (),
         workers=_value(options, "workers", lambda v: parse_count(v, minimum=1, maximum=MAX_WORKERS), usage),
@@ -156,6 +170,7 @@ def _parse_spec(cls: type[ReplaySpec], command: str, args: list[str]) -> ReplayS
         force=_value(options, "force", _choice(("yes", "no")), usage) == "yes",
         timestamp=cast(Timestamp | None, _value(options, "timestamp", _choice(("event", "replay")), usage)),
         on_error=cast(OnError | None, _value(options, "on_error", _choice(ON_ERROR_CHOICES), usage)),
+        watch=_value(options, "watch", parse_watch, usage) or (),
     )
 
 
@@ -186,6 +201,7 @@ def _parse_schedule(args: list[str]) -> ScheduleCommand:
         headers=_value(options, "headers", parse_headers, usage) or (),
         idle_after_days=_value(options, "idle_after", _idle_days, usage),
         on_error=cast(OnError | None, _value(options, "on_error", _choice(ON_ERROR_CHOICES), usage)),
+        watch=_value(options, "watch", parse_watch, usage) or (),
     )
 
 
@@ -268,6 +284,11 @@ _COMMANDS: dict[str, Callable[[list[str]], Command]] = {
         cast(PipelineFilter, _keyword(args, ("mine", "idle"), USAGE["pipelines"]))
     ),
     **{word: _pipeline_action(cls, word) for cls, word in ACTION_WORDS.items()},
+    "lag": parse_lag,
+    "rewind": parse_rewind,
+    "tps": parse_tps,
+    "pause": run_or_pipeline("pause", _pipeline_action(PauseCommand, "pause")),
+    "resume": run_or_pipeline("resume", _pipeline_action(ResumeCommand, "resume")),
 }
 
 

@@ -6,6 +6,7 @@ command render the same, and a rendered command can be stored and parsed again l
 
 from __future__ import annotations
 
+from daemon.core.grammar.auto import render_auto
 from daemon.core.grammar.commands import (
     ACTION_WORDS,
     CancelCommand,
@@ -21,7 +22,15 @@ from daemon.core.grammar.commands import (
     ScheduleCommand,
     StatusCommand,
 )
+from daemon.core.grammar.groups import LagCommand, RewindCommand, render_group_command
+from daemon.core.grammar.run_control import (
+    PauseRunCommand,
+    ResumeRunCommand,
+    TpsCommand,
+    render_run_control,
+)
 from daemon.core.grammar.values import render_headers
+from daemon.core.grammar.watch import render_watch
 from daemon.core.quantities import render_duration
 from daemon.core.windows import label
 
@@ -39,6 +48,8 @@ def _render_spec(spec: ReplaySpec) -> list[str]:
     parts = [spec.source, label(spec.window)]
     if spec.tps is not None:
         parts.append(f"tps={spec.tps}")
+    if spec.auto is not None:
+        parts += render_auto(spec.auto)
     if spec.topic != "auto":
         parts.append(f"topic={spec.topic}")
     if spec.headers:
@@ -53,6 +64,8 @@ def _render_spec(spec: ReplaySpec) -> list[str]:
         parts.append(f"timestamp={spec.timestamp}")
     if spec.on_error is not None:
         parts.append(f"on_error={spec.on_error}")
+    if spec.watch:
+        parts.append(f"watch={render_watch(spec.watch)}")
     return parts
 
 
@@ -75,6 +88,8 @@ def _render_schedule(command: ScheduleCommand) -> list[str]:
         parts.append(f"idle_after={command.idle_after_days}d")
     if command.on_error is not None:
         parts.append(f"on_error={command.on_error}")
+    if command.watch:
+        parts.append(f"watch={render_watch(command.watch)}")
     return parts
 
 
@@ -100,4 +115,8 @@ def render(command: Command) -> str:
         return "pipelines" if command.filter == "all" else f"pipelines {command.filter}"
     if isinstance(command, HelpCommand):
         return "help" if command.topic is None else f"help {command.topic}"
+    if isinstance(command, LagCommand | RewindCommand):
+        return render_group_command(command)
+    if isinstance(command, TpsCommand | PauseRunCommand | ResumeRunCommand):
+        return render_run_control(command)
     return f"{ACTION_WORDS[type(command)]} {command.pipeline_id}"

@@ -1,0 +1,214 @@
+"""Consumer groups: their lag (anyone may look) and rewinding them (owners of the live topic, admins).
+
+The daemon reads lag, not the job: a group's offsets live in Kafka, are wanted before, during and long
+after any replay, and the daemon already holds the admin connection. ``lag`` samples the group twice,
+``sample_s`` apart, for the drain. ``rewind`` previews (current -> new per partition, events consumed
+again) and applies only when asked; it refuses while the group has members, before asking Kafka (which
+refuses too: that answer is translated to the same error), and a retried apply (same actor and
+Idempotency-Key) gets the first outcome back from the audit log instead of moving the offsets again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from daemon.core.authz import may_rewind_group
+from daemon.core.errors import Forbidden, GroupHasMembers, GroupNotFound, ReplayError
+from daemon.core.grammar import RewindCommand
+from daemon.core.lag import GroupState, LagReport, OffsetSample, PartitionOffsets, lag_report
+from daemon.core.rewind import (
+    OffsetMove,
+    RewindPreview,
+    parse_target,
+    preview,
+    refusal_with_members,
+    target_label,
+)
+from daemon.core.windows import instant_label
+from daemon.usecases.audit import Audit
+from daemon.usecases.catalog import Catalog
+from daemon.usecases.ports import ConsumerGroupAdmin, GroupDescription
+from store import Store
+
+log = structlog.get_logger(__name__)
+
+MAX_SAMPLE_S = 30.0
+_REPEAT_LOOKBACK = 50  # audit entries of one actor on one group searched for a retried apply
+
+
+@dataclass(frozen=True)
+class GroupLag:
+    description: GroupDescription
+    topic: str | None
+    report: LagReport
+
+
+@dataclass(frozen=True)
+class RewindOutcome:
+    description: GroupDescription
+    preview: RewindPreview
+    applied: bool  # the offsets were moved by this request
+    repeated: bool = False  # a retried apply: the first one's outcome, nothing moved again
+    blocked: str | None = None  # why it cannot be applied now (the group has members)
+
+
+class ConsumerGroups:
+    def __init__(
+        self,
+        *,
+        groups: ConsumerGroupAdmin,
+        catalog: Catalog,
+        store: Store,
+        admins: Collection[str],
+        sample_s: float = 1.0,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._groups = groups
+        self._catalog = catalog
+        self._admins = admins
+        self._audit = Audit(store)
+        self._store = store
+        self._sample_s = sample_s
+        self._monotonic = monotonic
+        self._sleep = sleep
+
+    # -- lag -------------------------------------------------------------------------------------
+
+    def _known(self, group: str) -> GroupDescription:
+        """The group, or GroupNotFound when Kafka has neither members nor offsets for it."""
+        description = self._groups.describe_group(group)
+        empty = description.state == GroupState.DEAD and not description.members
+        if empty and not any(offset is not None for offset in self._groups.committed(group).values()):
+            raise GroupNotFound(group)
+        return description
+
+    def _sample(self, group: str, topics: list[str], topic: str | None) -> OffsetSample:
+        before = self._monotonic()
+        committed = self._groups.committed(group, topic)
+        partitions = [
+            PartitionOffsets(name, partition, committed.get((name, partition)), end)
+            for name in topics
+            for partition, end in sorted(self._groups.end_offsets(name).items())
+        ]
+        return OffsetSample(at=(before + self._monotonic()) / 2, partitions=tuple(partitions))
+
+    def lag(self, group: str, topic: str | None = None, *, sample_s: float | None = None) -> GroupLag:
+        """Per-partition lag of the group on `topic` (or on every topic it has offsets on or is assigned),
+        and, unless `sample_s` is 0, the drain over a second sample `sample_s` later."""
+        description = self._known(group)
+        if topic is not None:
+            self._groups.partitions(topic)  # NotFound for a topic that does not exist
+            topics = [topic]
+        else:
+            committed = self._groups.committed(group)
+            assigned = {name for member in description.members for name, _ in member.assignment}
+            topics = sorted({name for name, _ in committed} | assigned)
+        wait = self._sample_s if sample_s is None else min(max(sample_s, 0.0), MAX_SAMPLE_S)
+        first = self._sample(group, topics, topic)
+        if wait <= 0:
+            return GroupLag(description, topic, lag_report(first))
+        self._sleep(wait)
+        second = self._sample(group, topics, topic)
+        return GroupLag(description, topic, lag_report(second, first))
+
+    # -- rewind ----------------------------------------------------------------------------------
+
+    def _authorize(self, actor: str, topic: str) -> None:
+        owners = sorted(
+            {o for s in self._catalog.sources.values() if s.live_topic == topic for o in s.owners}
+        )
+        if not may_rewind_group(actor, topic_owners=owners, admins=self._admins):
+            who = f"the owners of the sources whose live topic it is ({', '.join(f'<@{o}>' for o in owners)})"
+            if not owners:
+                who = "no catalog source has it as its live topic, so only"
+            raise Forbidden(f"rewinding a consumer group on '{topic}': {who} a platform admin may")
+
+    def _preview(self, command: RewindCommand) -> RewindPreview:
+        topic = command.topic
+        end = self._groups.end_offsets(topic)
+        earliest = self._groups.earliest_offsets(topic)
+        for_time: dict[int, int | None] = {}
+        if isinstance(command.to, datetime):
+            for_time = self._groups.offsets_for_time(topic, command.to)
+        current = {p: offset for (t, p), offset in self._groups.committed(command.group, topic).items()}
+        return preview(
+            command.group, topic, command.to, current=current, earliest=earliest, end=end, for_time=for_time
+        )
+
+    def rewind(
+        self, actor: str, command: RewindCommand, *, apply: bool, idempotency_key: str | None = None
+    ) -> RewindOutcome:
+        """The preview; with `apply`, the offsets moved (audited with the offsets before and after)."""
+        detail = {"topic": command.topic, "to": target_label(command.to)}
+
+        def work() -> RewindOutcome:
+            self._authorize(actor, command.topic)
+            description = self._known(command.group)
+            if apply and idempotency_key is not None:
+                earlier = self._earlier_apply(actor, command, idempotency_key)
+                if earlier is not None:
+                    return RewindOutcome(description, earlier, applied=False, repeated=True)
+            blocked = None
+            if description.members or not description.state.may_reset:
+                blocked = refusal_with_members(command.group, description.state, len(description.members))
+            planned = self._preview(command)
+            if not apply:
+                return RewindOutcome(description, planned, applied=False, blocked=blocked)
+            if blocked is not None:
+                raise GroupHasMembers(command.group, blocked)
+            self._groups.alter_offsets(
+                command.group, command.topic, {m.partition: m.new for m in planned.moves}
+            )
+            return RewindOutcome(description, planned, applied=True)
+
+        outcome = self._audit.refusing(
+            actor, "rewind" if apply else "rewind-preview", command.group, work, **detail
+        )
+        if outcome.applied:
+            after = self._groups.committed(command.group, command.topic)
+            self._audit.accepted(
+                actor,
+                "rewind",
+                command.group,
+                **detail,
+                before={str(m.partition): m.current for m in outcome.preview.moves},
+                after={str(p): offset for (_, p), offset in sorted(after.items())},
+                re_consumed=outcome.preview.re_consumed,
+                idempotency_key=idempotency_key,
+            )
+        return outcome
+
+    def _earlier_apply(self, actor: str, command: RewindCommand, key: str) -> RewindPreview | None:
+        """What an earlier apply with this Idempotency-Key did, rebuilt from its audit entry."""
+        for entry in self._store.audit.list(_REPEAT_LOOKBACK, actor=actor, target=command.group):
+            found: dict[str, Any] = entry.detail or {}
+            if entry.action != "rewind" or entry.outcome != "accepted" or found.get("idempotency_key") != key:
+                continue
+            before, after = found.get("before") or {}, found.get("after") or {}
+            moves = tuple(OffsetMove(int(p), before.get(p), int(after[p])) for p in sorted(after, key=int))
+            return RewindPreview(command.group, str(found["topic"]), parse_target(str(found["to"])), moves)
+        return None
+
+    # -- the plan's hint ----------------------------------------------------------------------
+
+    def rewind_instead(self, topic: str, start: datetime) -> str | None:
+        """The rewind command that re-delivers a window still retained on the live topic, else None.
+
+        Retained means every non-empty partition's oldest record is at or before the window's start;
+        a topic that cannot be read gives no hint (unknown is not "retained")."""
+        try:
+            oldest = self._groups.earliest_timestamps(topic)
+        except ReplayError as exc:
+            log.info("no retention hint", topic=topic, reason=str(exc))
+            return None
+        stamps = [stamp for stamp in oldest.values() if stamp is not None]
+        if not stamps or max(stamps) > start:
+            return None
+        return f"rewind <group> {topic} to={instant_label(start)}"

@@ -1,0 +1,178 @@
+"""Consumer-group lag on the real broker: the figures match Kafka's own `kafka-consumer-groups --describe`,
+members and the drain come from a live consumer, and an unknown group or topic is a clear error."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from daemon.adapters.consumer_groups import KafkaConsumerGroups
+from daemon.core.errors import GroupNotFound, NotFound
+from daemon.core.lag import DrainState, GroupState
+from daemon.usecases.catalog import Catalog
+from daemon.usecases.consumer_groups import ConsumerGroups
+from scripts.local_kafka import LOG4J_CONFIG, TOOL_JVM_OPTS, ensure_jars
+from store import Store
+from store.migrate import upgrade
+from tests.fixtures.kafka import create_topic, unique_topic
+
+pytestmark = [pytest.mark.kafka]
+
+GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+PARTITIONS = 3
+PER_PARTITION = 40
+
+
+def produce(bootstrap: str, topic: str, per_partition: int, *, start_ms: int | None = None) -> None:
+    """`per_partition` records on every partition; with `start_ms`, record i is stamped start_ms + i s."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(per_partition):
+        for partition in range(PARTITIONS):
+            stamp = start_ms + i * 1000 if start_ms is not None else 0  # 0: the producer's clock
+            producer.produce(topic, value=f"{partition}-{i}".encode(), partition=partition, timestamp=stamp)
+    assert producer.flush(30) == 0
+
+
+def consume_and_commit(bootstrap: str, topic: str, group: str, counts: dict[int, int]) -> None:
+    """Read `counts[p]` records of partition p from the start, commit, leave the group (it stays empty)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    for partition, count in counts.items():
+        if count == 0:
+            continue
+        consumer.commit(offsets=[TopicPartition(topic, partition, count)], asynchronous=False)
+    consumer.close()
+
+
+def kafka_describe(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[str, str, str]]:
+    """(topic, partition) -> (CURRENT-OFFSET, LOG-END-OFFSET, LAG) as Kafka's own tool prints them."""
+    java = shutil.which("java")
+    assert java is not None, "java is not on PATH (the local broker needs it too)"
+    command = [
+        java,
+        *TOOL_JVM_OPTS,
+        f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
+        "-cp",
+        f"{ensure_jars()}/*",
+        GROUP_COMMAND,
+        "--bootstrap-server",
+        bootstrap,
+        "--describe",
+        "--group",
+        group,
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, f"kafka-consumer-groups failed:\n{result.stdout}{result.stderr}"
+    rows: dict[tuple[str, int], tuple[str, str, str]] = {}
+    for line in result.stdout.splitlines():
+        cells = line.split()
+        if len(cells) >= 6 and cells[0] == group:
+            rows[(cells[1], int(cells[2]))] = (cells[3], cells[4], cells[5])
+    assert rows, result.stdout
+    return rows
+
+
+@pytest.fixture
+def groups(tmp_path: Path, kafka_bootstrap: str) -> Iterator[ConsumerGroups]:
+    store = Store(f"sqlite:///{tmp_path / 'store.db'}")
+    upgrade(store.engine)
+    admin = KafkaConsumerGroups(config={"bootstrap.servers": kafka_bootstrap})
+    yield ConsumerGroups(
+        groups=admin, catalog=Catalog(path="-", sources={}), store=store, admins=[], sample_s=0.0
+    )
+    store.close()
+
+
+def test_lag_matches_kafka_consumer_groups_describe_for_a_group_that_is_behind(
+    kafka_bootstrap: str, groups: ConsumerGroups
+) -> None:
+    topic, group = unique_topic("lag"), unique_topic("svc")
+    create_topic(kafka_bootstrap, topic, partitions=PARTITIONS)
+    produce(kafka_bootstrap, topic, PER_PARTITION)
+    consume_and_commit(kafka_bootstrap, topic, group, {0: 10, 1: 33, 2: 0})
+
+    found = groups.lag(group, topic)
+    reference = kafka_describe(kafka_bootstrap, group)
+
+    ours = {(p.topic, p.partition): p for p in found.report.partitions}
+    for key, (current, end, lag) in reference.items():
+        assert (str(ours[key].committed), str(ours[key].end), str(ours[key].lag)) == (current, end, lag)
+    assert set(reference) == {(topic, 0), (topic, 1)}  # Kafka lists only what the group committed
+    assert ours[(topic, 2)].committed is None and ours[(topic, 2)].lag is None  # unknown, not 0
+    assert (found.report.total, found.report.unknown) == (30 + 7, 1)
+    assert found.report.hottest is not None and found.report.hottest.partition == 0
+    assert found.description.state == GroupState.EMPTY and found.description.members == ()
+
+
+def test_a_consuming_member_is_described_and_its_drain_measured(
+    tmp_path: Path, kafka_bootstrap: str, groups: ConsumerGroups
+) -> None:
+    topic, group = unique_topic("drain"), unique_topic("svc")
+    create_topic(kafka_bootstrap, topic, partitions=PARTITIONS)
+    produce(kafka_bootstrap, topic, PER_PARTITION)
+    stop, joined = threading.Event(), threading.Event()
+
+    def consume_slowly() -> None:
+        """A real member: commits every record it reads, about 60 a second."""
+        consumer = Consumer(
+            {
+                "bootstrap.servers": kafka_bootstrap,
+                "group.id": group,
+                "client.id": "slow-service",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        consumer.subscribe([topic])
+        try:
+            while not stop.is_set():
+                message = consumer.poll(0.2)
+                if message is None or message.error() is not None:
+                    continue
+                consumer.commit(message=message, asynchronous=False)
+                joined.set()
+                time.sleep(1 / 60)
+        finally:
+            consumer.close()
+
+    worker = threading.Thread(target=consume_slowly)
+    worker.start()
+    try:
+        assert joined.wait(30), "the consumer never read a record"
+        found = groups.lag(group, topic, sample_s=1.5)
+    finally:
+        stop.set()
+        worker.join(30)
+
+    [member] = found.description.members
+    assert member.client_id == "slow-service"
+    assert sorted(member.assignment) == [(topic, p) for p in range(PARTITIONS)]
+    assert found.description.state == GroupState.STABLE
+    drain = found.report.drain
+    assert drain is not None and drain.consumed_per_s is not None
+    assert 10 < drain.consumed_per_s < 120  # about 60/s, give or take a slow machine
+    assert drain.produced_per_s == 0.0
+    assert drain.state == DrainState.DRAINING and drain.seconds_to_zero is not None
+    assert drain.lag is not None and drain.seconds_to_zero == pytest.approx(drain.lag / drain.consumed_per_s)
+
+
+def test_an_unknown_group_and_an_unknown_topic_are_clear_errors(
+    kafka_bootstrap: str, groups: ConsumerGroups
+) -> None:
+    with pytest.raises(GroupNotFound, match=r"no consumer group 'nobody-.*' on the cluster"):
+        groups.lag(unique_topic("nobody"))
+
+    topic, group = unique_topic("lag"), unique_topic("svc")
+    create_topic(kafka_bootstrap, topic, partitions=1)
+    produce_one = Producer({"bootstrap.servers": kafka_bootstrap})
+    produce_one.produce(topic, value=b"x", partition=0)
+    produce_one.flush(10)
+    consume_and_commit(kafka_bootstrap, topic, group, {0: 1})
+    with pytest.raises(NotFound, match="no topic 'missing-"):
+        groups.lag(group, unique_topic("missing"))
