@@ -240,11 +240,31 @@ def test_a_late_start_shifts_the_schedule_by_whole_intervals() -> None:
     clock = FakeClock()
     plan = schedules([10_000, 10_000], 200, 2)[1]  # 100/s, due at 0.005 + i / 100
     pacer = Pacer(plan, clock.now, clock=clock, sleep=clock.sleep)
+    start = clock.now
     clock.now += 10.0 + 0.0071  # the task started 10 s late (a retry, the next round)
-    assert pacer.take(10_000) == 1  # one event, not a 1000-event burst
-    assert pacer.late_start_s == pytest.approx(10.0)
+    assert pacer.take(10_000) == 0  # nothing yet: its next slot on its own grid is 3 ms away
+    assert pacer.late_start_s == pytest.approx(10.01)  # whole intervals, rounded up
     assert pacer.skipped_s == 0.0  # starting late is not falling behind: nothing is owed
-    assert pacer.next_due() == pytest.approx(clock.now - 0.0071 + 0.005 + 0.01)  # stagger kept
+    assert pacer.next_due() == pytest.approx(start + 10.01 + 0.005)  # stagger kept
+    clock.now = pacer.next_due()
+    assert pacer.take(10_000) == 1  # one event, not a 1000-event burst
+
+
+def test_a_task_starting_within_an_interval_late_keeps_every_second_at_tps() -> None:
+    """T=3 on two slots, the second task starting 0.8 s late: it waits for its next slot on its grid
+    instead of sending its overdue first event at once, which paired two events and let the window
+    cap hold the third back (seconds cycled 4, 3, 2, 3 on the topic)."""
+    grants: list[Grant] = []
+    for slot, plan in enumerate(schedules([30, 30], 3, 2)):
+        clock = FakeClock()
+        pacer = Pacer(plan, clock.now, clock=clock, sleep=clock.sleep)
+        clock.now += 0.8 * slot
+        grants += drive(pacer, clock, plan.rows)
+    first = min(at for at, _ in grants)
+    seconds = [0] * 25
+    for at, granted in grants:
+        seconds[int(at - first + 1 / 6)] += granted  # buckets from half an interval before the first
+    assert seconds[1:19] == [3] * 18, seconds
 
 
 def test_a_stall_mid_run_is_recovered_at_most_catch_up_above_the_share() -> None:

@@ -179,8 +179,9 @@ class Pacer:
     the task owes; once its last event is granted, the schedule time it still owed then, i.e. how much
     later than its schedule the task finished because of stalls it could not make up (0 when it kept
     or regained its pace). A task that starts late (slow launch, next round, retry) is not behind: it
-    shifts its schedule by whole intervals of its own, which keeps its stagger among the slots, and
-    ``late_start_s`` says by how much.
+    shifts its schedule by whole intervals of its own, rounded up (it waits for its next slot on its
+    own grid rather than sending the overdue event at once, which would pair it with the next one),
+    which keeps its stagger among the slots, and ``late_start_s`` says by how much.
     """
 
     def __init__(
@@ -238,7 +239,7 @@ class Pacer:
             lag = self._timeline.schedule_of(now) - self._shift - self._schedule.due(self.sent)
             if lag > 0:
                 interval = self._schedule.interval(self.sent)
-                self.late_start_s = math.floor(lag / interval) * interval
+                self.late_start_s = math.ceil(lag / interval) * interval
                 self._shift += self.late_start_s
             self._virtual = now
         else:
