@@ -26,6 +26,7 @@ from spark_job.publish.pacing import CATCH_UP
 from spark_job.spec.model import RateChange
 from tests.fixtures.kafka import consume_all, create_topic, topic_record_count, unique_topic
 from tests.fixtures.spark import JobRun, job_spec, parse_job_output, write_spec
+from tests.test_pacing_stall import busiest_window
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -66,16 +67,6 @@ class Operator(threading.Thread):
 
 def count_between(stamps_ms: list[int], start_s: float, end_s: float) -> int:
     return sum(1 for stamp in stamps_ms if start_s * 1000 <= stamp < end_s * 1000)
-
-
-def busiest_window(stamps_ms: list[int]) -> int:
-    ordered = sorted(stamps_ms)
-    busiest = end = 0
-    for start_index, start in enumerate(ordered):
-        while end < len(ordered) and ordered[end] - start < 1000:
-            end += 1
-        busiest = max(busiest, end - start_index)
-    return busiest
 
 
 def test_a_rate_change_holds_on_the_topic_from_the_instant_it_names(
