@@ -31,10 +31,14 @@ class RunLeases:
         A run is available when it is not terminal and unleased, leased by ``owner`` already,
         or its lease expired. Two daemons calling this concurrently never get the same run.
         """
+        return self._lease_where(Run.state.not_in(TERMINAL_RUN_STATES), owner, ttl_s, limit)
+
+    def _lease_where(self, eligible: ColumnElement[bool], owner: str, ttl_s: float, limit: int) -> list[Run]:
+        """Claim up to ``limit`` runs matching ``eligible`` that nobody else holds, oldest first."""
         now = self._store.now()
         expires = now + timedelta(seconds=ttl_s)
         available = and_(
-            Run.state.not_in(TERMINAL_RUN_STATES),
+            eligible,
             or_(Run.lease_owner.is_(None), Run.lease_owner == owner, Run.lease_expires_at < now),
         )
         order = (Run.created_at, Run.id)

@@ -20,7 +20,6 @@ from sqlalchemy.exc import IntegrityError
 from daemon.core.errors import BadRequest, InvalidTransition, PipelineNotFound, RunNotFound
 from daemon.core.ids import new_run_id
 from daemon.core.states import TERMINAL_RUN_STATES, RunKind, RunState
-from store.leases import RunLeases
 from store.live_guard import LiveGuard, overlapping_runs, refuse_overlap
 from store.models import Pipeline, Run, RunProgress
 from store.pagination import decode_cursor, encode_cursor
@@ -41,7 +40,7 @@ def _run_state(value: str) -> RunState:
         raise BadRequest(f"{value!r} is not a valid RunState") from None
 
 
-class RunRepository(RunLeases, RunQueue, RunWatches):
+class RunRepository(RunWatches, RunQueue):  # RunWatches extends RunLeases
     """All reads and writes of ``runs`` and ``run_progress`` (leases: ``store.leases``; the launch
     queue and launcher timings: ``store.run_queue``; consumer-group watches: ``store.run_watches``)."""
 

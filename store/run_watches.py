@@ -10,10 +10,9 @@ read the run before a sample must not be refused because of it).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import CursorResult, and_, or_, select, update
+from sqlalchemy import CursorResult, and_, update
 
 from daemon.core.errors import RunNotFound
 from daemon.core.states import TERMINAL_RUN_STATES
@@ -24,8 +23,8 @@ if TYPE_CHECKING:
     from store.db import Store
 
 
-class RunWatches:
-    """Watch methods of ``RunRepository`` (kept apart to keep modules small)."""
+class RunWatches(RunLeases):
+    """Watch methods of ``RunRepository`` (kept apart to keep modules small); leases as ``RunLeases``."""
 
     _store: Store
 
@@ -44,26 +43,5 @@ class RunWatches:
     def lease_watching(self, owner: str, ttl_s: float, limit: int = 10) -> list[Run]:
         """Claim up to ``limit`` finished runs whose watch is unfinished, oldest first (as
         ``lease_unfinished`` claims unfinished runs: never the same run to two daemons)."""
-        now = self._store.now()
-        expires = now + timedelta(seconds=ttl_s)
-        available = and_(
-            Run.watching.is_(True),
-            Run.state.in_(TERMINAL_RUN_STATES),
-            or_(Run.lease_owner.is_(None), Run.lease_owner == owner, Run.lease_expires_at < now),
-        )
-        order = (Run.created_at, Run.id)
-        with self._store.session() as session:
-            if self._store.dialect == "postgresql":
-                stmt = select(Run).where(available).order_by(*order).limit(limit)
-                runs = list(session.scalars(stmt.with_for_update(skip_locked=True)))
-                for run in runs:
-                    run.lease_owner, run.lease_expires_at = owner, expires
-                return runs
-            candidates = session.scalars(select(Run.id).where(available).order_by(*order).limit(limit)).all()
-            claimed = [
-                run_id
-                for run_id in candidates
-                if RunLeases._claim(session, run_id, available, owner, expires)
-            ]
-            stmt = select(Run).where(Run.id.in_(claimed)).order_by(*order)
-            return list(session.scalars(stmt.execution_options(populate_existing=True)))
+        eligible = and_(Run.watching.is_(True), Run.state.in_(TERMINAL_RUN_STATES))
+        return self._lease_where(eligible, owner, ttl_s, limit)
