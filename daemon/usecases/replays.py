@@ -159,6 +159,11 @@ class ReplayService:
         start, end = bounds(window)
         tps = command.tps if command.tps is not None else self._settings.default_tps
         if command.auto is not None:  # the daemon steers it from a start well under the ceiling
+            if command.topic != "live":
+                raise BadRequest(
+                    "tps=auto steers from the group's lag on the topic it reads: replay with topic=live"
+                    " (a new topic has no consumers, so the rate would never leave its start)"
+                )
             if command.auto.ceiling > self._settings.max_tps:
                 raise BadRequest(
                     f"max={command.auto.ceiling} is above this platform's maximum of {self._settings.max_tps}"
