@@ -69,33 +69,61 @@ def count_between(stamps_ms: list[int], start_s: float, end_s: float) -> int:
     return sum(1 for stamp in stamps_ms if start_s * 1000 <= stamp < end_s * 1000)
 
 
-def test_a_rate_change_holds_on_the_topic_from_the_instant_it_names(
-    spark: SparkSession, kafka_bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def run_controlled(
+    spark: SparkSession,
+    bootstrap: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    *,
+    days: int,
+    rows_per_day: int,
+    seed: int,
+    operator: type[Operator],
+) -> tuple[JobRun, Operator, list[int]]:
+    """The real job at 1,000/s (``ordering=none``, two slots) while ``operator`` plays the daemon on a
+    fresh control topic; returns the job's result, the operator, and every record's timestamp (ms)."""
     table = tmp_path / "orders"
-    write_sample_table(table, date(2024, 1, 1), DAYS, ROWS_PER_DAY, seed=17)
+    write_sample_table(table, date(2024, 1, 1), days, rows_per_day, seed=seed)
     topic = unique_topic("replay-live")
     control_topic = unique_topic("replay-control")
-    create_topic(kafka_bootstrap, topic, partitions=4)  # CreateTime: the producer's stamp at produce()
-    create_topic(kafka_bootstrap, control_topic, partitions=1)
-    window = {"column": "dt", "start_day": "2024-01-01", "end_day": "2024-01-04"}
-    document = job_spec(table, kafka_bootstrap, topic, tps=1_000, ordering="none", window=window)
+    create_topic(bootstrap, topic, partitions=4)  # CreateTime: the producer's stamp at produce()
+    create_topic(bootstrap, control_topic, partitions=1)
+    last = date(2024, 1, days).isoformat()
+    window = {"column": "dt", "start_day": "2024-01-01", "end_day": last}
+    document = job_spec(table, bootstrap, topic, tps=1_000, ordering="none", window=window)
     document["run_id"] = RUN_ID
     document["control"] = {"topic": control_topic, "offset": 0, "changes": []}
-    operator = Operator(kafka_bootstrap, topic, control_topic)
-    operator.start()
+    playing = operator(bootstrap, topic, control_topic)
+    playing.start()
 
     code = job_main.main([str(write_spec(tmp_path, document))], spark=spark)
     captured = capsys.readouterr()
-    run: JobRun = parse_job_output(code, captured.out, captured.err)
-    operator.join(timeout=30)
+    run = parse_job_output(code, captured.out, captured.err)
+    playing.join(timeout=30)
 
-    assert operator.error is None, operator.error
+    assert playing.error is None, playing.error
     assert run.kind == "REPLAY_RESULT", run.document
+    stamps = [message.timestamp()[1] for message in consume_all(bootstrap, topic)]
+    return run, playing, stamps
+
+
+def test_a_rate_change_holds_on_the_topic_from_the_instant_it_names(
+    spark: SparkSession, kafka_bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, operator, stamps = run_controlled(
+        spark,
+        kafka_bootstrap,
+        tmp_path,
+        capsys,
+        days=DAYS,
+        rows_per_day=ROWS_PER_DAY,
+        seed=17,
+        operator=Operator,
+    )
+
     assert run.document["confirmed"] == DAYS * ROWS_PER_DAY
     reconciled = run.document["reconcile"]
     assert (reconciled["missing"], reconciled["duplicates"], reconciled["unexpected"]) == (0, 0, 0)
-    stamps = [message.timestamp()[1] for message in consume_all(kafka_bootstrap, topic)]
     up, down = operator.changes[0].at, operator.changes[1].at
     before = [count_between(stamps, up - 1 - k, up - k) for k in (1, 0)]
     fast = [count_between(stamps, up + k, up + k + 1) for k in range(int(FAST_S))]
@@ -113,29 +141,12 @@ def test_a_pause_sends_nothing_until_the_resume_and_loses_nothing(
 ) -> None:
     """Paused for 3 s mid-run: nothing is handed to the producer in between, the tasks neither fail nor
     burst after the resume, and every event lands once."""
-    table = tmp_path / "orders"
-    write_sample_table(table, date(2024, 1, 1), 2, 2_000, seed=18)
-    topic = unique_topic("replay-pause")
-    control_topic = unique_topic("replay-control")
-    create_topic(kafka_bootstrap, topic, partitions=4)
-    create_topic(kafka_bootstrap, control_topic, partitions=1)
-    window = {"column": "dt", "start_day": "2024-01-01", "end_day": "2024-01-02"}
-    document = job_spec(table, kafka_bootstrap, topic, tps=1_000, ordering="none", window=window)
-    document["run_id"] = RUN_ID
-    document["control"] = {"topic": control_topic, "offset": 0, "changes": []}
-    pauser = Pauser(kafka_bootstrap, topic, control_topic)
-    pauser.start()
+    run, pauser, stamps = run_controlled(
+        spark, kafka_bootstrap, tmp_path, capsys, days=2, rows_per_day=2_000, seed=18, operator=Pauser
+    )
 
-    code = job_main.main([str(write_spec(tmp_path, document))], spark=spark)
-    captured = capsys.readouterr()
-    run: JobRun = parse_job_output(code, captured.out, captured.err)
-    pauser.join(timeout=30)
-
-    assert pauser.error is None, pauser.error
-    assert run.kind == "REPLAY_RESULT", run.document
     assert run.document["confirmed"] == 4_000
     assert run.document["reconcile"]["missing"] == run.document["reconcile"]["duplicates"] == 0
-    stamps = [message.timestamp()[1] for message in consume_all(kafka_bootstrap, topic)]
     paused, resumed = pauser.changes[0].at, pauser.changes[1].at
     assert count_between(stamps, paused + 0.05, resumed) == 0
     assert count_between(stamps, resumed, resumed + 1) <= (1 + CATCH_UP) * 1_000 + 2
