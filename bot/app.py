@@ -54,5 +54,6 @@ def create_app(
         listener_executor=listener_executor
         or ThreadPoolExecutor(max_workers=LAZY_WORKERS, thread_name_prefix="replay-bot-lazy"),
     )
-    register_all(app, BotDeps(daemon=daemon, clock=clock, confirm_ttl_s=confirm_ttl_s))
+    deps = BotDeps(daemon=daemon, clock=clock, confirm_ttl_s=confirm_ttl_s, limits=settings.limits)
+    register_all(app, deps)
     return app

@@ -10,6 +10,11 @@ highest attempt's latest count wins, so a retry that re-publishes a partition ne
 
     with ProgressReader(kafka={"bootstrap.servers": ...}, topic="replay.progress", run_id="r-42") as r:
         r.read().confirmed
+
+The progress topic is shared by every run, so a reader given ``since`` (when the run was submitted)
+starts each partition at the first beacon sent after that instant less ``CLOCK_MARGIN_S`` (found
+with the broker's time index), not at the topic's beginning: what it reads grows with the runs
+going on meanwhile, never with the topic's history.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 
 from spark_job.kafka_conf import client_config
 from spark_job.spec.model import KafkaValue
+
+# Beacons carry the executors' clock, ``since`` the daemon's: the margin covers their skew (and a
+# launcher that records the submission a little after the job started).
+CLOCK_MARGIN_S = 300.0
 
 AttemptId = tuple[int, int]  # (partition, Spark task id): task ids grow, so a retry sorts after
 
@@ -112,11 +121,14 @@ class ProgressReader:
         kafka: Mapping[str, KafkaValue],
         topic: str,
         run_id: str,
+        since: float | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
-        """``logger`` receives librdkafka's own log lines (else they go to stderr)."""
+        """``since``: epoch seconds no beacon of the run predates (None: read the topic from its
+        beginning). ``logger`` receives librdkafka's own log lines (else they go to stderr)."""
         self._topic = topic
         self._key = run_id.encode()
+        self._since = since
         config = {
             **client_config(kafka),
             "group.id": f"replay-progress-reader-{uuid.uuid4().hex}",
@@ -126,7 +138,9 @@ class ProgressReader:
         }
         self._consumer = Consumer(config, logger=logger) if logger else Consumer(config)
         self._positions: dict[int, int] | None = None
+        self._started: dict[int, int] = {}
         self._beacons: list[Beacon] = []
+        self._messages_read = 0
 
     def __enter__(self) -> ProgressReader:
         return self
@@ -141,6 +155,16 @@ class ProgressReader:
 
     def beacons(self) -> list[Beacon]:
         return list(self._beacons)
+
+    @property
+    def started_at_offsets(self) -> dict[int, int]:
+        """Where reading began, per partition (empty until the topic was found)."""
+        return dict(self._started)
+
+    @property
+    def messages_read(self) -> int:
+        """Messages consumed so far, every run's: the cost of following this one."""
+        return self._messages_read
 
     def read(self, timeout_s: float = 10.0) -> Snapshot:
         """Consume everything published so far; ``TimeoutError`` if the end is not reached in time."""
@@ -165,6 +189,7 @@ class ProgressReader:
                 if where is None or offset is None:
                     continue  # only error events lack a position, and an error raised above
                 self._positions[where] = offset + 1
+                self._messages_read += 1
                 if message.key() == self._key and value is not None:
                     self._beacons.append(Beacon.decode(value))
         return self.snapshot()
@@ -184,8 +209,29 @@ class ProgressReader:
         found = metadata.topics.get(self._topic)
         if found is None or found.error is not None:
             return False  # not created yet: nothing published
-        self._positions = {partition: 0 for partition in found.partitions}
-        self._consumer.assign(
-            [TopicPartition(self._topic, partition, OFFSET_BEGINNING) for partition in self._positions]
-        )
+        partitions = sorted(found.partitions)
+        if self._since is None:
+            self._positions = {partition: 0 for partition in partitions}
+            self._consumer.assign([TopicPartition(self._topic, p, OFFSET_BEGINNING) for p in partitions])
+        else:
+            self._positions = self._offsets_since(partitions, self._since - CLOCK_MARGIN_S, timeout_s)
+            self._consumer.assign([TopicPartition(self._topic, p, o) for p, o in self._positions.items()])
+        self._started = dict(self._positions)
         return True
+
+    def _offsets_since(self, partitions: list[int], since: float, timeout_s: float) -> dict[int, int]:
+        """Per partition, the first offset whose timestamp is at or after ``since``; the end of a
+        partition with none. Each end is read *before* the time lookup: a beacon appended between
+        the two is then at or past that end, never skipped."""
+        ends = {
+            partition: self._consumer.get_watermark_offsets(
+                TopicPartition(self._topic, partition), timeout=timeout_s, cached=False
+            )[1]
+            for partition in partitions
+        }
+        wanted = [TopicPartition(self._topic, p, int(since * 1000)) for p in partitions]
+        found = self._consumer.offsets_for_times(wanted, timeout=timeout_s)
+        for answer in found:
+            if answer.error is not None:
+                raise KafkaException(answer.error)
+        return {tp.partition: tp.offset if tp.offset >= 0 else ends[tp.partition] for tp in found}

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, time, timedelta
 
 import pyarrow as pa
 from pyspark import TaskContext
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
 from pyspark.sql.types import (
@@ -49,10 +50,23 @@ _ID = "_replay_id"
 _SIZES = pa.schema([("partition", pa.int32()), ("rows", pa.int64())])
 
 
-def read_source(spark: SparkSession, source: Source) -> DataFrame:
+def read_source(spark: SparkSession, source: Source, selection: Selection | None = None) -> DataFrame:
+    """The source table; for a day window only its day directories (`<path>/<column>=<day>`) are given
+    to Spark, which lists every file under the paths it gets before pruning anything. With none of
+    them there, the whole table (the window has no rows either way)."""
     if source.table is not None:
         return spark.table(source.table)
-    return spark.read.format(source.format).load(source.path)
+    reader = spark.read.format(source.format)
+    if isinstance(selection, DayWindow) and source.path is not None:
+        base = source.path.rstrip("/")
+        span = (selection.end_day - selection.start_day).days + 1
+        days = ",".join((selection.start_day + timedelta(days=n)).isoformat() for n in range(span))
+        try:  # a Hadoop glob: `{a,b}` is expanded into the paths, nothing else is listed
+            return reader.option("basePath", base).load(f"{base}/{selection.column}={{{days}}}")
+        except AnalysisException as exc:
+            if exc.getCondition() != "PATH_NOT_FOUND":
+                raise
+    return reader.load(source.path)
 
 
 def required_columns(spec: JobSpec) -> list[str]:

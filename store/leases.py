@@ -3,10 +3,14 @@
 A daemon claims unfinished runs for a TTL and renews while it works; a crashed daemon's
 runs become claimable when the TTL lapses. PostgreSQL claims with ``FOR UPDATE SKIP LOCKED``;
 SQLite (one writer at a time anyway) claims each row with a compare-and-set UPDATE.
+
+Claims are paged: ``after`` (the last run of the previous page, in ``(created_at, id)`` order) lets a
+daemon walk every eligible run in bounded batches, so no run waits behind a fixed first page.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
@@ -19,21 +23,34 @@ from store.models import Run
 if TYPE_CHECKING:
     from store.db import Store
 
+RunPosition = tuple[datetime, str]  # (created_at, id): where a page of claims ended
+
 
 class RunLeases:
     """Lease methods of ``RunRepository`` (kept apart to keep modules small)."""
 
     _store: Store
 
-    def lease_unfinished(self, owner: str, ttl_s: float, limit: int = 10) -> list[Run]:
+    def lease_unfinished(
+        self, owner: str, ttl_s: float, limit: int = 10, *, after: RunPosition | None = None
+    ) -> list[Run]:
         """Claim up to ``limit`` unfinished runs, oldest first, for ``owner`` for ``ttl_s`` seconds.
 
         A run is available when it is not terminal and unleased, leased by ``owner`` already,
         or its lease expired. Two daemons calling this concurrently never get the same run.
+        ``after``: only runs past this position (the previous page's last run); fewer than ``limit``
+        runs back means no available run lies further.
         """
-        return self._lease_where(Run.state.not_in(TERMINAL_RUN_STATES), owner, ttl_s, limit)
+        return self._lease_where(Run.state.not_in(TERMINAL_RUN_STATES), owner, ttl_s, limit, after)
 
-    def _lease_where(self, eligible: ColumnElement[bool], owner: str, ttl_s: float, limit: int) -> list[Run]:
+    def _lease_where(
+        self,
+        eligible: ColumnElement[bool],
+        owner: str,
+        ttl_s: float,
+        limit: int,
+        after: RunPosition | None = None,
+    ) -> list[Run]:
         """Claim up to ``limit`` runs matching ``eligible`` that nobody else holds, oldest first."""
         now = self._store.now()
         expires = now + timedelta(seconds=ttl_s)
@@ -41,6 +58,12 @@ class RunLeases:
             eligible,
             or_(Run.lease_owner.is_(None), Run.lease_owner == owner, Run.lease_expires_at < now),
         )
+        if after is not None:
+            created_at, run_id = after
+            available = and_(
+                available,
+                or_(Run.created_at > created_at, and_(Run.created_at == created_at, Run.id > run_id)),
+            )
         order = (Run.created_at, Run.id)
         with self._store.session() as session:
             if self._store.dialect == "postgresql":
@@ -82,6 +105,18 @@ class RunLeases:
         )
         with self._store.session() as session:
             return cast(CursorResult[Any], session.execute(stmt)).rowcount == 1
+
+    def renew_leases(self, owner: str, run_ids: Collection[str], ttl_s: float) -> set[str]:
+        """Extend ``owner``'s leases on ``run_ids`` in one write; the ids it still holds (a lease
+        another daemon took over after it lapsed is left alone, and missing from the answer)."""
+        if not run_ids:
+            return set()
+        expires = self._store.now() + timedelta(seconds=ttl_s)
+        ours = and_(Run.id.in_(list(run_ids)), Run.lease_owner == owner)
+        stmt = update(Run).where(ours).values(lease_expires_at=expires)
+        with self._store.session() as session:
+            session.execute(stmt.execution_options(synchronize_session=False))
+            return set(session.scalars(select(Run.id).where(ours)))
 
     def release_lease(self, run_id: str, owner: str) -> bool:
         """Give the run back (e.g. on shutdown); False if ``owner`` did not hold it."""

@@ -84,6 +84,8 @@ class _AwareTimestamps:
         "snoozed_until",
         "first_delivery_at",
         "last_delivery_at",
+        "topic_deleted_at",
+        "released_at",
     )
     def _check_aware(self, key: str, value: datetime | None) -> datetime | None:
         return require_aware(key, value)
@@ -93,6 +95,7 @@ class Pipeline(_AwareTimestamps, Base):
     """A scheduled incremental publication of a lake table to a topic."""
 
     __tablename__ = "pipelines"
+    __table_args__ = (UniqueConstraint("created_by", "idempotency_key"),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     source: Mapped[str] = mapped_column(Text)
@@ -126,6 +129,7 @@ class Pipeline(_AwareTimestamps, Base):
     # De-provisioning begun (paused, its run asked to stop) and why; the EMR application still to delete.
     deprovision_reason: Mapped[str | None] = mapped_column(Text)
     application_release: Mapped[str | None] = mapped_column(String(128))
+    idempotency_key: Mapped[str | None] = mapped_column(String(128))  # a create's key, unique per creator
 
 
 class Run(_AwareTimestamps, Base):
@@ -152,6 +156,7 @@ class Run(_AwareTimestamps, Base):
     watermark_high: Mapped[str | None] = mapped_column(Text)
     target_topic: Mapped[str] = mapped_column(Text)
     topic_created: Mapped[bool] = mapped_column(Boolean, default=False)
+    topic_deleted_at: Mapped[datetime | None]  # the one-off topic it created was deleted (its TTL ran out)
     tps: Mapped[int] = mapped_column(Integer)
     options: Mapped[dict[str, Any]] = mapped_column(JsonType, default=dict)
     requester: Mapped[str] = mapped_column(String(64))
@@ -177,6 +182,8 @@ class Run(_AwareTimestamps, Base):
     launcher_handle: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
     lease_owner: Mapped[str | None] = mapped_column(String(128))
     lease_expires_at: Mapped[datetime | None]
+    # everything its job held was freed (spec, one-time EMR application); None when finished: still to do
+    released_at: Mapped[datetime | None] = mapped_column(index=True)
     slack_channel: Mapped[str | None] = mapped_column(String(64))
     slack_ts: Mapped[str | None] = mapped_column(String(32))
     slack_progress_ts: Mapped[str | None] = mapped_column(String(32))  # the one progress message

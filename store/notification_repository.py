@@ -4,8 +4,9 @@ The unique constraint on ``dedup_key`` is the arbiter, so two daemons (or a retr
 crash) racing to announce the same event produce exactly one "first" caller. The insert uses
 ``ON CONFLICT DO NOTHING`` (PostgreSQL and SQLite alike), so the loser sees False, not an error.
 
-A message that must not be lost (the janitor's prompts) is recorded, sent, then ``mark_delivered``;
-one recorded but never delivered (a crash in between) is taken again by ``reclaim`` once it is old.
+A message that must not be lost (the janitor's prompts, a run's final reply) is recorded, sent, then
+``mark_delivered``; one recorded but never delivered (Slack refused it, or a crash in between) is
+taken again by ``reclaim`` once it is old.
 """
 
 from __future__ import annotations
@@ -95,17 +96,38 @@ class NotificationRepository:
             if cast(CursorResult[Any], session.execute(stmt)).rowcount != 1:
                 raise NotificationNotFound(dedup_key)
 
-    def mark_delivered(self, dedup_key: str, channel: str) -> None:
-        """Slack accepted the message, in `channel` (a DM, or the fallback channel)."""
+    def mark_delivered(self, dedup_key: str, channel: str | None = None) -> None:
+        """Slack accepted the message (in `channel` when given: a DM, or the fallback channel)."""
+        values: dict[str, Any] = {"delivered_at": self._store.now()}
+        if channel is not None:
+            values["channel"] = channel
         stmt = (
             update(Notification)
             .where(Notification.dedup_key == dedup_key)
-            .values(channel=channel, delivered_at=self._store.now())
+            .values(values)
             .execution_options(synchronize_session=False)
         )
         with self._store.session() as session:
             if cast(CursorResult[Any], session.execute(stmt)).rowcount != 1:
                 raise NotificationNotFound(dedup_key)
+
+    def undelivered(
+        self, kind: str, *, recorded_before: datetime, recorded_after: datetime, limit: int = 100
+    ) -> list[Notification]:
+        """Records of `kind` Slack never took, made between the two instants, oldest first."""
+        stmt = (
+            select(Notification)
+            .where(
+                Notification.kind == kind,
+                Notification.delivered_at.is_(None),
+                Notification.sent_at < recorded_before,
+                Notification.sent_at > recorded_after,
+            )
+            .order_by(Notification.sent_at, Notification.id)
+            .limit(limit)
+        )
+        with self._store.session() as session:
+            return list(session.scalars(stmt))
 
     def reclaim(self, dedup_key: str, *, recorded_before: datetime) -> bool:
         """Take over an undelivered record made before `recorded_before` (its sender died); True for

@@ -117,8 +117,10 @@ class PipelineRepository:
         slack_channel: str | None = None,
         slack_ts: str | None = None,
         pipeline_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> Pipeline:
-        """Insert an ``active`` pipeline; its owners default to its creator."""
+        """Insert an ``active`` pipeline; its owners default to its creator. A key the creator already
+        used raises IntegrityError (the unique constraint decides between racing creates)."""
         now = self._store.now()
         pipeline = Pipeline(
             id=pipeline_id or new_pipeline_id(),
@@ -140,11 +142,20 @@ class PipelineRepository:
             emr_application_id=emr_application_id,
             slack_channel=slack_channel,
             slack_ts=slack_ts,
+            idempotency_key=idempotency_key,
             version=1,
         )
         with self._store.session() as session:
             session.add(pipeline)
         return pipeline
+
+    def find_by_idempotency_key(self, created_by: str, idempotency_key: str) -> Pipeline | None:
+        """The pipeline this user already created with this key, if any."""
+        stmt = select(Pipeline).where(
+            Pipeline.created_by == created_by, Pipeline.idempotency_key == idempotency_key
+        )
+        with self._store.session() as session:
+            return session.scalars(stmt).one_or_none()
 
     def get(self, pipeline_id: str) -> Pipeline:
         with self._store.session() as session:
@@ -234,6 +245,19 @@ class PipelineRepository:
             pipeline.application_release = pipeline.emr_application_id
             touch(pipeline, self._store.now())
         return pipeline
+
+    def record_application(self, pipeline_id: str, application_id: str) -> None:
+        """The pipeline's runs go on this EMR application. One recorded once de-provisioning has
+        begun (its run was being launched meanwhile) is to be released as well, never left behind."""
+        with self._store.session() as session:
+            pipeline = lock_pipeline(session, pipeline_id)
+            release = pipeline.application_release
+            if pipeline.deprovision_reason is not None:
+                release = application_id
+            if (pipeline.emr_application_id, pipeline.application_release) == (application_id, release):
+                return
+            pipeline.emr_application_id, pipeline.application_release = application_id, release
+            touch(pipeline, self._store.now())
 
     def awaiting_release(self) -> builtins.list[Pipeline]:
         """Pipelines (archived ones too) whose EMR application is still to be deleted."""

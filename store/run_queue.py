@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
 
-from daemon.core.states import RunKind, RunState
+from daemon.core.states import TERMINAL_RUN_STATES, RunKind, RunState
 from store.models import Run
 
 if TYPE_CHECKING:
@@ -44,6 +44,16 @@ class RunQueue:
     def jobs_in_flight(self) -> int:
         """Runs holding a launcher slot: submitted, running or cancelling with a job."""
         stmt = select(func.count()).where(Run.state.in_(_HOLDING), Run.launcher_kind.is_not(None))
+        with self._store.session() as session:
+            return int(session.scalar(stmt) or 0)
+
+    def unfinished_count(self, *, requester: str | None = None, kinds: tuple[RunKind, ...] = ()) -> int:
+        """Runs queued or going (any kind unless ``kinds``), of one requester or of everyone."""
+        stmt = select(func.count()).where(Run.state.not_in(list(TERMINAL_RUN_STATES)))
+        if requester is not None:
+            stmt = stmt.where(Run.requester == requester)
+        if kinds:
+            stmt = stmt.where(Run.kind.in_(kinds))
         with self._store.session() as session:
             return int(session.scalar(stmt) or 0)
 

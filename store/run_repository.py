@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Integer, and_, case, false, func, or_, select, type_coerce
+from sqlalchemy import ColumnElement, Integer, and_, case, false, func, or_, select, type_coerce, update
 from sqlalchemy.exc import IntegrityError
 
 from daemon.core.errors import BadRequest, InvalidTransition, PipelineNotFound, RunNotFound
@@ -24,6 +24,7 @@ from store.live_guard import LiveGuard, overlapping_runs, refuse_overlap
 from store.models import Pipeline, Run, RunProgress
 from store.pagination import decode_cursor, encode_cursor
 from store.run_queue import RunQueue
+from store.run_releases import RunReleases
 from store.run_watches import RunWatches
 from store.transitions import COUNTERS, apply_transition, check_version, lock_run, set_fields, touch
 
@@ -40,9 +41,10 @@ def _run_state(value: str) -> RunState:
         raise BadRequest(f"{value!r} is not a valid RunState") from None
 
 
-class RunRepository(RunWatches, RunQueue):  # RunWatches extends RunLeases
+class RunRepository(RunWatches, RunQueue, RunReleases):  # RunWatches extends RunLeases
     """All reads and writes of ``runs`` and ``run_progress`` (leases: ``store.leases``; the launch
-    queue and launcher timings: ``store.run_queue``; consumer-group watches: ``store.run_watches``)."""
+    queue and launcher timings: ``store.run_queue``; consumer-group watches: ``store.run_watches``;
+    releases still to do: ``store.run_releases``)."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -144,6 +146,25 @@ class RunRepository(RunWatches, RunQueue):  # RunWatches extends RunLeases
         stmt = select(Run).where(Run.requester == requester, Run.idempotency_key == idempotency_key)
         with self._store.session() as session:
             return session.scalars(stmt).one_or_none()
+
+    def kept_topics(self, *, ended_before: datetime, limit: int = 100) -> builtins.list[Run]:
+        """Finished runs, ended before ``ended_before``, whose own one-off topic is not deleted yet
+        (oldest first): what the topic TTL tends."""
+        stmt = (
+            select(Run)
+            .where(Run.topic_created.is_(True), Run.topic_deleted_at.is_(None))
+            .where(Run.state.in_(list(TERMINAL_RUN_STATES)), Run.ended_at < ended_before)
+            .order_by(Run.ended_at, Run.id)
+            .limit(limit)
+        )
+        with self._store.session() as session:
+            return list(session.scalars(stmt))
+
+    def topic_deleted(self, run_id: str) -> None:
+        """Record that the run's one-off topic is gone (leaves ``version``: the run did not change)."""
+        stmt = update(Run).where(Run.id == run_id, Run.topic_deleted_at.is_(None))
+        with self._store.session() as session:
+            session.execute(stmt.values(topic_deleted_at=self._store.now()))
 
     def unfinished_reconcile(self, subject_id: str) -> Run | None:
         """A reconcile of ``subject_id`` still queued or running, if any (a second request joins it)."""

@@ -36,9 +36,11 @@ class CancelledWhileSubmitting(LocalSparkLauncher):
         self._store = store
         self.handles: list[Handle] = []
 
-    def submit(self, run_id: str, spec_json: str, *, workers: int) -> Handle:
+    def submit(
+        self, run_id: str, spec_json: str, *, workers: int, application_id: str | None = None
+    ) -> Handle:
         self._store.runs.transition(run_id, RunState.CANCELLING)
-        handle = super().submit(run_id, spec_json, workers=workers)
+        handle = super().submit(run_id, spec_json, workers=workers, application_id=application_id)
         self.handles.append(handle)
         return handle
 

@@ -3,6 +3,7 @@ grammar error that ends with its usage, and every command renders to text that p
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 
 from hypothesis import given, settings
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from daemon.core.auto_rate import AutoRate
 from daemon.core.grammar import (
+    CEILINGS,
     MAX_HEADERS,
     MAX_TPS,
     RESERVED,
@@ -38,7 +40,7 @@ from daemon.core.grammar import (
 )
 from daemon.core.quantities import MAX_DURATION_SECONDS
 from daemon.core.watch import MAX_WATCHED_GROUPS
-from daemon.core.windows import MAX_DAYS, DayWindow, RelativeWindow, TimeWindow
+from daemon.core.windows import MAX_DAYS, DayWindow, RecentDayWindow, RelativeWindow, TimeWindow
 from tests.test_grammar import PIPE, RUN
 
 FRAGMENTS = [
@@ -229,7 +231,7 @@ commands: st.SearchStrategy[Command] = st.one_of(
 @settings(max_examples=300)
 @given(commands)
 def test_render_round_trips(command: Command) -> None:
-    assert parse(render(command)) == command
+    assert parse(render(command), CEILINGS) == command  # the widest limits: any command may be rendered
 
 
 @settings(max_examples=200)
@@ -252,4 +254,51 @@ def test_pause_and_resume_act_on_what_the_id_names(word: str, target: str) -> No
 def test_tps_reads_the_rate_as_everywhere_else(run_id: str, rate: int, prefix: str) -> None:
     shorthand = f"{rate // 1000}k" if rate % 1000 == 0 else str(rate)
 
-    assert parse(f"tps {run_id} {prefix}{shorthand}") == TpsCommand(run_id, rate)
+    assert parse(f"tps {run_id} {prefix}{shorthand}", CEILINGS) == TpsCommand(run_id, rate)
+
+
+zones = st.sampled_from(["UTC", "Europe/Paris", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe"])
+recent_days = st.builds(RecentDayWindow, st.sampled_from([0, 1]))
+
+
+@settings(max_examples=300)
+@given(_spec(ReplayCommand) | _spec(PlanCommand), zones | st.none(), st.booleans())
+def test_zoned_and_recent_day_windows_round_trip(command: Command, tz: str | None, recent: bool) -> None:
+    """tz= keeps the window's meaning through render and parse, DST folds and gaps included."""
+    assert isinstance(command, ReplayCommand | PlanCommand)
+    window = RecentDayWindow(0) if recent else command.window
+    zoned = replace(command, window=window, tz=tz)
+
+    assert parse(render(zoned), CEILINGS) == zoned
+
+
+@settings(max_examples=200)
+@given(
+    st.dates(min_value=date(1971, 1, 1), max_value=date(2200, 1, 1)),
+    st.integers(min_value=0, max_value=30),
+    st.sampled_from(
+        ["\u2013", "\u2014", "\u2212", "\u2012", "\u2026", " .. ", " to ", " - ", " \u2013 ", ".. ", " .."]
+    ),
+)
+def test_every_range_spelling_reads_as_the_canonical_range(start: date, length: int, separator: str) -> None:
+    end = start + timedelta(days=length)
+    command = parse(f"orders {start.isoformat()}{separator}{end.isoformat()}")
+
+    assert command == ReplayCommand("orders", DayWindow(start, end))
+    shown = start.isoformat() if length == 0 else f"{start.isoformat()}..{end.isoformat()}"
+    assert render(command) == f"orders {shown}"
+
+
+@settings(max_examples=200)
+@given(st.lists(st.sampled_from(["w", "d", "h", "m", "s"]), min_size=1, max_size=5, unique=True), st.data())
+def test_compound_durations_read_as_their_sum(units: list[str], data: st.DataObject) -> None:
+    sizes = {"w": 604_800, "d": 86_400, "h": 3_600, "m": 60, "s": 1}
+    ordered = sorted(units, key=sizes.__getitem__, reverse=True)
+    counts = [data.draw(st.integers(min_value=1, max_value=9)) for _ in ordered]
+    text = "".join(f"{count}{unit}" for count, unit in zip(counts, ordered, strict=True))
+    seconds = sum(count * sizes[unit] for count, unit in zip(counts, ordered, strict=True))
+
+    command = parse(f"orders last {text}")
+
+    assert command == ReplayCommand("orders", RelativeWindow(seconds))
+    assert parse(render(command)) == command

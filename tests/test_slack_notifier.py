@@ -138,6 +138,7 @@ def test_the_end_replies_to_the_requester_edits_progress_and_parent_and_uploads_
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
     assert [c.method for c in slack_standin.calls()] == [
         "chat.postMessage",  # parent
+        "users.info",  # the requester's time zone, asked once and kept
         "chat.postMessage",  # progress
         "chat.update",  # progress
         "chat.postMessage",  # final reply
@@ -335,13 +336,26 @@ def test_a_failed_edit_still_leaves_the_final_report_the_other_edit_and_the_char
     thread = _started(notifier)
     slack_standin.fail_next("chat.update", error="cant_update_message")  # the progress edit
 
-    with pytest.raises(SlackDeliveryError, match="cant_update_message"):
-        notifier.run_finished(_in_thread(thread, state="succeeded", rows_selected=600, confirmed=600), SERIES)
+    notifier.run_finished(_in_thread(thread, state="succeeded", rows_selected=600, confirmed=600), SERIES)
 
     parent, progress, report, chart = slack_standin.thread(CHANNEL, thread.ts)
     assert "The broker confirmed *600* events" in report.text
     assert (progress.edits, parent.edits) == (0, 1)
     assert len(chart.files) == 1
+
+
+def test_a_final_reply_slack_refused_raises_and_nothing_after_it_was_sent(
+    notifier: SlackNotifier, slack_standin: SlackStandin
+) -> None:
+    thread = _started(notifier)
+    slack_standin.fail_next("chat.postMessage", 3, status=500)
+
+    with pytest.raises(SlackDeliveryError):
+        notifier.run_finished(_in_thread(thread, state="succeeded", rows_selected=600, confirmed=600), SERIES)
+
+    assert len(slack_standin.thread(CHANNEL, thread.ts)) == 2  # the parent and its progress message only
+    assert slack_standin.calls("chat.update") == []
+    assert slack_standin.calls("files.getUploadURLExternal") == []
 
 
 def test_without_slack_the_log_notifier_logs_the_honest_report_unknowns_as_none() -> None:

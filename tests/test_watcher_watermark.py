@@ -28,7 +28,9 @@ class ReportingLauncher(Launcher):
     def __init__(self, payload: dict[str, Any]) -> None:
         self._payload = payload
 
-    def submit(self, run_id: str, spec_json: str, *, workers: int) -> Handle:
+    def submit(
+        self, run_id: str, spec_json: str, *, workers: int, application_id: str | None = None
+    ) -> Handle:
         return {"run_id": run_id}
 
     def state(self, handle: Handle) -> JobState:
@@ -45,7 +47,7 @@ class ReportingLauncher(Launcher):
 
 
 class NoBeacons(ProgressSource):
-    def sample(self, run_id: str) -> ProgressSample | None:
+    def sample(self, run_id: str, since: float | None = None) -> ProgressSample | None:
         return None
 
     def forget(self, run_id: str) -> None:

@@ -9,6 +9,7 @@ restart never loses or doubles them.
 
 from __future__ import annotations
 
+from datetime import tzinfo
 from typing import Any
 
 from slack_bolt import Ack, App, Respond
@@ -26,6 +27,7 @@ from daemon.core.grammar import (
     Command,
     GrammarError,
     HelpCommand,
+    Limits,
     ListCommand,
     PauseRunCommand,
     PlanCommand,
@@ -33,6 +35,7 @@ from daemon.core.grammar import (
     ReplayCommand,
     ResumeRunCommand,
     ScheduleCommand,
+    SourcesCommand,
     StatusCommand,
     TpsCommand,
     help_text,
@@ -40,9 +43,10 @@ from daemon.core.grammar import (
     render,
 )
 from daemon.core.grammar.run_control import CONTROL_WORDS
-from daemon.slack import run_messages
+from daemon.slack import run_messages, source_messages
 from daemon.slack.blocks import Message, code, help_message, input_error, notice
 from daemon.slack.control_messages import rate_changed_notice
+from daemon.slack.user_zones import UserZones
 
 COMMAND = "/replay"
 _LIST_TITLES = {"all": "latest", "mine": "yours", "running": "running"}
@@ -64,9 +68,10 @@ def _immediate(command: Command) -> Message | None:
     return None  # status, list, cancel and the pipeline commands: the answer follows the ack
 
 
-def acknowledgement(text: str) -> Message | None:
+def acknowledgement(text: str, limits: Limits | None = None) -> Message | None:
+    """The ack: the canonical command echoed, or the refusal; rates held to the service's `limits`."""
     try:
-        return _immediate(parse(text))
+        return _immediate(parse(text, limits))
     except GrammarError as err:
         return input_error(err.token, err.reason, err.usage)
 
@@ -109,7 +114,9 @@ def _chart(deps: BotDeps, parsed: ChartCommand, user: str) -> Message:
     )
 
 
-def _control(deps: BotDeps, parsed: TpsCommand | PauseRunCommand | ResumeRunCommand, user: str) -> Message:
+def _control(
+    deps: BotDeps, parsed: TpsCommand | PauseRunCommand | ResumeRunCommand, user: str, zone: tzinfo | None
+) -> Message:
     """Live control of a running replay; the run's thread gets the same line from the daemon."""
     if isinstance(parsed, TpsCommand):
         run = deps.daemon.set_tps(user, parsed.run_id, parsed.tps)
@@ -117,17 +124,17 @@ def _control(deps: BotDeps, parsed: TpsCommand | PauseRunCommand | ResumeRunComm
         run = deps.daemon.pause_replay(user, parsed.run_id)
     else:
         run = deps.daemon.resume_replay(user, parsed.run_id)
-    return rate_changed_notice(run, actor=user)
+    return rate_changed_notice(run, actor=user, zone=zone)
 
 
-def _status(deps: BotDeps, parsed: StatusCommand, user: str) -> Message:
+def _status(deps: BotDeps, parsed: StatusCommand, user: str, zone: tzinfo | None) -> Message:
     run_id = parsed.run_id
     if run_id is None:
         runs = deps.daemon.list_replays(user, requester=user, limit=1).runs
         if not runs:
             return notice("You have no runs yet.")
         run_id = runs[0].id
-    return run_messages.run_status(deps.daemon.get_replay(user, run_id))
+    return run_messages.run_status(deps.daemon.get_replay(user, run_id), zone=zone)
 
 
 def _list(deps: BotDeps, parsed: ListCommand, user: str) -> Message:
@@ -139,19 +146,38 @@ def _list(deps: BotDeps, parsed: ListCommand, user: str) -> Message:
     return run_messages.run_list(page.runs, _LIST_TITLES[parsed.filter])
 
 
+def _sources(deps: BotDeps, parsed: SourcesCommand, user: str) -> Message:
+    sources = deps.daemon.sources(user)
+    if parsed.source is None:
+        return source_messages.sources_list(sources)
+    found = [s for s in sources if s.name == parsed.source]
+    if not found:
+        return source_messages.unknown_source(parsed.source, sources)
+    return source_messages.source_card(found[0])
+
+
 def answer(
-    deps: BotDeps, parsed: Command, command: dict[str, Any], slack: WebClient | None = None
+    deps: BotDeps,
+    parsed: Command,
+    command: dict[str, Any],
+    slack: WebClient | None = None,
+    zones: UserZones | None = None,
 ) -> Message | None:
     """The daemon's answer to a parsed command, as a message; None when the ack said it all.
 
-    `slack` (the bot's Web API client) checks that the run's thread can go to the command's channel."""
+    `slack` (the bot's Web API client) checks that the run's thread can go to the command's channel;
+    `zones` gives the asker's time zone, for the times an answer shows (UTC only without it)."""
     user = command["user_id"]
+
+    def zone() -> tzinfo | None:  # asked only by the answers that show a time
+        return zones.zone(user) if zones is not None else None
+
     if isinstance(parsed, ReplayCommand):
         return answer_with(lambda: _replay(deps, parsed, command, slack), usage=USAGE["replay"])
     if isinstance(parsed, PlanCommand):
         return answer_with(lambda: _plan(deps, parsed, user), usage=USAGE["plan"])
     if isinstance(parsed, StatusCommand):
-        return answer_with(lambda: _status(deps, parsed, user), usage=USAGE["status"])
+        return answer_with(lambda: _status(deps, parsed, user, zone()), usage=USAGE["status"])
     if isinstance(parsed, ListCommand):
         return answer_with(lambda: _list(deps, parsed, user))
     if isinstance(parsed, CancelCommand):
@@ -160,9 +186,11 @@ def answer(
         return answer_with(lambda: _reconcile(deps, parsed, user), usage=USAGE["reconcile"])
     if isinstance(parsed, ChartCommand):
         return answer_with(lambda: _chart(deps, parsed, user), usage=USAGE["chart"])
+    if isinstance(parsed, SourcesCommand):
+        return answer_with(lambda: _sources(deps, parsed, user))
     if isinstance(parsed, TpsCommand | PauseRunCommand | ResumeRunCommand):
         usage = USAGE[CONTROL_WORDS[type(parsed)]]
-        return answer_with(lambda: _control(deps, parsed, user), usage=usage)
+        return answer_with(lambda: _control(deps, parsed, user, zone()), usage=usage)
     if isinstance(parsed, pipeline_actions.PIPELINE_COMMANDS):
         return pipeline_actions.answer(deps, parsed, command)
     if isinstance(parsed, consumer_groups.GROUP_COMMANDS):
@@ -171,8 +199,10 @@ def answer(
 
 
 def register(app: App, deps: BotDeps) -> None:
+    zones = UserZones(app.client)  # one cache for every command: users.info once per user an hour
+
     def ack_replay(ack: Ack, command: dict[str, Any]) -> None:
-        message = acknowledgement(slack_text(command))
+        message = acknowledgement(slack_text(command), deps.limits)
         if message is None:
             ack()
         else:
@@ -180,10 +210,10 @@ def register(app: App, deps: BotDeps) -> None:
 
     def run_replay(command: dict[str, Any], respond: Respond, client: WebClient) -> None:
         try:
-            parsed = parse(slack_text(command))
+            parsed = parse(slack_text(command), deps.limits)
         except GrammarError:
             return  # the ack already told the user what was wrong
-        message = answer(deps, parsed, command, client)
+        message = answer(deps, parsed, command, client, zones)
         if message is not None:
             respond(**message.ephemeral())
 

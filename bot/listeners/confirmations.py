@@ -27,7 +27,7 @@ from bot.deps import BotDeps
 from bot.replies import answer_with, create_once, key_for
 from daemon.contract.models import PlanOut, ReplayBody, RunCreated
 from daemon.core.errors import OverlappingReplay
-from daemon.core.grammar import USAGE, GrammarError, ReplayCommand, parse, render
+from daemon.core.grammar import CEILINGS, USAGE, GrammarError, ReplayCommand, parse, render
 from daemon.core.quantities import render_duration
 from daemon.slack.blocks import MAX_BUTTON_VALUE, Message, escape, mention, notice, refusal
 from daemon.slack.run_messages import (
@@ -73,7 +73,7 @@ def ask(deps: BotDeps, parsed: ReplayCommand, command: dict[str, Any]) -> Messag
 
 
 def _replay_of(request: LiveRequest) -> ReplayCommand:
-    parsed = parse(request.command)
+    parsed = parse(request.command, CEILINGS)  # checked against the limits when it was typed
     if not isinstance(parsed, ReplayCommand):
         raise GrammarError("this confirmation does not hold a replay")
     return parsed

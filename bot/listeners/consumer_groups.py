@@ -19,7 +19,7 @@ from bot.confirmation import LiveRequest
 from bot.deps import BotDeps
 from bot.replies import answer_with, key_for, outcome_of
 from daemon.contract.groups import RewindBody
-from daemon.core.grammar import USAGE, GrammarError, LagCommand, RewindCommand, parse, render
+from daemon.core.grammar import CEILINGS, USAGE, GrammarError, LagCommand, RewindCommand, parse, render
 from daemon.core.quantities import render_duration
 from daemon.slack.blocks import MAX_BUTTON_VALUE, Message, escape, mention, notice, refusal
 from daemon.slack.group_messages import (
@@ -61,7 +61,7 @@ def answer(deps: BotDeps, parsed: LagCommand | RewindCommand, command: dict[str,
 
 
 def _apply(deps: BotDeps, request: LiveRequest) -> Message:
-    parsed = parse(request.command)
+    parsed = parse(request.command, CEILINGS)  # checked against the limits when it was typed
     if not isinstance(parsed, RewindCommand):
         raise GrammarError("this confirmation does not hold a rewind")
     body = RewindBody.of(parsed, preview=False)

@@ -8,15 +8,13 @@ stops before the click). Each button carries a `LiveRequest` (the canonical comm
 so a click needs no state in the bot.
 
 A second click is harmless. Unscheduling twice is a 409 from the daemon, shown as "already
-unscheduled". The schedule endpoint takes no Idempotency-Key, so a live-schedule click first looks for
-the pipeline this confirmation already created (same requester, source, schedule, channel, into the
-live topic, created after the confirmation was issued), under a lock so two clicks on one bot process
-cannot both create.
+unscheduled". Every create carries an Idempotency-Key, as a replay's does: a live-schedule click the one
+derived from its confirmation, a plain `schedule` one from the slash command's trigger. The daemon gives
+the first pipeline back to a second click, whichever bot replica it reaches.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Any, TypeVar
 
 from slack_bolt import Ack, App, Respond
@@ -28,6 +26,7 @@ from daemon.contract.client import PipelineAction
 from daemon.contract.models import PipelineOut, ScheduleBody
 from daemon.core.errors import BadRequest, Conflict, UnknownSource
 from daemon.core.grammar import (
+    CEILINGS,
     USAGE,
     Command,
     GrammarError,
@@ -41,7 +40,6 @@ from daemon.core.grammar import (
     render,
 )
 from daemon.core.quantities import render_duration
-from daemon.core.schedules import schedule_text
 from daemon.slack.blocks import MAX_BUTTON_VALUE, Message, escape, mention, notice, refusal
 from daemon.slack.pipeline_messages import (
     SCHEDULE_LIVE_CANCEL_ACTION,
@@ -95,7 +93,8 @@ def _schedule(deps: BotDeps, parsed: ScheduleCommand, command: dict[str, Any]) -
     if parsed.topic == "live":
         return _ask_live(deps, parsed, command)
     body = ScheduleBody.of(parsed, slack_channel=command.get("channel_id"))
-    return _scheduled(deps.daemon.schedule(command["user_id"], body))
+    key = key_for("slack-schedule", str(command.get("trigger_id") or command.get("response_url") or ""))
+    return _scheduled(deps.daemon.schedule(command["user_id"], body, idempotency_key=key))
 
 
 def _live_topic(deps: BotDeps, user: str, source: str) -> str:
@@ -189,7 +188,7 @@ def _checked(deps: BotDeps, body: dict[str, Any], respond: Respond, *, confirm: 
 
 
 def _parsed(request: LiveRequest, kind: type[C]) -> C:
-    parsed = parse(request.command)
+    parsed = parse(request.command, CEILINGS)  # checked against the limits when it was typed
     if not isinstance(parsed, kind):
         raise GrammarError(f"this confirmation does not hold a {kind.__name__}")
     return parsed
@@ -211,31 +210,17 @@ def _keep_scheduled(_deps: BotDeps, request: LiveRequest) -> Message:
     return notice(f":ok_hand: Kept: `{pipeline_id}` stays scheduled; nothing changed.")
 
 
-def _created_from(deps: BotDeps, request: LiveRequest, parsed: ScheduleCommand) -> PipelineOut | None:
-    """The live pipeline this confirmation already created, if any (see the module docstring)."""
-    schedule = schedule_text(every_seconds=parsed.every_seconds, cron=parsed.cron)
-    live_topic = _live_topic(deps, request.requester, parsed.source)
-    for pipeline in deps.daemon.list_pipelines(request.requester, owner=request.requester):
-        if (
-            (pipeline.source, pipeline.schedule, pipeline.topic) == (parsed.source, schedule, live_topic)
-            and pipeline.slack_channel == (request.channel or None)
-            and pipeline.created_at.timestamp() >= request.issued_at
-        ):
-            return pipeline
-    return None
-
-
-def _schedule_live(deps: BotDeps, request: LiveRequest, lock: threading.Lock) -> Message:
+def _schedule_live(deps: BotDeps, request: LiveRequest) -> Message:
     parsed = _parsed(request, ScheduleCommand)
-    with lock:
-        existing = _created_from(deps, request, parsed)
-        if existing is not None:
-            return notice(
-                f":repeat: Already scheduled from this confirmation as `{escape(existing.id)}`; "
-                "this click created nothing new."
-            )
-        body = ScheduleBody.of(parsed, confirm_live=True, slack_channel=request.channel or None)
-        pipeline = deps.daemon.schedule(request.requester, body)
+    body = ScheduleBody.of(parsed, confirm_live=True, slack_channel=request.channel or None)
+    pipeline, created = deps.daemon.schedule_once(
+        request.requester, body, idempotency_key=request.idempotency_key()
+    )
+    if not created:
+        return notice(
+            f":repeat: Already scheduled from this confirmation as `{escape(pipeline.id)}`; "
+            "this click created nothing new."
+        )
     return _scheduled(pipeline)
 
 
@@ -248,22 +233,18 @@ def on_unschedule_click(deps: BotDeps, body: dict[str, Any], respond: Respond, *
     respond(**message.ephemeral(replace_original=True))
 
 
-def on_live_schedule_click(
-    deps: BotDeps, body: dict[str, Any], respond: Respond, *, confirm: bool, lock: threading.Lock
-) -> None:
+def on_live_schedule_click(deps: BotDeps, body: dict[str, Any], respond: Respond, *, confirm: bool) -> None:
     request = _checked(deps, body, respond, confirm=confirm)
     if request is None:
         return
     if confirm:
-        message = answer_with(lambda: _schedule_live(deps, request, lock), usage=USAGE["schedule"])
+        message = answer_with(lambda: _schedule_live(deps, request), usage=USAGE["schedule"])
     else:
         message = notice(":no_entry_sign: Dismissed: nothing was scheduled from this confirmation.")
     respond(**message.ephemeral(replace_original=True))
 
 
 def register(app: App, deps: BotDeps) -> None:
-    live_lock = threading.Lock()  # one live-schedule creation at a time: see the module docstring
-
     def ack_click(ack: Ack) -> None:
         ack()
 
@@ -274,10 +255,10 @@ def register(app: App, deps: BotDeps) -> None:
         on_unschedule_click(deps, body, respond, confirm=False)
 
     def schedule_live(body: dict[str, Any], respond: Respond) -> None:
-        on_live_schedule_click(deps, body, respond, confirm=True, lock=live_lock)
+        on_live_schedule_click(deps, body, respond, confirm=True)
 
     def dismiss_live(body: dict[str, Any], respond: Respond) -> None:
-        on_live_schedule_click(deps, body, respond, confirm=False, lock=live_lock)
+        on_live_schedule_click(deps, body, respond, confirm=False)
 
     app.action(UNSCHEDULE_CONFIRM_ACTION)(ack=ack_click, lazy=[unschedule])
     app.action(UNSCHEDULE_KEEP_ACTION)(ack=ack_click, lazy=[keep_scheduled])

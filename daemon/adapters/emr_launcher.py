@@ -1,5 +1,8 @@
 """`EmrServerlessLauncher`: each run on a dedicated, statically sized EMR Serverless application.
 
+A one-off replay gets its own application (`replay-<run id>`), deleted when the run is released; a
+pipeline has one for its whole life (`replay-pipeline-<pipeline id>`, from `pipeline_application` on
+its first run), shared by all its runs and deleted only when the pipeline is de-provisioned.
 At most `emr.max_concurrent_runs` job runs at once (so at most that many one-time applications): the
 watcher keeps the rest queued in order, as for the local launcher.
 
@@ -64,6 +67,10 @@ def spark_submit_parameters(settings: EmrSettings, *, executors: int, py_files: 
     return " ".join([*(f"--conf {key}={value}" for key, value in conf.items()), f"--py-files {py_files}"])
 
 
+def pipeline_application_name(pipeline_id: str) -> str:
+    return f"replay-pipeline-{pipeline_id}"
+
+
 class EmrServerlessLauncher(Launcher, ApplicationDeleter):
     """Runs `spark_job/main.py` as EMR Serverless job runs; handles are plain dicts of ids and URIs."""
 
@@ -116,7 +123,7 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
         self, run_id: str, spec_json: str, *, workers: int, application_id: str | None = None
     ) -> Handle:
         """Upload the spec, then start the run on its own application (or on `application_id`, a
-        pipeline's, from `ensure_application`). A retry for the same run id re-attaches."""
+        pipeline's, from `pipeline_application`). A retry for the same run id re-attaches."""
         if workers < 1:
             raise BadRequest(f"workers must be at least 1, not {workers}")
         spec_uri, result_uri = self._files.put_spec(run_id, spec_json)
@@ -199,6 +206,11 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
         log.info("emr job run cancelled", run_id=handle.get("run_id"), job_run_id=handle["job_run_id"])
 
     # -- applications: one per one-time run, one per pipeline --------------------------------
+
+    def pipeline_application(self, pipeline_id: str, workers: int) -> str:
+        """The pipeline's own application, created on its first run and found by name after that
+        (resized while stopped when its runs ask for another size); never released with a run."""
+        return self.ensure_application(pipeline_application_name(pipeline_id), workers)
 
     def ensure_application(
         self, name: str, workers: int | None = None, *, token_key: str | None = None

@@ -213,7 +213,10 @@ class LocalSparkLauncher(Launcher):
     def result_path(self, run_id: str) -> Path:
         return self.run_dir(run_id) / "result.json"
 
-    def submit(self, run_id: str, spec_json: str, *, workers: int) -> Handle:
+    def submit(
+        self, run_id: str, spec_json: str, *, workers: int, application_id: str | None = None
+    ) -> Handle:
+        del application_id  # never given: a local job has no application (`pipeline_application`)
         directory = self.run_dir(run_id)
         pid_file = directory / "pid"
         if pid_file.exists():  # submitted before a restart: re-attach, never start twice

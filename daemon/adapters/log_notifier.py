@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import structlog
 
 from daemon.contract.models import IdlePrompt, PipelineOut, RateSeriesOut, RunOut
@@ -93,6 +95,16 @@ class LogNotifier(Notifier):
             caught_up_at=watched.caught_up_at.isoformat() if watched.caught_up_at else None,
             caught_up_after_s=watched.caught_up_after_s,
         )
+
+    def topic_expiry(self, run: RunOut, *, deletes_at: datetime | None) -> str:
+        log.info(
+            "notify replay topic " + ("expiring" if deletes_at is not None else "deleted"),
+            run_id=run.id,
+            topic=run.topic,
+            requester=run.requester,
+            deletes_at=deletes_at.isoformat() if deletes_at is not None else None,
+        )
+        return "log"
 
     def pipeline_scheduled(self, pipeline: PipelineOut) -> str | None:
         log.info("notify pipeline scheduled", pipeline_id=pipeline.id, schedule=pipeline.schedule)

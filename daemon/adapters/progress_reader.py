@@ -4,7 +4,9 @@ Each sample carries the newest beacon's own timestamp, so rates divide by the jo
 when the daemon happened to poll.
 
 One `ProgressReader` per followed run, kept between watcher ticks so each probe reads only what is
-new on the progress topic. A broker hiccup yields `None` (no sample this tick), never an error.
+new on the progress topic; a new one (a run just launched, or a daemon just restarted) starts at the
+run's submission, not at the shared topic's beginning. A broker hiccup yields `None` (no sample this
+tick), never an error.
 """
 
 from __future__ import annotations
@@ -29,11 +31,11 @@ class ProgressProbe(ProgressSource):
         self._readers: dict[str, ProgressReader] = {}
         self._lock = threading.Lock()
 
-    def sample(self, run_id: str) -> ProgressSample | None:
+    def sample(self, run_id: str, since: float | None = None) -> ProgressSample | None:
         with self._lock:
             reader = self._readers.get(run_id)
             if reader is None:
-                reader = ProgressReader(kafka=self._kafka, topic=self._topic, run_id=run_id)
+                reader = ProgressReader(kafka=self._kafka, topic=self._topic, run_id=run_id, since=since)
                 self._readers[run_id] = reader
             try:
                 snapshot = reader.read(timeout_s=self._timeout_s)

@@ -41,6 +41,8 @@ from daemon.slack.pipeline_messages import pipeline_run_line, pipeline_summary
 from daemon.slack.rate_chart import render_run_chart
 from daemon.slack.run_messages import final_reply, progress_reply, reconcile_reply, run_parent
 from daemon.slack.run_report import chart_title
+from daemon.slack.topic_messages import topic_deleted, topic_expiring
+from daemon.slack.user_zones import UserZones
 from daemon.slack.views import PipelineView, RunView
 from daemon.slack.watch_messages import watch_message, watch_outcome
 from daemon.slack.web_client import make_web_client, with_retries
@@ -81,6 +83,7 @@ class SlackNotifier(Notifier):
         `replay` CLI) and the owner questions a DM could not deliver."""
         self._client = with_retries(client)
         self._default_channel = default_channel
+        self._zones = UserZones(self._client)  # the requester's zone: times shown in it, UTC beside
 
     def _call(self, method: str, **params: Any) -> SlackResponse:
         return self._translated(method, lambda: self._client.api_call(method, json=params))
@@ -130,7 +133,8 @@ class SlackNotifier(Notifier):
         channel, ts = self._open_thread(run, view, channel)
         log.info("slack thread started", run_id=run.id, channel=channel, ts=ts)
         try:
-            progress_ts: str | None = self._post(channel, progress_reply(view), thread_ts=ts)
+            progress = progress_reply(view, zone=self._zones.zone(run.requester))
+            progress_ts: str | None = self._post(channel, progress, thread_ts=ts)
         except SlackDeliveryError as exc:  # the thread stands; only its progress line is missing
             log.warning("slack progress message not posted", run_id=run.id, error=str(exc))
             progress_ts = None
@@ -148,10 +152,12 @@ class SlackNotifier(Notifier):
         if channel is None or run.slack_progress_ts is None:
             return
         view = RunView.of(run, rate=rate, as_of=datetime.now(UTC))
-        self._update(channel, run.slack_progress_ts, progress_reply(view))
+        zone = self._zones.zone(run.requester)
+        self._update(channel, run.slack_progress_ts, progress_reply(view, zone=zone))
 
     def run_finished(self, run: RunOut, series: RateSeriesOut | None = None) -> None:
-        """Final reply, progress edit, parent edit, chart: one failing does not stop the others."""
+        """Final reply, then progress edit, parent edit, chart. Raises only when the final reply itself
+        was not delivered (then nothing else was sent); a later step failing is logged, not raised."""
         channel = self._channel(run)
         if channel is None:
             return
@@ -163,12 +169,14 @@ class SlackNotifier(Notifier):
         if thread_ts is None:  # the announcement never went out: post the final card as the parent
             channel, thread_ts = self._open_thread(run, view, channel)
             view = RunView.of(run.model_copy(update={"slack_channel": channel}), as_of=view.as_of)
-        steps: list[Callable[[], object]] = [
-            lambda: self._post(channel, final_reply(view), thread_ts=thread_ts)
-        ]
+        # The final reply first, and alone: if it fails the caller sends the whole report again later,
+        # so nothing after it may have gone out; once it is out, the rest is best effort.
+        zone = self._zones.zone(run.requester)
+        self._post(channel, final_reply(view, zone=zone), thread_ts=thread_ts)
+        steps: list[Callable[[], object]] = []
         if run.slack_progress_ts is not None:
             progress_ts = run.slack_progress_ts
-            steps.append(lambda: self._update(channel, progress_ts, progress_reply(view)))
+            steps.append(lambda: self._update(channel, progress_ts, progress_reply(view, zone=zone)))
         if run.slack_ts is not None:
             steps.append(lambda: self._update(channel, thread_ts, run_parent(view)))
         if series is not None:
@@ -181,7 +189,6 @@ class SlackNotifier(Notifier):
                 failures.append(exc)
         if failures:
             log.warning("slack final report incomplete", run_id=run.id, errors=[str(f) for f in failures])
-            raise failures[0]
 
     def _upload_chart(self, run: RunOut, series: RateSeriesOut, channel: str, thread_ts: str) -> None:
         png = render_run_chart(run, series)
@@ -202,14 +209,16 @@ class SlackNotifier(Notifier):
         channel = self._channel(run)
         if channel is None:
             return
-        self._post(channel, reconcile_reply(RunView.of(run)), thread_ts=run.slack_ts)
+        zone = self._zones.zone(run.requester)
+        self._post(channel, reconcile_reply(RunView.of(run), zone=zone), thread_ts=run.slack_ts)
 
     def run_rate_changed(self, run: RunOut, *, actor: str, reason: str | None = None) -> None:
         """One line in the run's thread per change; a run without a thread has nowhere to say it."""
         channel = self._channel(run)
         if channel is None or run.slack_ts is None:
             return
-        self._post(channel, rate_changed_reply(run, actor=actor, reason=reason), thread_ts=run.slack_ts)
+        reply = rate_changed_reply(run, actor=actor, reason=reason, zone=self._zones.zone(run.requester))
+        self._post(channel, reply, thread_ts=run.slack_ts)
 
     def watch_started(self, run: RunOut) -> str | None:
         channel = self._channel(run)
@@ -227,6 +236,17 @@ class SlackNotifier(Notifier):
         channel = self._channel(run)
         if channel is not None:
             self._post(channel, watch_outcome(run, group), thread_ts=run.slack_ts)
+
+    def topic_expiry(self, run: RunOut, *, deletes_at: datetime | None) -> str:
+        """In the run's thread; a run with no channel at all goes to its requester's DM."""
+        note = topic_expiring(run, deletes_at) if deletes_at is not None else topic_deleted(run)
+        channel = self._channel(run)
+        if channel is None:
+            if not is_user_id(run.requester):
+                raise SlackDeliveryError("chat.postMessage", f"no channel for run {run.id}")
+            channel = str(self._call("conversations.open", users=run.requester)["channel"]["id"])
+        self._post(channel, note, thread_ts=run.slack_ts)
+        return channel
 
     # -- pipelines ----------------------------------------------------------------------------
 

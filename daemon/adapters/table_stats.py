@@ -1,39 +1,61 @@
 """`ParquetTableStats`: cheap facts about a lake table, read by the daemon without a Spark job.
 
-A plan (rows in a window, ETA) must answer in Slack's time budget, so it reads Parquet footers with
-partition filters instead of scanning: for a day window only the window's partition directories are
-opened and their row counts come from metadata.
+A plan (rows in a window, ETA) must answer in Slack's time budget whatever the table's size, so the
+cost follows the window, not the table: only the window's partition directories
+(`<path>/<partition column>=<day>/`) are listed and opened, their row counts come from Parquet
+footers, and the table's columns come from one file's schema. A day with no directory has no rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from daemon.core.errors import BadRequest, Unavailable
 from daemon.core.watermarks import Value
 from daemon.usecases.ports import TableStats
 
-
-def _dataset(path: str) -> ds.Dataset:
-    try:
-        return ds.dataset(path, format="parquet", partitioning="hive")
-    except (FileNotFoundError, pa.ArrowInvalid, OSError) as exc:
-        raise Unavailable(f"cannot open the source table at {path}: {exc}") from exc
+_OPEN_ERRORS = (FileNotFoundError, pa.ArrowInvalid, OSError)
 
 
-def _day_filter(partition_column: str, days: list[date]) -> ds.Expression:
-    return ds.field(partition_column).isin([d.isoformat() for d in days])
+def _data_file(info: pafs.FileInfo) -> bool:
+    """A data file, not a marker such as `_SUCCESS` or a checksum such as `.part-0.crc`."""
+    return info.type == pafs.FileType.File and not info.base_name.startswith(("_", "."))
+
+
+def _data_dir(info: pafs.FileInfo) -> bool:
+    return info.type == pafs.FileType.Directory and not info.base_name.startswith(("_", "."))
 
 
 class ParquetTableStats(TableStats):
-    """Hive-partitioned Parquet at a path (local or s3://), read with pyarrow."""
+    """Hive-partitioned Parquet at a path (local or s3://), read with pyarrow.
+
+    `filesystem`: where the paths are (they are then plain paths in it); by default each path says
+    (an s3:// URI, else a local path).
+    """
+
+    def __init__(self, filesystem: pafs.FileSystem | None = None) -> None:
+        self._filesystem = filesystem
 
     def column_names(self, path: str) -> list[str]:
-        return list(_dataset(path).schema.names)
+        """The columns of the table's first data file, then the partition keys on the way to it."""
+        fs, root = self._resolve(path)
+        try:
+            first, keys = next(self._first_file(fs, root), (None, []))
+            if first is None:
+                raise Unavailable(f"the source table at {path} has no data files")
+            with fs.open_input_file(first) as handle:
+                names = list(pq.read_schema(handle).names)
+        except _OPEN_ERRORS as exc:
+            raise Unavailable(f"cannot open the source table at {path}: {exc}") from exc
+        return names + [key for key in keys if key not in names]
 
     def count_window_rows(
         self,
@@ -45,24 +67,70 @@ class ParquetTableStats(TableStats):
         start: datetime | None = None,
         end: datetime | None = None,
     ) -> int:
-        dataset = _dataset(path)
-        if partition_column not in dataset.schema.names:
-            raise BadRequest(f"the table has no partition column '{partition_column}'")
-        condition = _day_filter(partition_column, days)
-        if time_column is not None:
-            if time_column not in dataset.schema.names:
-                raise BadRequest(f"the table has no column '{time_column}'")
-            if start is not None:
-                condition &= ds.field(time_column) >= pa.scalar(start, type=pa.timestamp("us", tz="UTC"))
-            if end is not None:
-                condition &= ds.field(time_column) < pa.scalar(end, type=pa.timestamp("us", tz="UTC"))
-        return int(dataset.count_rows(filter=condition))
+        fs, root = self._resolve(path)
+        try:
+            files = self._window_files(fs, root, partition_column, days)
+            if not files:  # nothing to count: still refuse a column the table does not have
+                _require(self.column_names(path), partition_column, time_column)
+                return 0
+            dataset = ds.dataset(files, filesystem=fs, format="parquet")
+            _require([*dataset.schema.names, partition_column], partition_column, time_column)
+            condition: ds.Expression | None = None
+            if time_column is not None and start is not None:
+                condition = ds.field(time_column) >= _utc_scalar(start)
+            if time_column is not None and end is not None:
+                below = ds.field(time_column) < _utc_scalar(end)
+                condition = below if condition is None else condition & below
+            return int(dataset.count_rows(filter=condition))
+        except _OPEN_ERRORS as exc:
+            raise Unavailable(f"cannot open the source table at {path}: {exc}") from exc
+
+    def _resolve(self, path: str) -> tuple[pafs.FileSystem, str]:
+        """The filesystem and the table's root path in it."""
+        if self._filesystem is not None:
+            return self._filesystem, path.rstrip("/")
+        try:
+            if "://" in path:
+                fs, root = pafs.FileSystem.from_uri(path)
+                return fs, root.rstrip("/")
+            return pafs.LocalFileSystem(), str(Path(path).resolve())
+        except _OPEN_ERRORS as exc:
+            raise Unavailable(f"cannot open the source table at {path}: {exc}") from exc
+
+    @staticmethod
+    def _window_files(fs: pafs.FileSystem, root: str, partition_column: str, days: list[date]) -> list[str]:
+        """The data files of the window's day directories; a day without a directory has none."""
+        wanted = [f"{root}/{partition_column}={day.isoformat()}" for day in sorted(set(days))]
+        present = [info.path for info in fs.get_file_info(wanted) if info.type == pafs.FileType.Directory]
+        files = []
+        for directory in present:
+            listed = fs.get_file_info(pafs.FileSelector(directory, recursive=True))
+            files += sorted(info.path for info in listed if _data_file(info))
+        return files
+
+    @staticmethod
+    def _first_file(fs: pafs.FileSystem, directory: str) -> Iterator[tuple[str, list[str]]]:
+        """Data files depth first, in name order, each with the hive keys (`dt` of `dt=…`) above it;
+        a caller that takes the first lists one directory per level, not the table."""
+        entries = sorted(fs.get_file_info(pafs.FileSelector(directory)), key=lambda info: info.base_name)
+        for info in entries:
+            if _data_file(info):
+                yield info.path, []
+        for info in entries:
+            if _data_dir(info):
+                key = info.base_name.partition("=")[0] if "=" in info.base_name else None
+                for found, keys in ParquetTableStats._first_file(fs, info.path):
+                    yield found, ([key] if key else []) + keys
 
     def max_value(self, path: str, column: str) -> Value | None:
         """The column's maximum from each file's Parquet statistics (footers only); a file or row
         group without usable statistics is read for that column alone. Memory stays flat as the
         table grows: a pipeline slot never loads the whole watermark column."""
-        dataset = _dataset(path)
+        fs, root = self._resolve(path)
+        try:
+            dataset = ds.dataset(root, filesystem=fs, format="parquet", partitioning="hive")
+        except _OPEN_ERRORS as exc:
+            raise Unavailable(f"cannot open the source table at {path}: {exc}") from exc
         if column not in dataset.schema.names:
             raise BadRequest(f"the table has no column '{column}'")
         highs = [_fragment_max(fragment, column) for fragment in dataset.get_fragments()]
@@ -75,6 +143,17 @@ class ParquetTableStats(TableStats):
                 f"a watermark column must hold timestamps or integers, not {type(high).__name__}"
             )
         return high
+
+
+def _require(names: list[str], partition_column: str, time_column: str | None) -> None:
+    if partition_column not in names:
+        raise BadRequest(f"the table has no partition column '{partition_column}'")
+    if time_column is not None and time_column not in names:
+        raise BadRequest(f"the table has no column '{time_column}'")
+
+
+def _utc_scalar(moment: datetime) -> pa.Scalar:
+    return pa.scalar(moment, type=pa.timestamp("us", tz="UTC"))
 
 
 def _fragment_max(fragment: ds.Fragment, column: str) -> object | None:

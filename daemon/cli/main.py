@@ -7,6 +7,7 @@
     replay schedule orders every=1h watermark=updated_at | replay pipelines [mine] | replay pipeline p-…
     replay pause|resume p-… | replay unschedule p-… --yes
     replay lag <group> [topic] | replay rewind <group> <topic> to=<time>|earliest|latest [--yes]
+    replay login [daemon URL] | replay logout     (a personal token, stored 0600 for this user)
 
 Exit codes: 0 success, 1 the run failed (or the service could not be reached; for `reconcile --follow`,
 the verdict is not clean), 2 bad input.
@@ -15,7 +16,9 @@ the verdict is not clean), 2 bad input.
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
+import os
 import shlex
 import sys
 import time
@@ -31,6 +34,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
 from daemon.cli.groups import run_group_command
+from daemon.cli.login import credentials_path, load_login, login, logout
+from daemon.cli.sources import describe_sources
 from daemon.cli.watch import watch_lines
 from daemon.config.settings import load_settings
 from daemon.contract.client import DaemonClient, PipelineAction
@@ -54,6 +59,7 @@ from daemon.core.grammar import (
     ResumeRunCommand,
     RewindCommand,
     ScheduleCommand,
+    SourcesCommand,
     StatusCommand,
     TpsCommand,
     UnscheduleCommand,
@@ -200,6 +206,10 @@ class Cli:
             return self._reconcile(command, follow=follow)
         if isinstance(command, ChartCommand):
             return self._chart(command)
+        if isinstance(command, SourcesCommand):
+            sources = self._client.sources(self._actor)
+            self._emit(sources, describe_sources(sources, command.source))
+            return EXIT_OK
         if isinstance(command, LagCommand | RewindCommand):
             return run_group_command(
                 self._client,
@@ -257,7 +267,11 @@ class Cli:
 
     def _pipelines(self, command: Command, *, confirm: bool) -> int:
         if isinstance(command, ScheduleCommand):
-            pipeline = self._client.schedule(self._actor, ScheduleBody.of(command, confirm_live=confirm))
+            pipeline = self._client.schedule(
+                self._actor,
+                ScheduleBody.of(command, confirm_live=confirm),
+                idempotency_key=f"cli-{uuid.uuid4().hex}",  # a retry of this call cannot schedule twice
+            )
             self._emit(pipeline, f"scheduled {describe_pipeline(pipeline)}")
         elif isinstance(command, PipelinesCommand):
             if command.filter == "idle":
@@ -342,22 +356,41 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
     return parser.parse_intermixed_args(argv)
 
 
+def _login_command(words: Sequence[str], out: TextIO) -> int:
+    """`replay login [daemon URL]` asks for the token without echoing it; `replay logout` forgets it."""
+    path = credentials_path(os.environ)
+    if words[0] == "logout":
+        print(f"logged out: {path} removed" if logout(path) else "not logged in", file=out)
+        return EXIT_OK
+    url = words[1] if len(words) > 1 else load_settings().daemon_url
+    stored = login(url, path, lambda: getpass.getpass("personal token (input hidden): "))
+    print(f"logged in as {stored.user} at {stored.daemon_url}; token stored in {path} (mode 0600)", file=out)
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     args = _arguments(sys.argv[1:] if argv is None else argv)
     if args.help:
         print(help_text(), file=out)
         return EXIT_OK
     try:
+        if args.words[:1] in (["login"], ["logout"]):
+            return _login_command(args.words, out)
         command = parse(shlex.join(args.words))
         settings = load_settings()
-        actor = args.actor or settings.user
+        stored = load_login(credentials_path(os.environ))
+        actor = args.actor or settings.user or (stored.user if stored else None)
         if not actor:
-            raise ConfigError("REPLAY_USER is required (or --as <Slack user id>): who is asking")
-        settings.require("api_token")
-        assert settings.api_token is not None
-        with DaemonClient(
-            base_url=settings.daemon_url, token=settings.api_token.get_secret_value()
-        ) as client:
+            raise ConfigError(
+                "REPLAY_USER is required (or --as <Slack user id>, or `replay login`): who is asking"
+            )
+        if settings.api_token is not None:
+            base_url, token = settings.daemon_url, settings.api_token.get_secret_value()
+        elif stored is not None:
+            base_url, token = os.environ.get("REPLAY_DAEMON_URL", stored.daemon_url), stored.token
+        else:
+            raise ConfigError("not logged in: run `replay login` with the personal token an admin gave you")
+        with DaemonClient(base_url=base_url, token=token) as client:
             ask = partial(_ask_on_terminal, err=err)  # the prompt goes where errors go
             code = Cli(client, actor, as_json=args.json, out=out, output=args.output, ask=ask).run(
                 command, follow=args.follow, confirm_live=args.confirm

@@ -56,33 +56,44 @@ class EmrSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    region: str = "us-east-1"
+    region: str = Field(default="us-east-1", description="the AWS region of EMR Serverless, S3 and KMS")
     endpoint_url: str | None = Field(default=None, description="AWS endpoint override (tests: moto)")
     # Spark 4.0 with Python 3.11: what the job is written for (emr-7.x ships Spark 3.5 and Python 3.9).
-    release_label: str = "emr-spark-8.0.0"
-    architecture: Literal["X86_64", "ARM64"] = "X86_64"
-    execution_role_arn: str | None = None
+    release_label: str = Field(default="emr-spark-8.0.0", description="the EMR release the job runs on")
+    architecture: Literal["X86_64", "ARM64"] = Field(default="X86_64", description="the workers' CPU")
+    execution_role_arn: str | None = Field(
+        default=None, description="the IAM role job runs assume (required with the EMR launcher)"
+    )
     bucket: str | None = Field(default=None, description="holds artifacts, run specs, results and logs")
-    prefix: str = "replay"
+    prefix: str = Field(default="replay", description="the key prefix of everything in the bucket")
     kms_key_arn: str | None = Field(
         default=None, description="SSE-KMS for specs (they carry Kafka creds) and logs"
     )
     venv_uri: str | None = Field(default=None, description="a job environment built elsewhere (s3://…tar.gz)")
-    subnet_ids: tuple[str, ...] = ()
-    security_group_ids: tuple[str, ...] = ()
+    subnet_ids: tuple[str, ...] = Field(default=(), description="VPC subnets, to reach private brokers")
+    security_group_ids: tuple[str, ...] = Field(default=(), description="security groups with the subnets")
     spark_conf: dict[str, str] = Field(
         default_factory=dict,
         description="extra --conf (e.g. the Glue catalog); cannot undo the static sizing",
     )
 
-    driver_cores: int = 4
-    driver_memory_gb: int = 16
-    executor_cores: int = 4
-    executor_memory_gb: int = 16
-    executors_default: int = Field(default=2, ge=1)
-    idle_stop_minutes: int = Field(default=15, ge=1, le=10_080)
-    task_max_failures: int = Field(default=3, ge=1)
-    execution_timeout_minutes: int = Field(default=720, ge=5)
+    driver_cores: int = Field(default=4, description="vCPUs of the driver worker (1, 2, 4, 8 or 16)")
+    driver_memory_gb: int = Field(
+        default=16, description="memory of the driver worker, within its vCPUs' range"
+    )
+    executor_cores: int = Field(default=4, description="vCPUs of each executor worker (1, 2, 4, 8 or 16)")
+    executor_memory_gb: int = Field(default=16, description="memory of each executor worker")
+    executors_default: int = Field(default=2, ge=1, description="executors when a request names no workers")
+    idle_stop_minutes: int = Field(
+        default=15,
+        ge=1,
+        le=10_080,
+        description="an application releases its workers after this long idle (a pipeline's, between runs)",
+    )
+    task_max_failures: int = Field(default=3, ge=1, description="spark.task.maxFailures of the job")
+    execution_timeout_minutes: int = Field(
+        default=720, ge=5, description="EMR kills a job run after this; a longer plan is refused (422)"
+    )
     max_concurrent_runs: int = Field(
         default=4,
         ge=1,

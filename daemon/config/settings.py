@@ -15,6 +15,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from daemon.config.emr_settings import EmrSettings
 from daemon.core.errors import ConfigError
+from daemon.core.grammar.limits import Limits
+from daemon.core.grammar.values import MAX_TPS, MAX_WORKERS
 
 ENV_PREFIX = "REPLAY_"
 
@@ -32,22 +34,36 @@ class Settings(BaseSettings):
         env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore", frozen=True
     )
 
-    state_dir: Path = Path(".state")
+    state_dir: Path = Field(
+        default=Path(".state"), description="the SQLite store, local job specs and job logs live here"
+    )
     database_url: str | None = Field(
         default=None, description="SQLAlchemy URL; default: a SQLite file under the state directory"
     )
 
-    kafka_bootstrap: str = "127.0.0.1:9092"
-    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    kafka_sasl_mechanism: str | None = None
-    kafka_sasl_username: str | None = None
-    kafka_sasl_password: SecretStr | None = None
+    kafka_bootstrap: str = Field(default="127.0.0.1:9092", description="the Kafka brokers (host:port,…)")
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        default="PLAINTEXT", description="librdkafka security.protocol, for the daemon and the jobs"
+    )
+    kafka_sasl_mechanism: str | None = Field(default=None, description="e.g. SCRAM-SHA-512 or PLAIN")
+    kafka_sasl_username: str | None = Field(default=None, description="SASL user of the daemon and its jobs")
+    kafka_sasl_password: SecretStr | None = Field(
+        default=None, description="SASL password; travels in the run's spec (docs/decisions/0015)"
+    )
     kafka_message_timeout_ms: int | None = Field(
         default=None, gt=0, description="the job's producer delivery timeout (librdkafka message.timeout.ms)"
     )
-    topic_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, gt=0)
-    progress_topic: str = "replay.progress"
-    progress_interval_s: float = Field(default=10.0, gt=0)
+    topic_retention_ms: int = Field(
+        default=7 * 24 * 3600 * 1000,
+        gt=0,
+        description="retention.ms of the replay and pipeline topics it creates",
+    )
+    progress_topic: str = Field(
+        default="replay.progress", description="where running jobs send progress beacons"
+    )
+    progress_interval_s: float = Field(
+        default=10.0, gt=0, description="seconds between two beacons of a job task"
+    )
     lag_sample_s: float = Field(
         default=1.0, ge=0, le=30, description="`lag`: seconds between its two samples (0: no drain)"
     )
@@ -70,8 +86,12 @@ class Settings(BaseSettings):
         default=3600.0, gt=0, description="a run paused longer than this is cancelled by the watcher"
     )
 
-    catalog_path: Path = Path("examples/sources.yaml")
-    launcher: Literal["local", "emr"] = "local"
+    catalog_path: Path = Field(
+        default=Path("examples/sources.yaml"), description="the sources catalog (YAML)"
+    )
+    launcher: Literal["local", "emr"] = Field(
+        default="local", description="`local`: spark-submit on this machine; `emr`: EMR Serverless"
+    )
     emr: EmrSettings = Field(
         default_factory=EmrSettings, description="REPLAY_EMR__<FIELD>, e.g. REPLAY_EMR__BUCKET"
     )
@@ -79,24 +99,30 @@ class Settings(BaseSettings):
     local_key_dir: Path | None = Field(
         default=None, description="where local:<name> PII keys live (<name>.key); development only"
     )
-    local_workers: int = Field(default=2, ge=1, le=64)
+    local_workers: int = Field(
+        default=2, ge=1, le=64, description="Spark task slots when a request names none"
+    )
     local_max_concurrent_runs: int | None = Field(
         default=None,
         ge=1,
-        description="jobs the local launcher runs at once, the rest wait in line; default: from cores "
-        "and memory (daemon.adapters.local_launcher.default_max_concurrent_runs)",
+        description="jobs the local launcher runs at once, the rest wait in line (`queue_position`); "
+        "default: one per 2 cores and 2 GiB, at least 1 (local_launcher.default_max_concurrent_runs)",
     )
     eta_startup_s: float | None = Field(
         default=None,
         ge=0,
         description="start-up the ETA assumes until the launcher has finished runs to learn it from; "
-        "default: per launcher (daemon.usecases.eta)",
+        "default: 20 s local, 90 s EMR (daemon.usecases.eta)",
     )
     eta_history_runs: int = Field(
         default=10, ge=0, description="recent runs the ETA's start-up is learned from (0: the default only)"
     )
-    watcher_poll_s: float = Field(default=1.0, gt=0)
-    lease_ttl_s: float = Field(default=15.0, gt=0)
+    watcher_poll_s: float = Field(
+        default=1.0, gt=0, description="seconds between two passes of the run watcher"
+    )
+    lease_ttl_s: float = Field(
+        default=15.0, gt=0, description="a crashed daemon's runs pass to another daemon after this"
+    )
     progress_notify_every_s: float = Field(
         default=10.0, ge=0, description="the run's progress message is edited at most this often"
     )
@@ -104,33 +130,76 @@ class Settings(BaseSettings):
     idle_grace_days: int = Field(default=7, ge=0, description="days owners have to answer before removal")
     idle_keep_days: int = Field(default=30, ge=1, description="how long 'Keep' snoozes the question")
     janitor_schedule: str = Field(default="cron=0 9 * * *", description="when the idle clean-up runs (UTC)")
-    max_tps: int = Field(default=200_000, gt=0)
-    default_tps: int = Field(default=1_000, gt=0)
-    max_workers: int = Field(default=64, ge=1)
+    max_tps: int = Field(
+        default=Limits().max_tps, gt=0, le=MAX_TPS, description="the highest rate a user may ask for"
+    )
+    default_tps: int = Field(default=1_000, gt=0, description="the rate when a request names none")
+    max_workers: int = Field(
+        default=Limits().max_workers, ge=1, le=MAX_WORKERS, description="the most workers a user may ask for"
+    )
+    max_active_runs_per_user: int = Field(
+        default=5, ge=1, description="one requester's unfinished replays (queued + going); admins are exempt"
+    )
+    max_active_runs: int = Field(
+        default=50, ge=1, description="unfinished runs of any kind (queued + going): more replays are refused"
+    )
+    replay_topic_ttl_hours: float = Field(
+        default=7 * 24.0, gt=0, description="a one-off replay.* topic is deleted this long after its run"
+    )
+    replay_topic_notice_hours: float = Field(
+        default=24.0, ge=0, description="the requester is told this long before their replay topic is deleted"
+    )
+    replay_topic_check_s: float = Field(
+        default=300.0, gt=0, description="seconds between two passes of the replay topics' TTL"
+    )
     live_replay_guard_hours: float = Field(
         default=24.0, ge=0, description="refuse live replays overlapping one that succeeded this recently"
     )
 
-    slack_bot_token: SecretStr | None = None
-    slack_signing_secret: SecretStr | None = None
-    slack_app_token: SecretStr | None = None
-    slack_api_url: str = "https://slack.com/api/"
-    slack_platform_channel: str | None = None
-    bot_host: str = "127.0.0.1"
-    bot_port: int = Field(default=3000, ge=0, le=65535)
+    slack_bot_token: SecretStr | None = Field(default=None, description="the Slack app's bot token (xoxb-…)")
+    slack_signing_secret: SecretStr | None = Field(
+        default=None, description="checks that a request to the bot comes from Slack"
+    )
+    slack_app_token: SecretStr | None = Field(
+        default=None, description="Socket Mode instead of HTTP (xapp-…); no public endpoint needed"
+    )
+    slack_api_url: str = Field(
+        default="https://slack.com/api/", description="Slack's Web API (the demo points it at a stand-in)"
+    )
+    slack_platform_channel: str | None = Field(
+        default=None, description="runs started from the CLI, and DMs that could not be delivered"
+    )
+    bot_host: str = Field(default="127.0.0.1", description="the address replay-bot listens on")
+    bot_port: int = Field(default=3000, ge=0, le=65535, description="the port replay-bot listens on")
 
     instance_id: str | None = Field(default=None, description="lease owner name; default host:port")
-    daemon_url: str = "http://127.0.0.1:8700"
-    daemon_host: str = "127.0.0.1"
-    daemon_port: int = Field(default=8700, ge=0, le=65535)
-    api_token: SecretStr | None = None
+    daemon_url: str = Field(
+        default="http://127.0.0.1:8700", description="where the bot and the CLI find replayd"
+    )
+    daemon_host: str = Field(default="127.0.0.1", description="the address replayd listens on")
+    daemon_port: int = Field(default=8700, ge=0, le=65535, description="the port replayd listens on")
+    api_token: SecretStr | None = Field(
+        default=None,
+        description="replayd and the bot: the service token, which may act as anyone (X-Replay-Actor); "
+        "the CLI: your personal token",
+    )
     user: str | None = Field(default=None, description="the CLI user's Slack id (who is asking)")
-    admins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    admins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Slack user ids allowed to replay any source"
+    )
     # personal API tokens, as `<user id>:<sha256 hex of the token>` (`replayd token <user>` makes one)
-    user_tokens: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    user_tokens: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="personal tokens as `<user id>:<sha256 hex>`, each acting as its user only "
+        "(`replayd token <user>` makes one)",
+    )
 
-    log_format: Literal["console", "json"] = "console"
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["console", "json"] = Field(
+        default="console", description="`json`: JSON lines, for production"
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="the lowest level logged"
+    )
 
     _split_admins = field_validator("admins", mode="before")(_split_list)
     _split_user_tokens = field_validator("user_tokens", mode="before")(_split_list)
@@ -155,6 +224,11 @@ class Settings(BaseSettings):
         if self.database_url is None:
             object.__setattr__(self, "database_url", f"sqlite:///{self.state_dir / 'replay.db'}")
         return self
+
+    @property
+    def limits(self) -> Limits:
+        """The rate and workers the service allows, for the grammar to refuse more where it is typed."""
+        return Limits(max_tps=self.max_tps, max_workers=self.max_workers)
 
     @property
     def db_url(self) -> str:

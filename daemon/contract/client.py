@@ -32,8 +32,17 @@ from daemon.contract.models import (
     SourcesOut,
     TpsBody,
     UnscheduleBody,
+    WhoAmIOut,
 )
-from daemon.core.errors import BadRequest, Conflict, Forbidden, NotFound, ReplayError, Unavailable
+from daemon.core.errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotFound,
+    ReplayError,
+    TooManyRuns,
+    Unavailable,
+)
 
 Model = TypeVar("Model")
 PipelineAction = Literal["pause", "resume", "run"]
@@ -44,6 +53,7 @@ _BY_STATUS: dict[int, type[ReplayError]] = {
     404: NotFound,
     409: Conflict,
     422: BadRequest,
+    429: TooManyRuns,
     503: Unavailable,
 }
 _PLAN = TypeAdapter(PlanOut)
@@ -53,6 +63,7 @@ _RUN_PAGE = TypeAdapter(RunPageOut)
 _SERIES = TypeAdapter(RateSeriesOut)
 _SOURCES = TypeAdapter(SourcesOut)
 _HEALTH = TypeAdapter(HealthOut)
+_WHOAMI = TypeAdapter(WhoAmIOut)
 _PIPELINE = TypeAdapter(PipelineOut)
 _PIPELINE_DETAIL = TypeAdapter(PipelineDetailOut)
 _PIPELINES = TypeAdapter(list[PipelineOut])
@@ -190,11 +201,30 @@ class DaemonClient:
     def sources(self, actor: str) -> list[SourceOut]:
         return self._call(_SOURCES, "GET", "/v1/sources", actor=actor).sources
 
+    def whoami(self, actor: str = "") -> WhoAmIOut:
+        """Whom this client's token acts for: a personal token's owner, or `service`'s named actor."""
+        return self._call(_WHOAMI, "GET", "/v1/whoami", actor=actor)
+
     def health(self) -> HealthOut:
         return self._call(_HEALTH, "GET", "/healthz", actor="-")
 
-    def schedule(self, actor: str, request: ScheduleBody) -> PipelineOut:
-        return self._call(_PIPELINE, "POST", "/v1/pipelines", actor=actor, body=request)
+    def schedule(
+        self, actor: str, request: ScheduleBody, *, idempotency_key: str | None = None
+    ) -> PipelineOut:
+        """The new pipeline, or the one an earlier create with this key made (a safe retry)."""
+        return self.schedule_once(actor, request, idempotency_key=idempotency_key)[0]
+
+    def schedule_once(
+        self, actor: str, request: ScheduleBody, *, idempotency_key: str | None
+    ) -> tuple[PipelineOut, bool]:
+        """`schedule`, and whether this call created the pipeline (False: the key's first create did)."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        response = self._send("POST", "/v1/pipelines", actor=actor, body=request, headers=headers)
+        try:
+            pipeline = _PIPELINE.validate_json(response.content)
+        except ValidationError as exc:
+            raise Unavailable(f"the Replay Service answered a create in an unknown shape: {exc}") from exc
+        return pipeline, response.status_code == 201
 
     def list_pipelines(
         self, actor: str, *, owner: str | None = None, state: str | None = None

@@ -51,6 +51,9 @@ class ReplayBody(BaseModel):
 
     source: str = Field(min_length=1, max_length=63)
     window: str = Field(min_length=1, max_length=80, examples=["2024-01-01..2024-01-07", "last=6h"])
+    tz: str | None = Field(
+        default=None, max_length=64, examples=["Europe/Paris"], description="the window's zone; None: UTC"
+    )
     tps: int | None = Field(default=None, description="events per second across the whole job")
     topic: Literal["auto", "live"] = "auto"
     headers: dict[str, str] = Field(default_factory=dict)
@@ -85,7 +88,8 @@ class ReplayBody(BaseModel):
         """The request for a parsed replay or plan command."""
         return cls(
             source=command.source,
-            window=label(command.window),
+            window=label(command.window, command.tz),
+            tz=command.tz,
             tps=command.tps,
             topic=command.topic,
             headers=dict(command.headers),
@@ -105,7 +109,8 @@ class ReplayBody(BaseModel):
         """The request read back as the command it came from (`ReplayCommand` or `PlanCommand`)."""
         return kind(
             source=self.source,
-            window=parse_window(self.window),
+            window=parse_window(self.window, self.tz),
+            tz=self.tz,
             tps=self.tps,
             topic=self.topic,
             headers=tuple(sorted(self.headers.items())),
@@ -445,6 +450,9 @@ class SourceOut(BaseModel):
     owners: list[str]
     partition_column: str
     watermark_column: str | None
+    table_format: str = "parquet"  # how the table is stored
+    value_format: str = "json"  # what a record's value is: json, or the raw bytes of a bronze table
+    retention: str | None = None  # the catalog's word on how far back the table goes
 
 
 class SourcesOut(BaseModel):
@@ -453,6 +461,13 @@ class SourcesOut(BaseModel):
 
 class HealthOut(BaseModel):
     status: str
+
+
+class WhoAmIOut(BaseModel):
+    """Whom a token acts for: `replay login` stores a personal token only after asking this."""
+
+    user: str = Field(description="the acting user: a personal token's owner, or the bot's named user")
+    credential: Literal["service", "personal"]
 
 
 @dataclass(frozen=True)

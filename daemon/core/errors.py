@@ -8,7 +8,8 @@ ReplayError                        user-facing message in ``str(exc)``
 │   └── CatalogError               names the file, the source and the field
 ├── BadRequest (ValueError)        bad input: Slack ephemeral reply, HTTP 400/422, CLI exit 2
 │   ├── UnknownSource (LookupError)
-│   └── EmptyWindow
+│   ├── EmptyWindow
+│   └── RunTooLong                 the plan's ETA exceeds the launcher's execution timeout: HTTP 422
 ├── Forbidden (PermissionError)    not an owner/admin: HTTP 403
 ├── NotFound (LookupError)         HTTP 404
 │   ├── RunNotFound                carries ``run_id``
@@ -20,6 +21,7 @@ ReplayError                        user-facing message in ``str(exc)``
 │   ├── InvalidTransition (ValueError) the run/pipeline state machine refused the change
 │   ├── OverlappingReplay          a live replay would repeat a running or recent one: carries it
 │   └── GroupHasMembers            a consumer group's offsets cannot move while it has members
+├── TooManyRuns                    a cap on unfinished runs is reached: HTTP 429, names the setting
 └── Unavailable                    a dependency (broker, daemon, Spark) is down: HTTP 503
 """
 
@@ -67,6 +69,18 @@ class ReusedIdempotencyKey(BadRequest):
     silently ignore what was asked this time."""
 
     http_status = 422
+
+
+class RunTooLong(BadRequest):
+    """The job would be killed part-way by the launcher's execution timeout: refused before it starts."""
+
+    http_status = 422
+
+
+class TooManyRuns(ReplayError):
+    """A cap on unfinished (queued or going) runs is reached; the message names the cap and its setting."""
+
+    http_status = 429
 
 
 class Forbidden(ReplayError, PermissionError):

@@ -20,6 +20,8 @@ MAX_DURATION_SECONDS = 3_660 * DAY
 _NUMBER = r"([0-9]+(?:_[0-9]+)*)(?:\.([0-9]+))?"
 _COUNT = re.compile(_NUMBER + r"([kmb]?)", re.IGNORECASE)
 _DURATION = re.compile(_NUMBER + r"([a-z]*)", re.IGNORECASE)
+_COMPOUND = re.compile(r"(?:[0-9]+[wdhms])+", re.IGNORECASE)  # 1h30m, 2d12h: whole numbers, units
+_COMPOUND_PART = re.compile(r"([0-9]+)([wdhms])", re.IGNORECASE)
 _EXPONENT = re.compile(r"[0-9._]*[0-9][eE][+-]?[0-9]+")
 _COUNT_SCALE = {"": 1, "k": 1_000, "m": 1_000_000, "b": 1_000_000_000}
 _UNITS = {"s": 1, "m": MINUTE, "h": HOUR, "d": DAY, "w": WEEK}
@@ -74,12 +76,25 @@ def render_count(value: int) -> str:
     return str(value)
 
 
+def _compound(text: str) -> int | None:
+    """``1h30m`` -> 5400 when units go from largest to smallest, each once; None when not compound."""
+    parts = _COMPOUND_PART.findall(text) if _COMPOUND.fullmatch(text) else []
+    if len(parts) < 2:
+        return None
+    sizes = [_UNITS[unit.lower()] for _, unit in parts]
+    if sizes != sorted(set(sizes), reverse=True):
+        raise InvalidValue(text, f"'{text}': give each unit once, largest first (e.g. 1h30m, 2d12h)")
+    return sum(int(number) * size for (number, _), size in zip(parts, sizes, strict=True))
+
+
 def parse_duration(text: str, *, minimum: int = 0, maximum: int = MAX_DURATION_SECONDS) -> int:
-    """``90s``, ``15m``, ``1h``, ``2d``, ``1w`` (or a bare ``0``) -> whole seconds."""
+    """``90s``, ``15m``, ``1h``, ``2d``, ``1w``, ``1h30m`` (or a bare ``0``) -> whole seconds."""
     if text == "":
         raise InvalidValue(text, "no value given")
     if len(text) > MAX_TEXT:
         raise InvalidValue(text, "too long to be a duration")
+    if (seconds := _compound(text)) is not None:
+        return _bounded(text, seconds, minimum, maximum)
     if text.startswith("-") and _DURATION.fullmatch(text[1:]):
         raise InvalidValue(text, "durations cannot be negative")
     match = _DURATION.fullmatch(text)
@@ -90,9 +105,13 @@ def parse_duration(text: str, *, minimum: int = 0, maximum: int = MAX_DURATION_S
         raise InvalidValue(text, f"'{text}' needs a unit: s, m, h, d or w (e.g. 15m)")
     if unit not in _UNITS and unit != "":
         raise InvalidValue(text, f"unknown unit '{match[3]}' (use s, m, h, d or w)")
-    seconds = _exact(match[1], match[2], _UNITS.get(unit, 1))
-    if seconds is None:
+    exact = _exact(match[1], match[2], _UNITS.get(unit, 1))
+    if exact is None:
         raise InvalidValue(text, f"'{text}' is not a whole number of seconds")
+    return _bounded(text, exact, minimum, maximum)
+
+
+def _bounded(text: str, seconds: int, minimum: int, maximum: int) -> int:
     if seconds < minimum:
         raise InvalidValue(text, f"must be at least {render_duration(minimum)}")
     if seconds > maximum:

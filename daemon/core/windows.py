@@ -1,16 +1,21 @@
-"""Replay windows: which slice of event time a replay reads, always in UTC.
+"""Replay windows: which slice of event time a replay reads, in UTC unless a zone is written.
 
-Users write three shapes (inclusive days, half-open timestamps, ``last=6h``), so there are three
-types; ``resolve`` pins the relative one to a ``now`` the caller passes in, keeping this module pure.
-Every window validates itself on construction, so a window that exists is one the daemon can run.
+Users write four shapes (inclusive days, half-open timestamps, ``last=6h``, ``today``/``yesterday``),
+so there are four types; ``resolve`` pins the relative ones to a ``now`` the caller passes in, keeping
+this module pure. A zone (``tz=Europe/Paris``) only changes how days and naive times are read: days
+stay dates until ``resolve`` turns them into that zone's midnights, times are converted to UTC when
+parsed. Every window validates itself on construction, so a window that exists is one the daemon can run.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
+from functools import cache
 from typing import TypeAlias
+from zoneinfo import ZoneInfo, available_timezones
 
 from daemon.core.quantities import DAY, InvalidValue, parse_duration, render_duration
 
@@ -20,7 +25,8 @@ MAX_DAYS = 3_660
 LAST_DAY = date(9999, 12, 30)
 _EPOCH_START = datetime(1970, 1, 1, tzinfo=UTC)
 _MAX_SPAN = timedelta(days=MAX_DAYS)
-_SHAPES = "2024-01-01..2024-01-07, 2024-01-01T10:00..2024-01-01T12:30 or last=6h"
+_SHAPES = "2024-01-01..2024-01-07, 2024-01-01T10:00..2024-01-01T12:30, last=6h, today or yesterday"
+DAY_WORDS = {"today": 0, "yesterday": 1}  # word -> days before the day the run is created
 
 _DAY = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
 _STAMP = re.compile(
@@ -84,12 +90,48 @@ class RelativeWindow:
             raise InvalidValue(None, f"a relative window is between 1s and {MAX_DAYS}d")
 
 
-Window: TypeAlias = DayWindow | TimeWindow | RelativeWindow
+@dataclass(frozen=True)
+class RecentDayWindow:
+    """``today`` (0) or ``yesterday`` (1): a whole day, counted back from when the run is created."""
+
+    days_ago: int
+
+    def __post_init__(self) -> None:
+        if self.days_ago not in DAY_WORDS.values():
+            raise InvalidValue(None, f"days_ago must be one of {sorted(DAY_WORDS.values())}")
+
+
+Window: TypeAlias = DayWindow | TimeWindow | RelativeWindow | RecentDayWindow
 FixedWindow: TypeAlias = DayWindow | TimeWindow
 
 
-def _point(part: str) -> date | datetime:
-    """One end of a window: a day, or an instant converted to UTC (naive means UTC)."""
+@cache
+def _zone_names() -> dict[str, str]:
+    return {name.lower(): name for name in available_timezones()} | {"utc": "UTC"}
+
+
+def parse_zone(name: str) -> str:
+    """The IANA name of a zone as the tz database spells it (``europe/paris`` -> ``Europe/Paris``)."""
+    known = _zone_names()
+    if (key := known.get(name.lower())) is not None:
+        return key
+    close = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.8)
+    hint = f"; did you mean {known[close[0]]}?" if close else ""
+    raise InvalidValue(name, f"unknown time zone '{name}' (an IANA name such as Europe/Paris or UTC{hint})")
+
+
+def zone_of(tz: str | None) -> tzinfo:
+    """The zone a window is read in: UTC unless one is written."""
+    return UTC if tz is None else ZoneInfo(parse_zone(tz))
+
+
+def is_point(text: str) -> bool:
+    """Whether ``text`` is written like one end of a window (a day or a time), real or not."""
+    return bool(_DAY.fullmatch(text) or _STAMP.fullmatch(text))
+
+
+def _point(part: str, zone: tzinfo = UTC) -> date | datetime:
+    """One end of a window: a day, or an instant converted to UTC (naive means ``zone``)."""
     if day := _DAY.fullmatch(part):
         try:
             return date(int(day[1]), int(day[2]), int(day[3]))
@@ -98,7 +140,8 @@ def _point(part: str) -> date | datetime:
     stamp = _STAMP.fullmatch(part)
     if stamp is None:
         raise InvalidValue(None, f"'{part}' is not a date (YYYY-MM-DD) or a time (YYYY-MM-DDTHH:MM)")
-    zone = UTC
+    if stamp[8]:
+        zone = UTC
     if stamp[9]:
         hours, minutes = int(stamp[10]), int(stamp[11])
         if hours > 23 or minutes > 59:
@@ -118,22 +161,24 @@ def _point(part: str) -> date | datetime:
         raise InvalidValue(None, f"'{part}' is out of range") from None
 
 
-def _parse_window(text: str) -> Window:
+def _parse_window(text: str, zone: tzinfo) -> Window:
     if text == "":
         raise InvalidValue(None, f"no window given (use {_SHAPES})")
     if text[:5].lower() == "last=":
         return RelativeWindow(parse_duration(text[5:], minimum=1, maximum=MAX_DAYS * DAY))
+    if text.lower() in DAY_WORDS:
+        return RecentDayWindow(DAY_WORDS[text.lower()])
     if ".." not in text:
-        if not (_DAY.fullmatch(text) or _STAMP.fullmatch(text)):
+        if not is_point(text):
             raise InvalidValue(None, f"not a window (use {_SHAPES})")
-        point = _point(text)
+        point = _point(text, zone)
         if isinstance(point, datetime):
             raise InvalidValue(None, "a single time is not a window; give an end too (start..end)")
         return DayWindow(point, point)
     left, _, right = text.partition("..")
     if not left or not right:
         raise InvalidValue(None, "give both ends of the window (start..end)")
-    start, end = _point(left), _point(right)
+    start, end = _point(left, zone), _point(right, zone)
     if isinstance(start, datetime) and isinstance(end, datetime):
         return TimeWindow(start, end)
     if isinstance(start, datetime) or isinstance(end, datetime):
@@ -141,10 +186,10 @@ def _parse_window(text: str) -> Window:
     return DayWindow(start, end)
 
 
-def parse_window(text: str) -> Window:
-    """Parse one window token; errors carry the whole token so the user sees what was wrong."""
+def parse_window(text: str, tz: str | None = None) -> Window:
+    """Parse one window token, naive times read in ``tz`` (UTC when None); errors carry the token."""
     try:
-        return _parse_window(text)
+        return _parse_window(text, zone_of(tz))
     except InvalidValue as exc:
         raise InvalidValue(text, exc.reason) from None
 
@@ -166,13 +211,31 @@ def instant_label(moment: datetime) -> str:
     return _stamp(moment.astimezone(UTC))
 
 
-def resolve(window: Window, now: datetime) -> FixedWindow:
-    """Pin a relative window to ``now`` (aware; the caller owns the clock); fixed windows pass through."""
+def in_zone(window: DayWindow, tz: str | None) -> FixedWindow:
+    """Days read in a zone: from its midnight before the first day to its midnight after the last."""
+    if tz is None:
+        return window
+    zone = zone_of(tz)
+    try:
+        start = datetime.combine(window.start, time(), zone)
+        end = datetime.combine(window.end + timedelta(days=1), time(), zone)
+    except OverflowError:
+        raise InvalidValue(None, "window is out of range") from None
+    return TimeWindow(start, end)
+
+
+def resolve(window: Window, now: datetime, tz: str | None = None) -> FixedWindow:
+    """Pin a relative window to ``now`` (aware; the caller owns the clock) and read days in ``tz``."""
     if now.utcoffset() is None:
         raise ValueError("now must be a timezone-aware datetime")
     if isinstance(window, RelativeWindow):
         end = now.astimezone(UTC)
         return TimeWindow(end - timedelta(seconds=window.seconds), end)
+    if isinstance(window, RecentDayWindow):
+        day = now.astimezone(zone_of(tz)).date() - timedelta(days=window.days_ago)
+        return in_zone(DayWindow(day, day), tz)
+    if isinstance(window, DayWindow):
+        return in_zone(window, tz)
     return window
 
 
@@ -206,14 +269,30 @@ def _stamp(moment: datetime) -> str:
     return text
 
 
-def label(window: Window) -> str:
-    """Canonical text of a window (times in UTC, no suffix); ``parse_window(label(w)) == w``."""
+def _local_stamp(moment: datetime, tz: str | None) -> str:
+    """An instant as the zone's wall clock, or in UTC with ``Z`` where that clock is ambiguous."""
+    if tz is None:
+        return _stamp(moment)
+    zone = zone_of(tz)
+    try:
+        shown = _stamp(moment.astimezone(zone))
+        if _point(shown, zone) == moment:
+            return shown
+    except (OverflowError, InvalidValue):  # past the calendar's end in that zone
+        pass
+    return _stamp(moment.astimezone(UTC)) + "Z"
+
+
+def label(window: Window, tz: str | None = None) -> str:
+    """Canonical text of a window, times in ``tz`` (else UTC): ``parse_window(label(w, tz), tz) == w``."""
     if isinstance(window, DayWindow):
         if window.start == window.end:
             return window.start.isoformat()
         return f"{window.start.isoformat()}..{window.end.isoformat()}"
     if isinstance(window, TimeWindow):
-        return f"{_stamp(window.start)}..{_stamp(window.end)}"
+        return f"{_local_stamp(window.start, tz)}..{_local_stamp(window.end, tz)}"
+    if isinstance(window, RecentDayWindow):
+        return next(word for word, ago in DAY_WORDS.items() if ago == window.days_ago)
     return f"last={render_duration(window.seconds)}"
 
 

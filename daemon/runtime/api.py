@@ -31,6 +31,7 @@ from daemon.contract.models import (
     SourcesOut,
     TpsBody,
     UnscheduleBody,
+    WhoAmIOut,
 )
 from daemon.core.errors import BadRequest, Forbidden, NotFound, ReplayError
 from daemon.core.grammar import LagCommand, PlanCommand, ReplayCommand
@@ -132,6 +133,21 @@ def create_api(
     @app.get("/healthz", response_model=HealthOut)
     def healthz() -> HealthOut:
         return HealthOut(status="ok")
+
+    @app.get("/v1/whoami", response_model=WhoAmIOut)
+    def whoami(
+        request: Request,
+        authorization: Annotated[str | None, Header()] = None,
+        x_replay_actor: Annotated[str | None, Header(max_length=64)] = None,
+    ) -> WhoAmIOut:
+        """Whom the bearer token acts for: `replay login` checks a token with this before storing it
+        (the service token answers even without an actor, so login can refuse it by name)."""
+        caller = request.app.state.keys.caller(authorization)
+        if caller is None:
+            raise _Unauthorized()
+        if caller == SERVICE:
+            return WhoAmIOut(user=x_replay_actor or "-", credential="service")
+        return WhoAmIOut(user=caller, credential="personal")
 
     @app.get("/metrics", response_class=PlainTextResponse)
     def metrics_endpoint() -> PlainTextResponse:
@@ -235,10 +251,22 @@ def _run_control_routes(app: FastAPI, control: RunControlService) -> None:
 
 def _pipeline_routes(app: FastAPI, pipelines: PipelineService) -> None:
     @app.post("/v1/pipelines", response_model=PipelineOut, status_code=201)
-    def schedule(body: ScheduleBody, who: Actor) -> PipelineOut:
-        pipeline = pipelines.schedule(
-            who, body.command(), confirm_live=body.confirm_live, slack_channel=body.slack_channel
+    def schedule(
+        body: ScheduleBody,
+        who: Actor,
+        response: Response,
+        idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
+    ) -> PipelineOut:
+        """201 with the new pipeline; 200 with the first one for a create sent again with its key."""
+        pipeline, created = pipelines.schedule(
+            who,
+            body.command(),
+            confirm_live=body.confirm_live,
+            slack_channel=body.slack_channel,
+            idempotency_key=idempotency_key,
         )
+        if not created:
+            response.status_code = 200
         return pipeline_out(pipeline)
 
     @app.get("/v1/pipelines", response_model=list[PipelineOut])

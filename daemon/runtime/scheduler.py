@@ -28,6 +28,7 @@ log = structlog.get_logger(__name__)
 
 SYNC_JOB = "sync-pipelines"
 JANITOR_JOB = "idle-pipeline-janitor"
+TOPIC_TTL_JOB = "replay-topic-ttl"
 
 
 class PipelineScheduler:
@@ -40,7 +41,11 @@ class PipelineScheduler:
         sync_every_s: float = 5.0,
         janitor: Callable[[], object] | None = None,
         janitor_schedule: str | None = None,
+        topic_ttl: Callable[[], object] | None = None,
+        topic_ttl_every_s: float = 300.0,
     ) -> None:
+        self._topic_ttl = topic_ttl
+        self._topic_ttl_every_s = topic_ttl_every_s
         self._janitor = janitor
         self._janitor_schedule = janitor_schedule
         self._store = store
@@ -62,6 +67,13 @@ class PipelineScheduler:
         if self._janitor is not None and self._janitor_schedule:
             self._scheduler.add_job(
                 self._janitor, trigger_for(self._janitor_schedule), id=JANITOR_JOB, replace_existing=True
+            )
+        if self._topic_ttl is not None:
+            self._scheduler.add_job(
+                self._topic_ttl,
+                IntervalTrigger(seconds=self._topic_ttl_every_s),
+                id=TOPIC_TTL_JOB,
+                replace_existing=True,
             )
         self._scheduler.start()
         log.info("scheduler started", pipelines=len(self._planned))

@@ -3,6 +3,9 @@
     replayd                           serve: the API, the watcher and the pipeline scheduler
     replayd package [--with-venv]     (EMR) build the job artifact and upload it under its content hash
 
+`kill -HUP <replayd>` reads the sources catalog again: the log says which sources were added, removed
+or changed, or why the file was refused (the catalog in use then stays as it was).
+
 This is the one place that knows every implementation: adapters are built here, once, from the
 settings, and handed to the use cases as the ports they depend on.
 """
@@ -11,12 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import socket
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TextIO
 
@@ -45,7 +49,7 @@ from daemon.runtime.api_guard import new_personal_token
 from daemon.runtime.scheduler import PipelineScheduler
 from daemon.runtime.watcher import Watcher, WatcherTiming
 from daemon.usecases.auto_steer import AutoSteer
-from daemon.usecases.catalog import Catalog, load_catalog
+from daemon.usecases.catalog import Catalog, CatalogChange, load_catalog
 from daemon.usecases.consumer_groups import ConsumerGroups
 from daemon.usecases.drain_watch import DrainWatch, WatchTiming
 from daemon.usecases.janitor import IdlePolicy, Janitor
@@ -54,6 +58,7 @@ from daemon.usecases.pipeline_service import PipelineService
 from daemon.usecases.ports import ApplicationDeleter, Launcher, Notifier, ProgressSource
 from daemon.usecases.replays import ReplayService
 from daemon.usecases.run_control import RunControlService
+from daemon.usecases.topic_ttl import TopicTtl
 from store import Store
 from store.migrate import upgrade
 from store.models import Run
@@ -78,6 +83,7 @@ class Daemon:
     progress: ProgressSource
     pipelines: PipelineService
     scheduler: PipelineScheduler
+    catalog: Catalog
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -244,12 +250,23 @@ def build_daemon(
         applications=launcher if isinstance(launcher, ApplicationDeleter) else None,
         wake_watcher=watcher.wake,
     )
+    topic_ttl = TopicTtl(
+        store=store,
+        catalog=catalog,
+        topics=topics,
+        notifier=notifier,
+        clock=clock,
+        ttl=timedelta(hours=settings.replay_topic_ttl_hours),
+        notice=timedelta(hours=settings.replay_topic_notice_hours),
+    )
     scheduler = PipelineScheduler(
         store=store,
         fire=pipelines.fire,
         clock=clock,
         janitor=janitor.run_once,
         janitor_schedule=settings.janitor_schedule,
+        topic_ttl=topic_ttl.run_once,
+        topic_ttl_every_s=settings.replay_topic_check_s,
     )
     scheduler_box.append(scheduler)
     assert settings.api_token is not None
@@ -272,6 +289,34 @@ def build_daemon(
         progress=progress,
         pipelines=pipelines,
         scheduler=scheduler,
+        catalog=catalog,
+    )
+
+
+def reload_catalog(catalog: Catalog) -> CatalogChange | None:
+    """Read the catalog file again (SIGHUP) and log what changed; a bad file is logged and refused."""
+    try:
+        change = catalog.reload()
+    except ConfigError as exc:
+        log.error("catalog reload refused: the catalog in use stays", path=catalog.path, problem=str(exc))
+        return None
+    log.info(
+        "catalog reloaded" if change.any else "catalog reloaded: nothing changed",
+        path=catalog.path,
+        added=list(change.added),
+        removed=list(change.removed),
+        changed=list(change.changed),
+        sources=len(catalog.sources),
+    )
+    return change
+
+
+def reload_on_hangup(catalog: Catalog) -> None:
+    """SIGHUP reloads the catalog in a thread of its own, so a reload never runs inside whatever the main
+    thread (the event loop) was doing when the signal came."""
+    signal.signal(
+        signal.SIGHUP,
+        lambda *_: threading.Thread(target=reload_catalog, args=(catalog,), name="catalog-reload").start(),
     )
 
 
@@ -338,6 +383,7 @@ def serve() -> None:
         print(f"replayd: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     daemon.start_background()
+    reload_on_hangup(daemon.catalog)
     log.info("replayd listening", host=settings.daemon_host, port=settings.daemon_port)
     try:
         uvicorn.run(daemon.app, host=settings.daemon_host, port=settings.daemon_port, log_config=None)

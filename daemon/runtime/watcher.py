@@ -5,6 +5,9 @@ launch a queued run, follow a running one (progress, result line), stop a cancel
 lives in the store and in the launcher's handle, so a daemon killed at any point picks up where it
 stopped. Every notification goes through a dedup key first: no restart ever sends one twice.
 
+Every tick steps *all* unfinished runs, leased a page at a time and kept while it works
+(`LeaseKeeper`); releases still to do are read from the store (`Releases`), so a restart finishes them.
+
 Admission: a queued run is launched only while fewer than the launcher's `max_concurrent_runs` jobs
 are in flight (counted in the store, so every daemon on it sees the same); queued runs are launched
 oldest first and never overtake each other. A replay that waits gets its thread at once, its card
@@ -24,6 +27,9 @@ import structlog
 from daemon.core.errors import InvalidTransition, ReplayError
 from daemon.core.run_control import changes_from, paused_since
 from daemon.core.states import RunKind, RunState
+from daemon.runtime.final_messages import FinalMessages
+from daemon.runtime.lease_keeper import LeaseKeeper
+from daemon.runtime.releases import Releases
 from daemon.usecases.ports import (
     Handle,
     JobOutcome,
@@ -36,7 +42,7 @@ from daemon.usecases.ports import (
 )
 from daemon.usecases.replays import LAUNCH_FAILURE
 from daemon.usecases.run_reports import reconcile_document, report_fields
-from daemon.usecases.wire import rate_series_out, run_out
+from daemon.usecases.wire import run_out
 from store import Store
 from store.models import Run
 
@@ -52,6 +58,9 @@ class WatcherTiming:
     lease_ttl_s: float = 15.0
     progress_every_s: float = 10.0  # the progress message is edited at most this often
     max_pause_s: float | None = None  # a run paused longer is cancelled (None: no limit)
+    page_size: int = 50  # runs leased per claim; a tick claims pages until none is left
+    max_hold_s: float = 300.0  # a tick stuck this long stops renewing its leases (see LeaseKeeper)
+    final_retry_s: float = 20.0  # an undelivered final message is sent again after this long
 
 
 class Watcher:
@@ -83,7 +92,8 @@ class Watcher:
         self._rate: dict[str, float] = {}  # each run's latest rate, from its beacons' own timestamps
         self._last_note: dict[str, float] = {}
         self._wake = threading.Event()
-        self._unreleased: dict[str, Run] = {}  # finished runs whose launcher resources are not freed yet
+        self._releases = Releases(store, launcher, page_size=self._timing.page_size)
+        self._finals = FinalMessages(store, notifier, retry_after_s=self._timing.final_retry_s)
         self._places: dict[str, int] = {}  # each waiting run's place in line, as last shown
         self._line: list[str] | None = None  # this tick's queue, read when a run has to wait
         self._admitting = True  # False once a queued run had to wait this tick: none may overtake it
@@ -104,20 +114,26 @@ class Watcher:
         log.info("watcher stopped", owner=self._owner)
 
     def tick(self) -> None:
-        for run in list(self._unreleased.values()):
-            self._release(run)
+        self._releases.finish_pending()
+        self._finals.retry_undelivered()
         self._line, self._admitting = None, True
         if self._on_tick is not None:
             try:
                 self._on_tick()
             except Exception:
                 log.exception("watcher tick hook failed")
-        for run in self._store.runs.lease_unfinished(self._owner, self._timing.lease_ttl_s, limit=50):
-            bound = log.bind(run_id=run.id)
-            try:
-                self._step(run)
-            except Exception as exc:
-                bound.exception("run step failed", error=str(exc))
+        timing = self._timing
+        keeper = LeaseKeeper(self._store, self._owner, ttl_s=timing.lease_ttl_s, max_hold_s=timing.max_hold_s)
+        with keeper:
+            for run in keeper.unfinished(page_size=timing.page_size):
+                bound = log.bind(run_id=run.id)
+                if not keeper.still_held(run.id):
+                    bound.info("run taken over by another daemon: not stepped")
+                    continue
+                try:
+                    self._step(run)
+                except Exception as exc:
+                    bound.exception("run step failed", error=str(exc))
 
     def _step(self, run: Run) -> None:
         state = RunState(run.state)
@@ -175,7 +191,10 @@ class Watcher:
             except Exception:  # what it prepares is extra: the run starts anyway
                 log.exception("before-launch hook failed", run_id=run.id)
         try:
-            handle = self._launcher.submit(run.id, self._build_spec(run), workers=workers)
+            application_id = self._pipeline_application(run, workers)
+            handle = self._launcher.submit(
+                run.id, self._build_spec(run), workers=workers, application_id=application_id
+            )
         except Exception as exc:
             self._finish(run, RunState.FAILED, failure_reason=f"{LAUNCH_FAILURE}: {exc}")
             return
@@ -200,6 +219,16 @@ class Watcher:
         elif run.slack_ts is not None:  # it waited, its thread showing its place in line: now it starts
             self._notify(run, lambda: self._notifier.run_state_changed(run_out(submitted)))
             self._notify(run, lambda: self._notifier.run_progress(run_out(submitted), rate=None))
+
+    def _pipeline_application(self, run: Run, workers: int) -> str | None:
+        """A pipeline's runs share its own application (made on its first run, deleted only by
+        de-provisioning); it is recorded before the job starts, so nothing made goes untracked."""
+        if run.pipeline_id is None:
+            return None  # a one-off: the launcher gives it its own, released with the run
+        application_id = self._launcher.pipeline_application(run.pipeline_id, workers)
+        if application_id is not None:
+            self._store.pipelines.record_application(run.pipeline_id, application_id)
+        return application_id
 
     def _cancel_launched(self, run_id: str, handle: Handle) -> None:
         """A job started for a run that was cancelled meanwhile: record its handle first (so a crash
@@ -253,7 +282,7 @@ class Watcher:
         self._cancel(run, reason=reason)
 
     def _record_progress(self, run: Run) -> None:
-        sample = self._progress.sample(run.id)
+        sample = self._progress.sample(run.id, _beacons_since(run))
         if sample is None or sample.confirmed == run.confirmed_count:
             return
         last = self._last_sample.get(run.id)
@@ -279,7 +308,7 @@ class Watcher:
         if outcome is not None and outcome.succeeded:  # it finished before the cancel landed
             self._conclude(run, outcome)
             return
-        confirmed = self._progress.confirmed(run.id) if run.launcher_handle else None
+        confirmed = self._progress.confirmed(run.id, _beacons_since(run)) if run.launcher_handle else None
         self._finish(
             run,
             RunState.CANCELLED,
@@ -340,15 +369,10 @@ class Watcher:
         quiet = run.kind == RunKind.RECONCILE or (
             run.kind == RunKind.PIPELINE and state == RunState.SUCCEEDED and run.confirmed_count == 0
         )
-        if not quiet and self._store.notifications.record_once(
-            f"run:{run.id}:final", run_id=run.id, kind="final"
-        ):
-            finished = run
-            self._notify(
-                finished, lambda: self._notifier.run_finished(run_out(finished), rate_series_out(finished))
-            )
+        if not quiet:
+            self._finals.send(run)
         if run.launcher_handle:
-            self._release(run)
+            self._releases.release(run)
         self._store.runs.release_lease(run.id, self._owner)
 
     @staticmethod
@@ -360,14 +384,7 @@ class Watcher:
             log.warning("notification not delivered", run_id=run.id, error=str(exc))
             return None
 
-    def _release(self, run: Run) -> None:
-        """Give back what the job held; a launcher that needs more time gets more ticks."""
-        try:
-            done = self._launcher.release(run.launcher_handle or {})
-        except Exception as exc:  # freeing capacity must not undo a run's conclusion
-            log.warning("could not release the job's resources yet", run_id=run.id, error=str(exc))
-            done = False
-        if done:
-            self._unreleased.pop(run.id, None)
-        else:
-            self._unreleased[run.id] = run
+
+def _beacons_since(run: Run) -> float:
+    """No beacon of the run predates its submission (its creation, before that was recorded)."""
+    return (run.submitted_at or run.created_at).timestamp()

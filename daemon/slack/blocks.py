@@ -11,8 +11,10 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, tzinfo
 from typing import Any
+
+from daemon.slack.zones import date_time
 
 # Slack's documented limits (section text 3000, field 2000, header 150, button text 75 / value 2000).
 MAX_SECTION = 3000
@@ -115,11 +117,12 @@ def human_duration(seconds: float | None) -> str:
     return f"{secs}s"
 
 
-def when(moment: datetime | None, missing: str = "n/a") -> str:
-    """A UTC timestamp to the minute: what a person compares with a schedule."""
+def when(moment: datetime | None, missing: str = "n/a", *, zone: tzinfo | None = None) -> str:
+    """A timestamp to the minute: UTC, what a person compares with a schedule, after the reader's own
+    time when `zone` is known (`2024-05-01 11:00 CEST (09:00 UTC)`)."""
     if moment is None:
         return missing
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return date_time(moment, zone)
 
 
 # --- blocks ---------------------------------------------------------------------------------------------
@@ -191,8 +194,9 @@ def input_error(token: str | None, reason: str, usage: str) -> Message:
 
 
 def refusal(reason: str, usage: str | None = None) -> Message:
-    """The Replay Service said no (unknown source, not an owner, nothing to cancel...)."""
-    text = f":no_entry: {escape(clip(reason, 1500))}"
+    """The Replay Service said no (unknown source, not an owner, nothing to cancel...). Its words name
+    people as `<@U…>`: those stay mentions (clipped first, so a cut one stays escaped text)."""
+    text = f":no_entry: {escape_keeping_mentions(clip(reason, 1500))}"
     if usage:
         text += f"\n*Usage:* `{escape(usage)}`"
     return message(text, section(text))

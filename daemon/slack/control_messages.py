@@ -8,10 +8,11 @@ rate 3,000/s → 1,600/s by auto (lag 60,000 > 50,000: below what g consumes (2,
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import tzinfo
 
 from daemon.contract.models import RateChangeOut, RunOut
 from daemon.slack.blocks import Message, escape, mention, message, notice, section
+from daemon.slack.zones import clock_time
 
 
 def _previous(run: RunOut) -> RateChangeOut:
@@ -22,13 +23,15 @@ def _previous(run: RunOut) -> RateChangeOut:
     return RateChangeOut(at=first.at, tps=run.tps, paused=False)
 
 
-def rate_change_line(run: RunOut, *, actor: str, reason: str | None = None) -> str:
+def rate_change_line(
+    run: RunOut, *, actor: str, reason: str | None = None, zone: tzinfo | None = None
+) -> str:
     """What the newest change did, who asked (or, for ``tps=auto``, why), and from when (every task
-    switches at that instant)."""
+    switches at that instant; in `zone`, the requester's, with UTC beside)."""
     if not run.rate_changes:
         return f"rate {run.current_tps:,}/s"
     change, before = run.rate_changes[-1], _previous(run)
-    since = f"from {change.at.astimezone(UTC):%H:%M:%S} UTC"
+    since = f"from {clock_time(change.at, zone, seconds=True)}"
     who = f"auto ({escape(reason)})" if reason is not None else mention(actor)
     if change.paused and not before.paused:
         return f":double_vertical_bar: paused by {who}, {since}"
@@ -40,12 +43,14 @@ def rate_change_line(run: RunOut, *, actor: str, reason: str | None = None) -> s
     return f"rate {before.tps:,}/s → {change.tps:,}/s by {who}, {since}"
 
 
-def rate_changed_reply(run: RunOut, *, actor: str, reason: str | None = None) -> Message:
+def rate_changed_reply(
+    run: RunOut, *, actor: str, reason: str | None = None, zone: tzinfo | None = None
+) -> Message:
     """The reply in the run's thread."""
-    text = rate_change_line(run, actor=actor, reason=reason)
+    text = rate_change_line(run, actor=actor, reason=reason, zone=zone)
     return message(text, section(text))
 
 
-def rate_changed_notice(run: RunOut, *, actor: str) -> Message:
+def rate_changed_notice(run: RunOut, *, actor: str, zone: tzinfo | None = None) -> Message:
     """The bot's answer to the one who asked: the same line, with the run it is about."""
-    return notice(f"`{escape(run.id)}`: {rate_change_line(run, actor=actor)}")
+    return notice(f"`{escape(run.id)}`: {rate_change_line(run, actor=actor, zone=zone)}")

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from io import BytesIO
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
 from daemon.contract.models import RateSeriesOut, RunOut
 from daemon.slack.run_report import chart_title
 
@@ -36,6 +33,9 @@ def rate_chart_png(series: RateSeriesOut, *, title: str, achieved: float | None 
     """A PNG of `series.counts` (events per second) with the target as a dashed line, and the achieved
     rate (confirmed over the first-to-last delivery span; the first and last seconds are partial, so a
     mean of the buckets would understate it) when known."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # on first use: a second off every
+    from matplotlib.figure import Figure  # daemon start, which draws no chart
+
     figure = Figure(figsize=SIZE_INCHES, dpi=DPI)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()

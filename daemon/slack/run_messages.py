@@ -2,13 +2,14 @@
 
 The thread is posted by the daemon's notifier; the replies (`accepted`, `run_status`, lists, plans and
 the live-topic confirmation) by the bot. Both read a `RunView`, so a run looks the same everywhere.
+(Over 400 lines: a run's card, thread, status and plan share their helpers and are kept side by side.)
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import UTC
+from datetime import tzinfo
 from typing import Any
 
 from daemon.contract.models import PlanOut, RunOut
@@ -41,9 +42,11 @@ from daemon.slack.run_report import (
     report_line,
     rerun_command,
     run_verdict,
+    times_line,
     verdict_lines,
 )
 from daemon.slack.views import RunView
+from daemon.slack.zones import clock_time
 
 MAX_LISTED_RUNS = 15
 CONFIRM_ACTION = "replay_live_confirm"
@@ -191,8 +194,9 @@ def _place(run: RunView) -> str:
     return f", {render_place(run.queue_position)}"
 
 
-def progress_reply(run: RunView) -> Message:
-    """The one progress message, edited in place: confirmed so far, share, rate, time left, when read."""
+def progress_reply(run: RunView, *, zone: tzinfo | None = None) -> Message:
+    """The one progress message, edited in place: confirmed so far, share, rate, time left, when read
+    (in `zone`, the requester's, with UTC beside)."""
     icon = run_icon(run.state) if run.state in TERMINAL_RUN_STATES else ":hourglass_flowing_sand:"
     rows = run.rows
     if run.state == "queued" and run.queue_position is not None:
@@ -223,21 +227,22 @@ def progress_reply(run: RunView) -> Message:
             tail = f" · {shown}" + (f" · about {human_duration(left / speed)} left" if speed and left else "")
         text = f"{icon} {done}{tail}"
     if run.as_of is not None:
-        text += f" · updated {run.as_of.astimezone(UTC):%H:%M:%S} UTC"
+        text += f" · updated {clock_time(run.as_of, zone, seconds=True)}"
     return message(text, section(text))
 
 
-def _report(run: RunView) -> list[str]:
-    """The lines every ended run's final word and status share: counts, verdict, dead letters."""
-    lines = [report_line(run), *verdict_lines(run.run_id, run.reconcile)]
+def _report(run: RunView, zone: tzinfo | None) -> list[str]:
+    """The lines every ended run's final word and status share: times, counts, verdict, dead letters."""
+    lines = [line for line in (times_line(run, zone),) if line]
+    lines += [report_line(run), *verdict_lines(run.run_id, run.reconcile)]
     if aside := set_aside(run):
         lines.append(aside)
     return lines
 
 
-def final_reply(run: RunView) -> Message:
+def final_reply(run: RunView, *, zone: tzinfo | None = None) -> Message:
     """The last word in the thread, to the requester: what the broker confirmed and what was measured,
-    or why it stopped, what is on the topic anyway, and what to do."""
+    or why it stopped, what is on the topic anyway, and what to do; times in `zone` with UTC beside."""
     confirmed, rows, who = f"*{count(run.confirmed)}*", count(run.rows), mention(run.requester)
     if run.state == "succeeded":
         lines = [
@@ -262,14 +267,14 @@ def final_reply(run: RunView) -> Message:
             f"*Reason:* {reason}",
             f"*Next step:* {next_step(run)}",
         ]
-    text = "\n".join([*lines, *_report(run)])
+    text = "\n".join([*lines, *_report(run, zone)])
     return message(text, section(text))
 
 
-def reconcile_reply(run: RunView) -> Message:
+def reconcile_reply(run: RunView, *, zone: tzinfo | None = None) -> Message:
     """An on-demand reconcile's verdict, in the run's thread."""
     at = run.reconcile.at if run.reconcile is not None else None
-    head = f":mag: *Reconcile of `{escape(run.run_id)}`* ({when(at)}), asked after the run:"
+    head = f":mag: *Reconcile of `{escape(run.run_id)}`* ({when(at, zone=zone)}), asked after the run:"
     text = "\n".join([head, *verdict_lines(run.run_id, run.reconcile)])
     return message(text, section(text))
 
@@ -298,9 +303,9 @@ def accepted(run: RunOut, *, created: bool, unreachable: str | None = None) -> M
     return message(text, section(text))
 
 
-def run_status(run: RunOut) -> Message:
+def run_status(run: RunOut, *, zone: tzinfo | None = None) -> Message:
     """`/replay status`: the run's card and, once it ended, its report; a stopped run adds its reason,
-    what reached the broker, and a next step with the window pinned."""
+    what reached the broker, and a next step with the window pinned. Times in `zone`, UTC beside."""
     view = RunView.of(run)
     card = run_parent(view)
     if view.state not in TERMINAL_RUN_STATES:
@@ -309,7 +314,7 @@ def run_status(run: RunOut) -> Message:
     if view.state in ("failed", "cancelled"):
         reason = escape(clip(view.reason or "no reason was reported", 1500))
         lines += [f"*Reason:* {reason}", on_topic_line(view), f"*Next step:* {next_step(view)}"]
-    lines += _report(view)
+    lines += _report(view, zone)
     return message(card.text, *card.blocks, section("\n".join(lines)))
 
 
@@ -338,7 +343,7 @@ def _plan_fields(plan: PlanOut) -> dict[str, Any]:
     return fields(
         [
             ("Source", escape(plan.source)),
-            ("Window", f"`{escape(plan.window)}` (UTC)"),
+            ("Window", f"`{escape(plan.window)}`" + ("" if " tz=" in plan.window else " (UTC)")),
             ("Rows", count(plan.rows)),
             ("Target topic", f"`{escape(plan.topic)}` ({plan.partitions} partitions)"),
             ("Rate", f"{plan.tps:,}/s on {plan.workers} workers"),

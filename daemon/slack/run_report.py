@@ -9,12 +9,14 @@ Pure: views in, mrkdwn lines out.
 from __future__ import annotations
 
 import re
+from datetime import tzinfo
 
 from daemon.contract.models import ReconcileOut
 from daemon.core.reconcile import Verdict, VerdictKind
 from daemon.core.windows import TimeWindow, label
 from daemon.slack.blocks import MAX_LINE, clip, code, count, escape, human_duration
 from daemon.slack.views import RunView
+from daemon.slack.zones import clock_time, date_time
 
 MAX_SAMPLE = 10  # sample ids shown per category: what the job keeps
 MAX_ID_SHOWN = 60
@@ -101,6 +103,18 @@ def report_line(view: RunView) -> str:
     return "*Report:* " + " · ".join(parts)
 
 
+def times_line(view: RunView, zone: tzinfo | None) -> str | None:
+    """When the run's job started and ended, in the reader's zone with UTC beside; None before a start."""
+    if view.started_at is None:
+        return None
+    line = f"Started {date_time(view.started_at, zone)}"
+    if view.ended_at is not None:
+        same_day = view.ended_at.date() == view.started_at.date()
+        end = clock_time(view.ended_at, zone) if same_day else date_time(view.ended_at, zone)
+        line += f", ended {end}"
+    return line + "."
+
+
 def on_topic_line(view: RunView) -> str:
     """A stopped run: what is on the topic at least, never "0" when nobody counted."""
     topic = f"`{escape(view.topic)}`"
@@ -116,8 +130,9 @@ def on_topic_line(view: RunView) -> str:
 
 
 def pinned_window(view: RunView) -> str:
-    """The window to retry with: a relative one (`last=6h`) pinned to the bounds this run read."""
-    relative = view.window.lower().startswith("last=")
+    """The window to retry with: a relative or zoned one (`last=6h`, `today`, `tz=`) pinned to the
+    UTC bounds this run read."""
+    relative = view.window.lower().startswith(("last=", "today", "yesterday")) or " tz=" in view.window
     if relative and view.window_start is not None and view.window_end is not None:
         try:
             start, _, end = label(TimeWindow(view.window_start, view.window_end)).partition("..")

@@ -54,6 +54,8 @@ class RunView:
     planned_eta_s: float | None = None  # the plan's estimate, start-up included (`RunOut.eta_s`)
     current_tps: int | None = None  # the rate as last set by live control; None: `tps`
     paused: bool = False  # paused by live control
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
 
     @classmethod
     def of(cls, run: RunOut, *, rate: float | None = None, as_of: datetime | None = None) -> RunView:
@@ -92,6 +94,8 @@ class RunView:
             planned_eta_s=run.eta_s,
             current_tps=run.current_tps,
             paused=run.paused,
+            started_at=started,
+            ended_at=ended,
         )
 
     @property

@@ -1,13 +1,19 @@
 """The sources catalog: which lake tables may be replayed, how, to where, and by whom.
 
 Users only ever type a source name; everything about the table lives here. A bad catalog stops the
-daemon at start-up with one line naming the file, the source and the field.
+daemon at start-up with one line naming the file, the source and the field. A running daemon reads
+its file again on `Catalog.reload` (SIGHUP): every use case holds the same `Catalog`, so all of them
+see the new sources at once, and a bad file is refused with the old sources still in use.
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
 
 import yaml
@@ -82,6 +88,7 @@ class Source(BaseModel):
     value_columns: list[str] | None = Field(default=None, min_length=1)
     raw: RawColumns | None = None  # a raw source's value, headers and timestamp columns
     live_topic: str | None = None
+    retention: str | None = None  # how far back the table's history goes, in words (shown by `sources`)
     owners: list[str] = Field(min_length=1)
     # 2: a replay into the live topic also needs the click of a second owner (not the requester).
     live_approvals: int = Field(default=1, ge=1, le=2)
@@ -132,11 +139,34 @@ class Source(BaseModel):
         return self
 
 
-class Catalog(BaseModel):
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True)
+class CatalogChange:
+    """What a reload changed, by source name; nothing in all three when the file is as it was."""
 
-    path: str
-    sources: dict[str, Source]
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+
+    @property
+    def any(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+
+class Catalog:
+    """The sources in use. One instance is shared by every use case; `reload` swaps its sources in one
+    assignment, so a reader sees either the old catalog or the new one, never a mix."""
+
+    def __init__(self, *, path: str, sources: Mapping[str, Source]) -> None:
+        self._lock = threading.Lock()  # one reload at a time; readers need none
+        self._state: tuple[str, Mapping[str, Source]] = (path, MappingProxyType(dict(sources)))
+
+    @property
+    def path(self) -> str:
+        return self._state[0]
+
+    @property
+    def sources(self) -> Mapping[str, Source]:
+        return self._state[1]
 
     def get(self, name: str) -> Source:
         try:
@@ -146,6 +176,19 @@ class Catalog(BaseModel):
 
     def names(self) -> list[str]:
         return sorted(self.sources)
+
+    def reload(self) -> CatalogChange:
+        """Read the file again and use it; a bad one raises `CatalogError` and the sources stay."""
+        with self._lock:
+            fresh = load_catalog(Path(self.path))
+            old = self.sources
+            change = CatalogChange(
+                added=tuple(sorted(set(fresh.sources) - set(old))),
+                removed=tuple(sorted(set(old) - set(fresh.sources))),
+                changed=tuple(sorted(n for n in set(old) & set(fresh.sources) if old[n] != fresh.sources[n])),
+            )
+            self._state = (self.path, fresh.sources)
+            return change
 
 
 def load_catalog(path: Path) -> Catalog:

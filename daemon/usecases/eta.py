@@ -14,6 +14,10 @@ delivery span. Until a launcher has such runs, its documented default stands in:
   (provisioning the pre-initialized driver and executors, pulling the image) takes about a minute,
   and the Spark driver's own start another 20-40 s, so 90 s sits in the middle of the usual range.
 
+A launcher with an execution timeout (EMR Serverless: `emr.execution_timeout_minutes`) kills a job
+that runs longer, part-way through its window, so a plan whose ETA exceeds it is refused up front
+(`check_execution_limit`). The local launcher has none.
+
 The median, not the mean: one run that waited for a cold image or a busy cluster must not move every
 later estimate. Time spent waiting in the launch queue is not included (the run's card shows its place).
 """
@@ -23,6 +27,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from daemon.core.errors import RunTooLong
+from daemon.core.quantities import render_duration
 from store import Store
 
 HISTORY_RUNS = 10
@@ -65,3 +71,17 @@ def estimate(
         startup_default_s if startup_default_s is not None else DEFAULT_STARTUP_S.get(launcher_kind, 60.0)
     )
     return Eta(startup_s=startup, publish_s=publish_s, finish_s=DEFAULT_FINISH_S.get(launcher_kind, 5.0))
+
+
+def check_execution_limit(eta: Eta, *, rows: int, tps: int, limit_s: float | None, setting: str) -> None:
+    """Refuse a plan the launcher would kill part-way: its ETA exceeds the execution timeout."""
+    if limit_s is None or eta.total_s <= limit_s:
+        return
+    room_s = limit_s - eta.startup_s - eta.finish_s
+    need_tps = -(-rows // int(room_s)) if room_s >= 1 else None
+    raise_tps = f"raise tps to at least {need_tps}, " if need_tps is not None else ""
+    raise RunTooLong(
+        f"this replay would take about {render_duration(int(eta.total_s))} ({rows} rows at {tps}/s), "
+        f"longer than the launcher's execution timeout of {render_duration(int(limit_s))}, which would "
+        f"kill it part-way: {raise_tps}narrow the window, or raise {setting}"
+    )

@@ -261,6 +261,7 @@ class Janitor:
                 "pipeline paused; its run is still stopping: the next pass goes on", pipeline_id=pipeline.id
             )
             return pipeline
+        pipeline = self._store.pipelines.get(pipeline.id)  # its application may be recorded since
         removed = ["its schedule"]
         if pipeline.topic_created and pipeline.topic not in self._live_topics():
             self._topics.delete(pipeline.topic)

@@ -4,6 +4,10 @@ A slot's run publishes `(committed - lookback, high]`, where `high` is the water
 read when the slot fires: rows arriving during the run wait for the next one. Nothing newer than the
 committed mark means a `skipped` run and no Spark job. The watermark moves only when the run succeeds,
 in the same transaction as its final state (`PipelineRepository.commit_watermark`).
+
+A create may carry an Idempotency-Key, as a replay's does: the same key with the same command gets the
+first pipeline back, with another command a 422. Two racing creates with one key (two bot replicas, a
+double click) are decided by the store's unique constraint; the loser deletes the topic it made.
 """
 
 from __future__ import annotations
@@ -13,11 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import structlog
+from sqlalchemy.exc import IntegrityError
 
 from daemon.config.settings import Settings
 from daemon.core.authz import may_manage_pipeline, may_use_source
-from daemon.core.errors import BadRequest, Conflict, Forbidden, ReplayError
-from daemon.core.grammar import ScheduleCommand
+from daemon.core.errors import BadRequest, Conflict, Forbidden, ReplayError, ReusedIdempotencyKey
+from daemon.core.grammar import ScheduleCommand, render
 from daemon.core.ids import new_pipeline_id
 from daemon.core.schedules import check_schedule, schedule_text
 from daemon.core.states import PipelineState
@@ -44,6 +49,25 @@ class PipelineDetail:
 
 def pipeline_topic(source: str, pipeline_id: str) -> str:
     return f"replay.{source}.{pipeline_id}"
+
+
+class _AlreadyCreated(Exception):
+    """Internal: a create with the same Idempotency-Key won the race."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        super().__init__(pipeline.id)
+        self.pipeline = pipeline
+
+
+def _same_request(pipeline: Pipeline, request: str, key: str) -> Pipeline:
+    """The pipeline a retried create gets back, once it is sure the retry asks for the same thing."""
+    first = (pipeline.options or {}).get("request")
+    if first is not None and first != request:
+        raise ReusedIdempotencyKey(
+            f"Idempotency-Key '{key}' was used for `{first}` (pipeline {pipeline.id}); this request is "
+            f"`{request}`: send a new key for a new request"
+        )
+    return pipeline
 
 
 class PipelineService:
@@ -90,7 +114,15 @@ class PipelineService:
         *,
         confirm_live: bool = False,
         slack_channel: str | None = None,
-    ) -> Pipeline:
+        idempotency_key: str | None = None,
+    ) -> tuple[Pipeline, bool]:
+        """Validate, provision the topic, record the pipeline, announce it. Returns (pipeline, created)."""
+        request = render(command)  # canonical: the same command always renders the same
+        if idempotency_key is not None:
+            existing = self._store.pipelines.find_by_idempotency_key(actor, idempotency_key)
+            if existing is not None:
+                return _same_request(existing, request, idempotency_key), False
+
         def work() -> Pipeline:
             source = self._catalog.get(command.source)
             if not may_use_source(actor, source_owners=source.owners, admins=self._settings.admins):
@@ -153,16 +185,26 @@ class PipelineService:
                         "topic_mode": command.topic,
                         "on_error": command.on_error,  # None: the source's default at each run
                         "watch": list(command.watch),  # each run watches these groups drain
+                        "request": request,  # what an Idempotency-Key stands for
                     },
                     idle_after_days=command.idle_after_days,
                     slack_channel=slack_channel,
+                    idempotency_key=idempotency_key,
                 )
-            except Exception:
+            except Exception as exc:
                 if created:
                     self._topics.delete(topic)
+                if isinstance(exc, IntegrityError) and idempotency_key is not None:
+                    existing = self._store.pipelines.find_by_idempotency_key(actor, idempotency_key)
+                    if existing is not None:
+                        raise _AlreadyCreated(existing) from exc
                 raise
 
-        pipeline = self._audit.refusing(actor, "schedule", command.source, work)
+        try:
+            pipeline = self._audit.refusing(actor, "schedule", command.source, work)
+        except _AlreadyCreated as raced:
+            assert idempotency_key is not None, "only a keyed request can lose a race to itself"
+            return _same_request(raced.pipeline, request, idempotency_key), False
         pipeline = self._store.pipelines.update(
             pipeline.id, next_run_at=next_fire(pipeline.schedule, self._clock())
         )
@@ -173,7 +215,7 @@ class PipelineService:
         if thread is not None:
             pipeline = self._store.pipelines.update(pipeline.id, slack_ts=thread)
         self._wake_scheduler()
-        return pipeline
+        return pipeline, True
 
     def _live_partitions(self, source: Source) -> int:
         live = self._topics.describe(source.live_topic) if source.live_topic else None

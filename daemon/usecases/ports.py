@@ -87,8 +87,18 @@ class Launcher(ABC):
         del wake  # this launcher cannot tell: the watcher's poll finds its jobs' ends
 
     @abstractmethod
-    def submit(self, run_id: str, spec_json: str, *, workers: int) -> Handle:
-        """Start the job; calling it twice for one run id must not start two jobs."""
+    def submit(
+        self, run_id: str, spec_json: str, *, workers: int, application_id: str | None = None
+    ) -> Handle:
+        """Start the job (on `application_id`, from `pipeline_application`, when given); calling it
+        twice for one run id must not start two jobs."""
+
+    def pipeline_application(self, pipeline_id: str, workers: int) -> str | None:
+        """The pipeline's own compute, found or created and sized for `workers`: all its runs share
+        it and only de-provisioning deletes it (`ApplicationDeleter`). None: this launcher has none
+        (each local job is its own process)."""
+        del pipeline_id, workers
+        return None
 
     @abstractmethod
     def state(self, handle: Handle) -> JobState: ...
@@ -228,11 +238,12 @@ class ProgressSource(ABC):
     """A running job's confirmed count; one reader per followed run, kept between watcher ticks."""
 
     @abstractmethod
-    def sample(self, run_id: str) -> ProgressSample | None:
-        """The latest count, or None when no sample could be read this time."""
+    def sample(self, run_id: str, since: float | None = None) -> ProgressSample | None:
+        """The latest count, or None when no sample could be read this time. ``since``: when the run
+        was submitted (epoch seconds), so its beacons are looked for from there, not from the start."""
 
-    def confirmed(self, run_id: str) -> int | None:
-        sample = self.sample(run_id)
+    def confirmed(self, run_id: str, since: float | None = None) -> int | None:
+        sample = self.sample(run_id, since)
         return None if sample is None else sample.confirmed
 
     @abstractmethod
@@ -297,7 +308,8 @@ class Notifier(ABC):
 
     @abstractmethod
     def run_finished(self, run: RunOut, series: RateSeriesOut | None = None) -> None:
-        """The final word (the honest report, mentioning the requester) and, given a series, its chart."""
+        """The final word (the honest report, mentioning the requester) and, given a series, its chart.
+        Raises a `ReplayError` only when the final word itself was not delivered: it is sent again."""
 
     @abstractmethod
     def run_reconciled(self, run: RunOut) -> None:
@@ -321,6 +333,11 @@ class Notifier(ABC):
     def watch_concluded(self, run: RunOut, group: str) -> None:
         """One line in the run's thread: `group` caught up (when, how long after the last event), or its
         watch timed out with the lag left."""
+
+    @abstractmethod
+    def topic_expiry(self, run: RunOut, *, deletes_at: datetime | None) -> str:
+        """Tell the run's requester, in its thread (its channel without one, else their DM), that its
+        one-off topic is deleted at `deletes_at`, or (None) was just deleted; returns where it went."""
 
     @abstractmethod
     def pipeline_scheduled(self, pipeline: PipelineOut) -> str | None:

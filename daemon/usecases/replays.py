@@ -1,7 +1,8 @@
 """The Replay Service's use cases: plan, create, inspect, cancel (one facade, hence over 400 lines).
 
-Validation happens before anything is created, in this order: source, authorization, window, rate,
-options, topic, rows. A refused request leaves only an audit entry behind. An accepted one creates its
+Validation happens before anything is created, in this order: the caps on unfinished runs (a create
+only), source, authorization, window, rate, options, topic, rows, and the ETA against the launcher's
+execution timeout. A refused request leaves only an audit entry behind. An accepted one creates its
 topic and its `queued` run; launching is the watcher's job, so a crash between the two is harmless.
 """
 
@@ -25,6 +26,7 @@ from daemon.core.errors import (
     Forbidden,
     OverlappingReplay,
     ReusedIdempotencyKey,
+    TooManyRuns,
 )
 from daemon.core.grammar import PlanCommand, ReplayCommand, render
 from daemon.core.ids import new_run_id
@@ -34,7 +36,7 @@ from daemon.core.windows import DayWindow, TimeWindow, bounds, days, label, reso
 from daemon.usecases.audit import Audit
 from daemon.usecases.catalog import Catalog, Source
 from daemon.usecases.dead_letters import dead_letter_options
-from daemon.usecases.eta import Eta, estimate
+from daemon.usecases.eta import Eta, check_execution_limit, estimate
 from daemon.usecases.ports import TableStats, TopicAdmin
 from store import Store
 from store.live_guard import LiveGuard
@@ -46,6 +48,8 @@ log = structlog.get_logger(__name__)
 _RECONCILE_OPTIONS = frozenset({"dlq_topic", "on_error"})
 # What run lists show: reconcile runs are read through the run they check.
 _LISTED_KINDS = (RunKind.REPLAY, RunKind.PIPELINE)
+# What a person's cap counts: the runs they asked for (a pipeline's scheduled runs are its own).
+_ASKED_KINDS = (RunKind.REPLAY, RunKind.RECONCILE)
 
 TYPICAL_RECORD_BYTES = 512
 LAUNCH_FAILURE = "could not launch the job"
@@ -150,12 +154,41 @@ class ReplayService:
                 f"only the owners of '{source.name}' ({owners}) or a platform admin may replay it"
             )
 
+    def _check_caps(self, actor: str) -> None:
+        """Refuse a new run over a cap on unfinished runs, before anything is read or created. Admins
+        are held by the total cap only; pipelines' scheduled runs are never refused (ADR 0017)."""
+        settings = self._settings
+        if actor not in settings.admins:
+            mine = self._store.runs.unfinished_count(requester=actor, kinds=_ASKED_KINDS)
+            if mine >= settings.max_active_runs_per_user:
+                raise TooManyRuns(
+                    f"<@{actor}> already has {mine} unfinished runs, the most one person may have "
+                    f"(REPLAY_MAX_ACTIVE_RUNS_PER_USER={settings.max_active_runs_per_user}): wait for one "
+                    "to end or cancel one, then ask again"
+                )
+        everyone = self._store.runs.unfinished_count()
+        if everyone >= settings.max_active_runs:
+            raise TooManyRuns(
+                f"the platform already has {everyone} unfinished runs, its limit "
+                f"(REPLAY_MAX_ACTIVE_RUNS={settings.max_active_runs}): try again once some have ended"
+            )
+
+    def _execution_limit(self) -> tuple[float | None, str]:
+        """The launcher's execution timeout in seconds (None: none) and the setting that sets it."""
+        if self._settings.launcher == "emr":
+            return (
+                self._settings.emr.execution_timeout_minutes * 60.0,
+                "REPLAY_EMR__EXECUTION_TIMEOUT_MINUTES",
+            )
+        return None, ""
+
     # -- planning --------------------------------------------------------------------------
 
     def _plan(self, actor: str, command: ReplayCommand | PlanCommand) -> tuple[Source, Plan]:
         source = self._catalog.get(command.source)
         self._authorize_source(actor, source)
-        window = resolve(command.window, self._clock())
+        window = resolve(command.window, self._clock(), command.tz)
+        written = label(command.window, command.tz) + (f" tz={command.tz}" if command.tz else "")
         start, end = bounds(window)
         tps = command.tps if command.tps is not None else self._settings.default_tps
         if command.auto is not None:  # the daemon steers it from a start well under the ceiling
@@ -180,7 +213,7 @@ class ReplayService:
             raise BadRequest(f"source '{source.name}' has no entity key column for ordering=entity")
         rows = self._count_rows(source, window)
         if rows == 0:
-            raise EmptyWindow(f"no rows of '{source.name}' in {label(command.window)}; nothing to replay")
+            raise EmptyWindow(f"no rows of '{source.name}' in {written}; nothing to replay")
         overlapping: tuple[Overlap, ...] = ()
         if command.topic == "live":
             if source.live_topic is None:
@@ -192,17 +225,20 @@ class ReplayService:
             overlapping = self._overlapping(source.name, topic, start, end)
         else:
             topic, partitions = auto_topic_name(source.name, "<run id>"), self._auto_partitions(source, tps)
+        eta = self.eta(rows, tps)
+        limit_s, setting = self._execution_limit()
+        check_execution_limit(eta, rows=rows, tps=tps, limit_s=limit_s, setting=setting)
         hint = None
         if self._rewind_hint is not None and source.live_topic and isinstance(command, PlanCommand):
             hint = self._rewind_hint(source.live_topic, start)
         plan = Plan(
             source=source.name,
-            window=label(command.window),
+            window=written,
             window_start=start,
             window_end=end,
             rows=rows,
             tps=tps,
-            eta=self.eta(rows, tps),
+            eta=eta,
             topic=topic,
             topic_mode=command.topic,
             partitions=partitions,
@@ -313,6 +349,7 @@ class ReplayService:
                 return _same_request(existing, request, idempotency_key), False
 
         def work() -> Run:
+            self._check_caps(actor)
             source, plan = self._plan(actor, command)
             if command.topic == "live" and not confirm_live:
                 raise Conflict(
@@ -460,6 +497,7 @@ class ReplayService:
             pending = self._store.runs.unfinished_reconcile(run_id)
             if pending is not None:
                 return pending
+            self._check_caps(actor)
             return self._store.runs.create(
                 kind=RunKind.RECONCILE,
                 source=subject.source,

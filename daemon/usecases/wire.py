@@ -164,4 +164,7 @@ def source_out(source: Source) -> SourceOut:
         owners=list(source.owners),
         partition_column=source.partition_column,
         watermark_column=source.watermark_column,
+        table_format=source.table.format,
+        value_format=source.value_format,
+        retention=source.retention,
     )

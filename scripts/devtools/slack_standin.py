@@ -91,12 +91,22 @@ class SlackStandin:
             queue = self._state.failures.setdefault(method, deque())
             queue.extend([(status, error)] * times)
 
+    def heal(self, method: str) -> int:
+        """Drop the failures still queued for `method` (Slack is back); how many were left."""
+        with self._state.lock:
+            return len(self._state.failures.pop(method, ()))
+
     def set_channel(
         self, channel: str, *, member: bool = True, archived: bool = False, private: bool = False
     ) -> None:
         """Make `channel` one the bot is not in, or an archived one; posts there get Slack's error."""
         with self._state.lock:
             self._state.channels[channel] = ChannelSetup(member=member, archived=archived, private=private)
+
+    def set_zone(self, user: str, tz: str | None) -> None:
+        """`users.info` gives `user` this `tz` (an IANA name), or no zone at all when None."""
+        with self._state.lock:
+            self._state.zones[user] = tz
 
     def calls(self, method: str | None = None) -> list[Call]:
         return self._state.recorded(method)

@@ -14,7 +14,9 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from scripts.devtools.thread_text import Posted, render_thread
 
@@ -75,6 +77,7 @@ class State:
     channels: dict[str, ChannelSetup] = field(default_factory=dict)
     files: dict[str, StoredFile] = field(default_factory=dict)
     ephemerals: list[dict[str, Any]] = field(default_factory=list)
+    zones: dict[str, str | None] = field(default_factory=dict)  # user -> `tz` (None: no zone); else UTC
     failures: dict[str, deque[tuple[int, str | None]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     sequence: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -285,4 +288,10 @@ class WebApi:
         user = params.get("user")
         if not user:
             return {"ok": False, "error": "user_not_found"}
-        return {"ok": True, "user": {"id": user, "name": user.lower(), "real_name": user, "tz": "UTC"}}
+        with self._state.lock:
+            tz = self._state.zones.get(user, "UTC")
+        profile: dict[str, Any] = {"id": user, "name": user.lower(), "real_name": user}
+        if tz is not None:  # as Slack answers: the IANA name, its label and its offset now, in seconds
+            offset = datetime.now(ZoneInfo(tz)).utcoffset() or timedelta(0)
+            profile.update(tz=tz, tz_label=tz, tz_offset=int(offset.total_seconds()))
+        return {"ok": True, "user": profile}

@@ -9,7 +9,10 @@ values      limits, value checks, headers, ``GrammarError``
 commands    the frozen commands, which check themselves
 groups      ``lag`` and ``rewind``: the consumer-group commands
 run_control ``tps``, ``pause`` and ``resume`` on a run: live control of a running replay
+sources     ``sources [source]``: what the catalog offers
 watch       ``watch=<group>[,<group>]``: the consumer groups a run watches drain
+limits      ``Limits``: the platform's maximum rate and workers, shared with the service
+forgiving   windows as people type them (dashes, spaced ranges, ``last 6h``), read but never guessed
 tokenizer   text -> tokens (shell quoting, Slack's smart quotes)
 parser      tokens -> command
 renderer    command -> canonical text
@@ -44,9 +47,11 @@ from daemon.core.grammar.commands import (
 )
 from daemon.core.grammar.groups import LagCommand, RewindCommand
 from daemon.core.grammar.help import GENERAL_USAGE, PREFIX, USAGE, help_text
+from daemon.core.grammar.limits import CEILINGS, Limits
 from daemon.core.grammar.parser import parse
 from daemon.core.grammar.renderer import render
 from daemon.core.grammar.run_control import PauseRunCommand, ResumeRunCommand, TpsCommand
+from daemon.core.grammar.sources import SourcesCommand
 from daemon.core.grammar.tokenizer import tokenize
 from daemon.core.grammar.values import (
     MAX_HEADERS,
@@ -61,6 +66,7 @@ from daemon.core.grammar.values import (
 )
 
 __all__ = [
+    "CEILINGS",
     "GENERAL_USAGE",
     "MAX_HEADERS",
     "MAX_IDLE_DAYS",
@@ -77,6 +83,7 @@ __all__ = [
     "GrammarError",
     "HelpCommand",
     "LagCommand",
+    "Limits",
     "ListCommand",
     "ListFilter",
     "OnError",
@@ -94,6 +101,7 @@ __all__ = [
     "ResumeRunCommand",
     "RewindCommand",
     "ScheduleCommand",
+    "SourcesCommand",
     "StatusCommand",
     "Timestamp",
     "Topic",

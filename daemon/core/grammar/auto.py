@@ -28,7 +28,9 @@ def check_auto(auto: AutoRate) -> None:
         raise InvalidValue(None, f"'{auto.group}' is not a consumer group id")
 
 
-def parse_auto(tps_token: str, options: Mapping[str, tuple[str, str]], usage: str) -> AutoRate | None:
+def parse_auto(
+    tps_token: str, options: Mapping[str, tuple[str, str]], usage: str, *, max_tps: int = MAX_TPS
+) -> AutoRate | None:
     """The ``tps=auto`` request in ``options`` ({name: (token, value)}), or None without ``tps=auto``.
 
     ``max``, ``lag`` and ``group`` are refused without ``tps=auto``, and each is required with it.
@@ -45,7 +47,9 @@ def parse_auto(tps_token: str, options: Mapping[str, tuple[str, str]], usage: st
         shown = ", ".join("lag<M" if name == "lag" else f"{name}=…" for name in missing)
         raise GrammarError(f"tps=auto also needs {shown}", token=tps_token, usage=usage)
     with blaming(options["max"][0], usage):
-        ceiling = parse_count(options["max"][1], minimum=1, maximum=MAX_TPS)
+        ceiling = parse_count(options["max"][1], minimum=1)
+        if ceiling > max_tps:
+            raise InvalidValue(None, f"max={ceiling} is above this platform's maximum of {max_tps}")
     with blaming(options["lag"][0], usage):
         limit = parse_count(options["lag"][1], minimum=1, maximum=MAX_LAG)
     group_token, group = options["group"]

@@ -15,6 +15,7 @@ from daemon.core.grammar.auto import AUTO_OPTIONS, check_auto
 from daemon.core.grammar.groups import LagCommand, RewindCommand
 from daemon.core.grammar.help import USAGE
 from daemon.core.grammar.run_control import PauseRunCommand, ResumeRunCommand, TpsCommand
+from daemon.core.grammar.sources import SourcesCommand
 from daemon.core.grammar.values import (
     MAX_IDLE_DAYS,
     MAX_TPS,
@@ -31,7 +32,15 @@ from daemon.core.grammar.values import (
 from daemon.core.grammar.watch import check_watch
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
 from daemon.core.quantities import MAX_DURATION_SECONDS, MINUTE, InvalidValue
-from daemon.core.windows import DayWindow, RelativeWindow, TimeWindow, Window
+from daemon.core.windows import (
+    DayWindow,
+    RecentDayWindow,
+    RelativeWindow,
+    TimeWindow,
+    Window,
+    in_zone,
+    parse_zone,
+)
 
 Topic = Literal["auto", "live"]
 Ordering = Literal["entity", "none"]
@@ -51,6 +60,7 @@ RUN_OPTIONS = (
     "timestamp",
     "on_error",
     "watch",
+    "tz",
     *AUTO_OPTIONS,
 )
 SCHEDULE_OPTIONS = (
@@ -83,12 +93,22 @@ class ReplaySpec:
     on_error: OnError | None = None  # None: the source's default (catalog)
     watch: tuple[str, ...] = ()  # consumer groups whose drain the run watches after it ends
     auto: AutoRate | None = None  # tps=auto: the daemon steers the rate from a group's lag (tps stays None)
+    tz: str | None = None  # the zone the window's days and times were written in (IANA name); None: UTC
 
     def __post_init__(self) -> None:
         with blaming(None, USAGE["plan" if isinstance(self, PlanCommand) else "replay"]):
             check_source(self.source)
-            if not isinstance(self.window, DayWindow | TimeWindow | RelativeWindow):
-                raise InvalidValue(None, "window must be a DayWindow, TimeWindow or RelativeWindow")
+            if not isinstance(self.window, DayWindow | TimeWindow | RelativeWindow | RecentDayWindow):
+                raise InvalidValue(
+                    None, "window must be a DayWindow, TimeWindow, RelativeWindow or RecentDayWindow"
+                )
+            if self.tz is not None:
+                if parse_zone(self.tz) != self.tz:
+                    raise InvalidValue(
+                        None, f"tz must be spelled as the tz database does: {parse_zone(self.tz)}"
+                    )
+                if isinstance(self.window, DayWindow):
+                    in_zone(self.window, self.tz)  # its days must exist as instants in that zone
             check_range("tps", self.tps, 1, MAX_TPS)
             check_choice("topic", self.topic, ("auto", "live"))
             check_headers(self.headers)
@@ -280,4 +300,5 @@ Command: TypeAlias = (
     | TpsCommand
     | PauseRunCommand
     | ResumeRunCommand
+    | SourcesCommand
 )

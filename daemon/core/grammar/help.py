@@ -5,12 +5,12 @@ from __future__ import annotations
 PREFIX = "/replay"
 
 USAGE: dict[str, str] = {
-    "replay": f"{PREFIX} <source> <window> [tps=N | tps=auto max=N lag<M group=G] [topic=auto|live]"
-    " [headers=k:v,k2:v2] [workers=N] [ordering=entity|none] [force=yes] [timestamp=event|replay]"
-    " [on_error=fail|dlq] [watch=<group>[,<group>]]",
-    "plan": f"{PREFIX} plan <source> <window> [tps=N | tps=auto max=N lag<M group=G] [topic=auto|live]"
-    " [headers=k:v,k2:v2] [workers=N] [ordering=entity|none] [force=yes] [timestamp=event|replay]"
-    " [on_error=fail|dlq] [watch=<group>[,<group>]]",
+    "replay": f"{PREFIX} <source> <window> [tz=<zone>] [tps=N | tps=auto max=N lag<M group=G]"
+    " [topic=auto|live] [headers=k:v,k2:v2] [workers=N] [ordering=entity|none] [force=yes]"
+    " [timestamp=event|replay] [on_error=fail|dlq] [watch=<group>[,<group>]]",
+    "plan": f"{PREFIX} plan <source> <window> [tz=<zone>] [tps=N | tps=auto max=N lag<M group=G]"
+    " [topic=auto|live] [headers=k:v,k2:v2] [workers=N] [ordering=entity|none] [force=yes]"
+    " [timestamp=event|replay] [on_error=fail|dlq] [watch=<group>[,<group>]]",
     "status": f"{PREFIX} status [run-id]",
     "list": f"{PREFIX} list [mine|running]",
     "cancel": f"{PREFIX} cancel <run-id>",
@@ -27,6 +27,7 @@ USAGE: dict[str, str] = {
     "unschedule": f"{PREFIX} unschedule <pipeline-id>",
     "lag": f"{PREFIX} lag <group> [topic]",
     "rewind": f"{PREFIX} rewind <group> <topic> to=<time>|earliest|latest",
+    "sources": f"{PREFIX} sources [source]",
     "help": f"{PREFIX} help [command]",
 }
 GENERAL_USAGE = (
@@ -35,8 +36,9 @@ GENERAL_USAGE = (
 )
 _NOTES = (
     "<window>: 2024-01-01..2024-01-07 (UTC days, inclusive), 2024-01-01T10:00..2024-01-01T12:30"
-    " (UTC, end excluded) or last=6h",
-    "N: 10000, 10k or 1.5m; <duration>: 90s, 15m, 1h, 2d or 1w; ids look like r-0123456789ab (runs)"
+    " (UTC, end excluded), last=6h, today or yesterday; `2024-01-01 to 2024-01-07` and `last 6h` also read",
+    "<zone>: an IANA name (tz=Europe/Paris): the window's days and times are read there instead of in UTC",
+    "N: 10000, 10k or 1.5m; <duration>: 90s, 15m, 1h, 1h30m, 2d or 1w; ids look like r-0123456789ab (runs)"
     " and p-0123456789ab (pipelines)",
 )
 _EXAMPLES = (

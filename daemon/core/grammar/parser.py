@@ -1,7 +1,9 @@
 """Tokens to a command: one pure parser for the Slack bot and the ``replay`` CLI.
 
 Both front ends accept exactly the same input and give the same errors: each names the offending
-token, says why, and shows the command's usage. A word that is not a command is a source to replay.
+token, says why, and shows the command's usage. A word that is not a command is a source to replay
+(case-insensitive, as catalog names are lower-case). Rates and workers are held to the ``Limits``
+passed in (the service's); windows are read forgivingly (``forgiving``) but never guessed.
 """
 
 from __future__ import annotations
@@ -39,14 +41,16 @@ from daemon.core.grammar.commands import (
     Timestamp,
     Topic,
 )
+from daemon.core.grammar.forgiving import corrected_window, stray_mark, window_text
 from daemon.core.grammar.groups import parse_lag, parse_rewind
 from daemon.core.grammar.help import GENERAL_USAGE, USAGE
+from daemon.core.grammar.limits import Limits
+from daemon.core.grammar.renderer import render
 from daemon.core.grammar.run_control import parse_tps, run_or_pipeline
+from daemon.core.grammar.sources import parse_sources
 from daemon.core.grammar.tokenizer import tokenize
 from daemon.core.grammar.values import (
     MAX_IDLE_DAYS,
-    MAX_TPS,
-    MAX_WORKERS,
     RESERVED,
     GrammarError,
     blaming,
@@ -57,7 +61,7 @@ from daemon.core.grammar.values import (
 from daemon.core.grammar.watch import parse_watch
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
 from daemon.core.quantities import DAY, MINUTE, InvalidValue, parse_count, parse_duration
-from daemon.core.windows import parse_window
+from daemon.core.windows import is_point, parse_window, parse_zone
 
 _T = TypeVar("_T")
 
@@ -75,6 +79,8 @@ def _options(tokens: list[str], allowed: tuple[str, ...], command: str) -> dict[
                 "the lag is a bound: write lag<M (keep the lag under M)", token=token, usage=usage
             )
         name = key.lower().replace("-", "_")
+        if (stray := stray_mark(token)) is not None:
+            raise GrammarError(stray, token=token, usage=usage)
         if not equals:
             reason = "expected an option (key=value) here, not a positional argument"
             if "cron" in found:
@@ -126,8 +132,16 @@ def _idle_days(value: str) -> int:
     return seconds // DAY
 
 
-def _tps(value: str) -> int:
-    return parse_count(value, minimum=1, maximum=MAX_TPS)
+def _bounded(name: str, maximum: int) -> Callable[[str], int]:
+    """A count from 1 to this platform's maximum, the refusal naming that maximum."""
+
+    def convert(value: str) -> int:
+        number = parse_count(value, minimum=1)
+        if number > maximum:
+            raise InvalidValue(value, f"{name}={number} is above this platform's maximum of {maximum}")
+        return number
+
+    return convert
 
 
 def _source(token: str, usage: str) -> str:
@@ -136,11 +150,34 @@ def _source(token: str, usage: str) -> str:
     if token[:1].isdigit():
         raise GrammarError("expected a source name before the window", token=token, usage=usage)
     with blaming(token, usage):
-        check_source(token)
-    return token
+        check_source(token.lower())
+    return token.lower()
 
 
-def _parse_spec(cls: type[ReplaySpec], command: str, args: list[str]) -> ReplaySpec:
+def _zone(args: list[str], usage: str) -> str | None:
+    """``tz=``, read before the window: it says how the window's days and times are read."""
+    for token in args:
+        key, equals, value = token.partition("=")
+        if equals and key.lower() == "tz":
+            with blaming(token, usage):
+                return parse_zone(value)
+    return None
+
+
+def _suggestion(cls: type[ReplaySpec], command: str, args: list[str], limits: Limits) -> str | None:
+    """The whole corrected command when the refused window has exactly one reading, else None."""
+    correction = corrected_window(args[1:])
+    if correction is None:
+        return None
+    text, used = correction
+    try:
+        fixed = _parse_spec(cls, command, [args[0], text, *args[1 + used :]], limits)
+    except GrammarError:
+        return None
+    return render(cast(Command, fixed))
+
+
+def _parse_spec(cls: type[ReplaySpec], command: str, args: list[str], limits: Limits) -> ReplaySpec:
     usage = USAGE[command]
     # A bare first word is only known to be a source if it is a good one; else show every command.
     source = _source(args[0], usage if command == "plan" else GENERAL_USAGE) if args else None
@@ -154,18 +191,29 @@ def _parse_spec(cls: type[ReplaySpec], command: str, args: list[str]) -> ReplayS
     token = args[1]
     if "=" in token and token[:5].lower() != "last=":
         raise GrammarError("expected a window before the options (e.g. last=6h)", token=token, usage=usage)
-    with blaming(token, usage):
-        window = parse_window(token)
-    options = _options(args[2:], RUN_OPTIONS, command)
-    auto = parse_auto(options["tps"][0] if "tps" in options else "", options, usage)
+    written = window_text(args[1:], usage)
+    rest = args[1 + written.used :]
+    tz = _zone(rest, usage)
+    try:
+        window = parse_window(written.text, tz)
+    except InvalidValue as exc:
+        suggestion = _suggestion(cls, command, args, limits)
+        raise GrammarError(exc.reason, token=written.blame, usage=usage, suggestion=suggestion) from None
+    if written.used == 1 and is_point(written.text) and rest and is_point(rest[0]):
+        suggestion = _suggestion(cls, command, args, limits)
+        reason = "a second day or time after the window: a range is written start..end"
+        raise GrammarError(reason, token=rest[0], usage=usage, suggestion=suggestion)
+    options = _options(rest, RUN_OPTIONS, command)
+    auto = parse_auto(options["tps"][0] if "tps" in options else "", options, usage, max_tps=limits.max_tps)
     return cls(
         source=source,
         window=window,
-        tps=None if auto is not None else _value(options, "tps", _tps, usage),
+        tz=tz,
+        tps=None if auto is not None else _value(options, "tps", _bounded("tps", limits.max_tps), usage),
         auto=auto,
         topic=cast(Topic, _value(options, "topic", _choice(("auto", "live")), usage) or "auto"),
         headers=_value(options, "headers", parse_headers, usage) or (),
-        workers=_value(options, "workers", lambda v: parse_count(v, minimum=1, maximum=MAX_WORKERS), usage),
+        workers=_value(options, "workers", _bounded("workers", limits.max_workers), usage),
         ordering=cast(Ordering, _value(options, "ordering", _choice(("entity", "none")), usage) or "entity"),
         force=_value(options, "force", _choice(("yes", "no")), usage) == "yes",
         timestamp=cast(Timestamp | None, _value(options, "timestamp", _choice(("event", "replay")), usage)),
@@ -174,7 +222,7 @@ def _parse_spec(cls: type[ReplaySpec], command: str, args: list[str]) -> ReplayS
     )
 
 
-def _parse_schedule(args: list[str]) -> ScheduleCommand:
+def _parse_schedule(args: list[str], limits: Limits) -> ScheduleCommand:
     usage = USAGE["schedule"]
     if not args:
         raise GrammarError("missing source", usage=usage)
@@ -195,7 +243,7 @@ def _parse_schedule(args: list[str]) -> ScheduleCommand:
         every_seconds=every,
         cron=cron,
         watermark=watermark,
-        tps=_value(options, "tps", _tps, usage),
+        tps=_value(options, "tps", _bounded("tps", limits.max_tps), usage),
         topic=cast(Topic, _value(options, "topic", _choice(("auto", "live")), usage) or "auto"),
         lookback_seconds=_value(options, "lookback", parse_duration, usage) or 0,
         headers=_value(options, "headers", parse_headers, usage) or (),
@@ -265,8 +313,13 @@ def _pipeline_action(cls: type[PipelineAction], word: str) -> Callable[[list[str
     return parse_action
 
 
+# The commands whose values the platform's limits bound.
+_LIMITED: dict[str, Callable[[list[str], Limits], Command]] = {
+    "plan": lambda args, limits: cast(PlanCommand, _parse_spec(PlanCommand, "plan", args, limits)),
+    "schedule": _parse_schedule,
+    "tps": lambda args, limits: parse_tps(args, max_tps=limits.max_tps),
+}
 _COMMANDS: dict[str, Callable[[list[str]], Command]] = {
-    "plan": lambda args: cast(PlanCommand, _parse_spec(PlanCommand, "plan", args)),
     "status": _parse_status,
     "list": lambda args: ListCommand(cast(ListFilter, _keyword(args, ("mine", "running"), USAGE["list"]))),
     "cancel": lambda args: CancelCommand(
@@ -279,25 +332,30 @@ _COMMANDS: dict[str, Callable[[list[str]], Command]] = {
         _id(_exactly_one(args, "run id", USAGE["chart"]), "run", USAGE["chart"])
     ),
     "help": _parse_help,
-    "schedule": _parse_schedule,
     "pipelines": lambda args: PipelinesCommand(
         cast(PipelineFilter, _keyword(args, ("mine", "idle"), USAGE["pipelines"]))
     ),
     **{word: _pipeline_action(cls, word) for cls, word in ACTION_WORDS.items()},
     "lag": parse_lag,
     "rewind": parse_rewind,
-    "tps": parse_tps,
     "pause": run_or_pipeline("pause", _pipeline_action(PauseCommand, "pause")),
     "resume": run_or_pipeline("resume", _pipeline_action(ResumeCommand, "resume")),
+    "sources": parse_sources,
 }
 
 
-def parse(text: str) -> Command:
-    """Parse the text after ``/replay`` (or the CLI's argv joined); raises only ``GrammarError``."""
+def parse(text: str, limits: Limits | None = None) -> Command:
+    """Parse the text after ``/replay`` (or the CLI's argv joined); raises only ``GrammarError``.
+
+    ``limits``: the service's (``Settings.limits``); the settings' defaults when None."""
+    limits = limits or Limits()
     tokens = tokenize(text)
     if not tokens:
         raise GrammarError("no command given")
-    handler = _COMMANDS.get(tokens[0].lower())
+    word = tokens[0].lower()
+    if (limited := _LIMITED.get(word)) is not None:
+        return limited(tokens[1:], limits)
+    handler = _COMMANDS.get(word)
     if handler is None:
-        return cast(ReplayCommand, _parse_spec(ReplayCommand, "replay", tokens))
+        return cast(ReplayCommand, _parse_spec(ReplayCommand, "replay", tokens, limits))
     return handler(tokens[1:])

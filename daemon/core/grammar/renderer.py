@@ -29,6 +29,7 @@ from daemon.core.grammar.run_control import (
     TpsCommand,
     render_run_control,
 )
+from daemon.core.grammar.sources import SourcesCommand, render_sources
 from daemon.core.grammar.values import render_headers
 from daemon.core.grammar.watch import render_watch
 from daemon.core.quantities import render_duration
@@ -45,7 +46,9 @@ def _quote(value: str) -> str:
 
 
 def _render_spec(spec: ReplaySpec) -> list[str]:
-    parts = [spec.source, label(spec.window)]
+    parts = [spec.source, label(spec.window, spec.tz)]
+    if spec.tz is not None:
+        parts.append(f"tz={spec.tz}")
     if spec.tps is not None:
         parts.append(f"tps={spec.tps}")
     if spec.auto is not None:
@@ -119,4 +122,6 @@ def render(command: Command) -> str:
         return render_group_command(command)
     if isinstance(command, TpsCommand | PauseRunCommand | ResumeRunCommand):
         return render_run_control(command)
+    if isinstance(command, SourcesCommand):
+        return render_sources(command)
     return f"{ACTION_WORDS[type(command)]} {command.pipeline_id}"

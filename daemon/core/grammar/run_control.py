@@ -13,7 +13,7 @@ from typing import TypeAlias, TypeVar
 from daemon.core.grammar.help import USAGE
 from daemon.core.grammar.values import MAX_TPS, GrammarError, blaming, check_id, check_range
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
-from daemon.core.quantities import parse_count
+from daemon.core.quantities import InvalidValue, parse_count
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def _run_id(token: str, usage: str) -> str:
     raise GrammarError("not a run id (r- and 12 hex digits, e.g. r-0123456789ab)", token=token, usage=usage)
 
 
-def parse_tps(args: list[str]) -> TpsCommand:
+def parse_tps(args: list[str], *, max_tps: int = MAX_TPS) -> TpsCommand:
     """``tps <run-id> <rate>``: the rate as everywhere else (10000, 10k, 1.5m)."""
     usage = USAGE["tps"]
     if not args:
@@ -82,7 +82,10 @@ def parse_tps(args: list[str]) -> TpsCommand:
     token = args[1]
     value = token[4:] if token[:4].lower() == "tps=" else token  # `tps r-… tps=5k` reads the same
     with blaming(token, usage):
-        return TpsCommand(run_id, parse_count(value, minimum=1, maximum=MAX_TPS))
+        rate = parse_count(value, minimum=1)
+        if rate > max_tps:
+            raise InvalidValue(value, f"tps={rate} is above this platform's maximum of {max_tps}")
+        return TpsCommand(run_id, rate)
 
 
 def run_or_pipeline(

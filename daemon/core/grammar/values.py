@@ -15,6 +15,7 @@ from daemon.core.errors import BadRequest
 from daemon.core.grammar.help import GENERAL_USAGE
 from daemon.core.quantities import InvalidValue
 
+# Ceilings: the most any platform may be configured to allow (``Limits`` holds this platform's own).
 MAX_TPS = 10_000_000
 MAX_WORKERS = 512
 MAX_HEADERS = 20
@@ -26,7 +27,7 @@ MAX_HEADERS_BYTES = 4_096  # names and values of all custom headers together
 MAX_IDLE_DAYS = 3_660
 RESERVED = frozenset(
     {"plan", "status", "list", "cancel", "help", "schedule", "pipelines", "pipeline", "pause", "resume"}
-    | {"unschedule", "reconcile", "chart", "lag", "rewind", "tps"}
+    | {"unschedule", "reconcile", "chart", "lag", "rewind", "tps", "sources"}
 )
 
 _SOURCE = re.compile(r"[a-z][a-z0-9_-]{0,62}")
@@ -42,10 +43,19 @@ SMART_QUOTES = str.maketrans(
 class GrammarError(BadRequest):
     """Text that is not a valid command: the token at fault, why, and how the command is written."""
 
-    def __init__(self, reason: str, *, token: str | None = None, usage: str = GENERAL_USAGE) -> None:
+    def __init__(
+        self,
+        reason: str,
+        *,
+        token: str | None = None,
+        usage: str = GENERAL_USAGE,
+        suggestion: str | None = None,
+    ) -> None:
+        if suggestion is not None:
+            reason = f"{reason} (did you mean `{suggestion}`?)"
         where = f"`{token}`: " if token is not None else ""
         super().__init__(f"{where}{reason}\nUsage: {usage}")
-        self.token, self.reason, self.usage = token, reason, usage
+        self.token, self.reason, self.usage, self.suggestion = token, reason, usage, suggestion
 
 
 @contextmanager

@@ -1,0 +1,117 @@
+"""The time to live of one-off replay topics: told first, then deleted.
+
+A `topic=auto` replay publishes into a topic the platform created for it (`replay.<source>.<run id>`,
+`runs.topic_created`). It holds the window's events, decrypted PII included, so it must not outlive
+its use: `ttl` after the run ended the topic is deleted. The requester is told in the run's thread
+`notice` ahead of that, and again once it is gone.
+
+Every step is safe to repeat, so a pass interrupted anywhere is finished by the next one: each notice
+is recorded, sent, then marked delivered (`notifications`, one dedup key per run and notice; a record
+never marked delivered is sent again); deletion accepts "already gone"; the run records the deletion
+(`runs.topic_deleted_at`) last. A late notice moves the deletion back, so the requester always gets
+its full `notice` ahead; a notice Slack will not take is retried for one `notice` period, after which
+the topic goes anyway: deleting the data is the promise, the message is a courtesy. Only topics the
+platform created are candidates, and a live topic (a source's `live_topic`) or any name outside
+`replay.` is never deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from functools import partial
+
+import structlog
+
+from daemon.usecases.catalog import Catalog
+from daemon.usecases.janitor import UNDELIVERED_RETRY_AFTER
+from daemon.usecases.ports import Notifier, TopicAdmin
+from daemon.usecases.wire import run_out
+from store import Store
+from store.models import Run
+
+log = structlog.get_logger(__name__)
+
+ONE_OFF_PREFIX = "replay."
+PASS_LIMIT = 100  # runs looked at per pass; the next pass takes the rest
+
+
+class TopicTtl:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        catalog: Catalog,
+        topics: TopicAdmin,
+        notifier: Notifier,
+        clock: Callable[[], datetime],
+        ttl: timedelta,
+        notice: timedelta,
+    ) -> None:
+        self._store = store
+        self._catalog = catalog
+        self._topics = topics
+        self._notifier = notifier
+        self._clock = clock
+        self._ttl = ttl
+        self._notice = notice
+
+    def run_once(self) -> None:
+        """One pass over the finished runs whose topic is still kept and whose notice is due."""
+        now = self._clock()
+        for run in self._store.runs.kept_topics(
+            ended_before=now - self._ttl + self._notice, limit=PASS_LIMIT
+        ):
+            try:
+                self.tend(run, now)
+            except Exception:  # one topic's trouble must not keep the others
+                log.exception("replay topic ttl: could not tend the run's topic", run_id=run.id)
+
+    def _protected(self, topic: str) -> bool:
+        live = {source.live_topic for source in self._catalog.sources.values() if source.live_topic}
+        return topic in live or not topic.startswith(ONE_OFF_PREFIX)
+
+    def tend(self, run: Run, now: datetime) -> None:
+        topic = run.target_topic
+        if run.ended_at is None or self._protected(topic):
+            log.warning(
+                "replay topic ttl: not a one-off replay topic, never deleted", run_id=run.id, topic=topic
+            )
+            return
+        due = run.ended_at + self._ttl
+        wire = run_out(run)
+        warned_at = self._deliver(
+            f"topic-ttl:{run.id}:notice", run.id, partial(self._notifier.topic_expiry, wire, deletes_at=due)
+        )
+        # A late notice still gives its full notice; one not delivered is retried for one notice period.
+        late = warned_at + self._notice if warned_at is not None else due + self._notice
+        deletes_at = max(due, late)
+        if now < deletes_at:
+            return
+        gone = self._topics.delete(topic)
+        log.info("replay topic deleted: its ttl ran out", run_id=run.id, topic=topic, existed=gone)
+        told = self._deliver(
+            f"topic-ttl:{run.id}:deleted", run.id, partial(self._notifier.topic_expiry, wire, deletes_at=None)
+        )
+        if told is not None or now >= deletes_at + self._notice:
+            self._store.runs.topic_deleted(run.id)
+
+    def _deliver(self, key: str, run_id: str, send: Callable[[], str]) -> datetime | None:
+        """Send once per key and know it arrived: record, send, mark delivered. When it was delivered,
+        or None (not yet: a failed send is forgotten, so the next pass tries again)."""
+        notifications = self._store.notifications
+        if not notifications.record_once(key, run_id=run_id, kind="topic-ttl"):
+            found = notifications.get(key)
+            if found is not None and found.delivered_at is not None:
+                return found.delivered_at
+            if not notifications.reclaim(key, recorded_before=self._store.now() - UNDELIVERED_RETRY_AFTER):
+                return None  # another pass is sending it right now
+        try:
+            channel = send()
+        except Exception as exc:
+            notifications.forget(key)
+            log.warning("replay topic ttl: notice not delivered yet", run_id=run_id, key=key, error=str(exc))
+            return None
+        notifications.mark_delivered(key, channel)
+        found = notifications.get(key)
+        return found.delivered_at if found is not None else None
