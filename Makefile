@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: setup system lint format test test-fast demo bench clean
+.PHONY: setup system lint format test test-fast demo chaos bench clean
 
 setup: system $(STAMP)
 
@@ -46,6 +46,14 @@ test-fast: setup
 
 demo: setup
 	@scripts/demo
+
+# The chaos suite (tests/chaos): daemon kill -9s, broker and PostgreSQL restarts, Slack 429/500 bursts,
+# a crowd of slash commands, two daemons, fuzzed input; one line per scenario and a summary. Its own
+# broker and PostgreSQL cluster, loopback only, ~25 min. `make test` runs its short form
+# (tests/test_chaos.py). CHAOS_ARGS="--seed N --only kill,fuzz" replays or narrows a run.
+CHAOS_ARGS ?=
+chaos: setup
+	$(PY) -m tests.chaos $(CHAOS_ARGS)
 
 clean:
 	-scripts/local-kafka stop
