@@ -34,7 +34,7 @@ class FinalMessages:
         store: Store,
         notifier: Notifier,
         *,
-        retry_after_s: float = 20.0,
+        retry_after_s: float = 5.0,
         give_up_after_s: float = 86_400.0,
     ) -> None:
         self._store = store

@@ -60,7 +60,7 @@ class WatcherTiming:
     max_pause_s: float | None = None  # a run paused longer is cancelled (None: no limit)
     page_size: int = 50  # runs leased per claim; a tick claims pages until none is left
     max_hold_s: float = 300.0  # a tick stuck this long stops renewing its leases (see LeaseKeeper)
-    final_retry_s: float = 20.0  # an undelivered final message is sent again after this long
+    final_retry_s: float = 5.0  # an undelivered final message is sent again after this long
 
 
 class Watcher:

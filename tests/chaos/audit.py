@@ -165,7 +165,7 @@ def audit(
         tally.lost += lost
         tally.unreported_duplicates += max(0, records - distinct - (run.duplicates or 0))
         tally.duplicate_launches += max(0, launches[run.id] - 1)
-    # Slack is told last: give the final messages their retries (20 s apart) before counting.
+    # Slack is told last: give the final messages their retries (5 s apart) before counting.
     deadline = time.monotonic() + FINALS_WAIT_S
     while time.monotonic() < deadline and any(_finals(world, run_id) < 1 for run_id in ended):
         time.sleep(1.0)
