@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 from pyspark import SparkContext
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as sf
@@ -32,7 +33,7 @@ from pyspark.sql import functions as sf
 from spark_job import transforms
 from spark_job.arrow_map import ArrowMapFunction, map_in_arrow
 from spark_job.errors import SourceError
-from spark_job.kafka_conf import producer_config
+from spark_job.kafka_conf import client_config, producer_config
 from spark_job.pii.decrypting import decrypting_body
 from spark_job.progress import AttemptId, Beacon, ProgressReader, duplicates_possible, latest_per_attempt
 from spark_job.publish.dead_letters import DeadLetterPlan, ensure_dead_letter_topic
@@ -63,10 +64,16 @@ from spark_job.spec.model import (
 )
 
 log = logging.getLogger(__name__)
+# Clients used after a failure log here, silenced: a broker that is down would only repeat the reason.
+quiet = logging.getLogger("spark_job.job.after_failure")
+quiet.setLevel(logging.CRITICAL)
 
 START_LEAD_S = 1.0  # the schedule starts this long after the publish job is submitted: tasks get going
-PROGRESS_READ_S = 5.0  # the broker may be the reason the run failed: do not wait long for beacons
-OFFSETS_READ_S = 5.0  # the same for the end offsets after a failure
+# After a failed publish the broker may be the reason: it gets BROKER_PROBE_S to answer at all, else
+# beacons and end offsets are reported unknown at once (the failure reaches people seconds sooner).
+BROKER_PROBE_S = 2.0
+PROGRESS_READ_S = 5.0  # once it answered: reading the run's beacons
+OFFSETS_READ_S = 5.0  # the same for the end offsets
 # The counting pass counts rows per pmod(hash, slots x PROBE_MULTIPLE) bucket: lcm(1..10), so one pass
 # serves any k <= 10 (and every divisor of it) in k x slots partitions; a k it does not divide (over
 # 10 million rows per slot) costs a second counting pass. Buckets reach the driver: at most MAX_BUCKETS.
@@ -76,7 +83,7 @@ MAX_BUCKETS = 100_000
 
 def select(spark: SparkSession, spec: JobSpec) -> DataFrame:
     """The window's rows (a plan: nothing is read); a clear ``SourceError`` for unknown columns."""
-    return transforms.select_window(transforms.read_source(spark, spec.source), spec)
+    return transforms.select_window(transforms.read_source(spark, spec.source, spec.selection), spec)
 
 
 def count(selected: DataFrame, spec: JobSpec, slots: int) -> transforms.Census:
@@ -137,7 +144,7 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
     if spec.on_error == "dlq" and spec.dlq_topic:
         ensure_dead_letter_topic(spec.kafka, spec.dlq_topic)
     if rows == 0:  # a watermark run with nothing new publishes nothing, successfully
-        nothing = Published([0] * slots, [], 0.0, None)
+        nothing = Published([0] * slots, [], 0.0, None, since=time.time())
         return _result(spec, started_at, rows, nothing, slots, failed=0, reconciled=None)
     ensure_topic(spec.kafka, spec.progress.topic)
     partitions = partition_count(rows, slots, spec.max_partition_multiple)
@@ -192,6 +199,7 @@ class Published:
     tasks: list[Row]  # one row per successful task (publisher.RESULT_SCHEMA)
     seconds: float  # from the schedule's start to the last confirmation
     offsets: OffsetRanges | None  # where the run's records lie; None when the end was unreadable
+    since: float  # epoch seconds when publishing began: no beacon of the run is older
 
 
 def _publish(
@@ -230,12 +238,12 @@ def _publish(
     body: ArrowMapFunction = partial(publish_partition, settings, totals)
     if spec.decrypt is not None:
         body = decrypting_body(spec, body)
+    since = time.time()
     try:
         tasks = map_in_arrow(records, body, RESULT_SCHEMA).collect()
     except Exception as exc:
-        beacons = _beacons(spec)
         failed = _failed_tasks(context, spec.run_id)
-        offsets = _offsets_after(spec, before)
+        beacons, offsets = _after_failure(spec, before, since)
         raise JobFailed(
             ReplayFailure(
                 run_id=spec.run_id,
@@ -253,7 +261,20 @@ def _publish(
         ) from exc
     log.info("published: %d confirmed", sum(task["confirmed"] for task in tasks))
     seconds = max(time.time() - settings.t0_wall, 1e-6)
-    return Published(sizes, tasks, seconds, _offsets_after(spec, before))
+    return Published(sizes, tasks, seconds, _offsets_after(spec, before), since=since)
+
+
+def _after_failure(
+    spec: JobSpec, before: dict[int, int], since: float
+) -> tuple[list[Beacon] | None, OffsetRanges | None]:
+    """The run's beacons and offset ranges after a failed publish; both unknown (None) when the broker
+    does not answer within ``BROKER_PROBE_S``, instead of each read waiting out its own timeout."""
+    try:
+        AdminClient(client_config(spec.kafka), logger=quiet).list_topics(timeout=BROKER_PROBE_S)
+    except KafkaException as exc:
+        log.warning("broker unreachable, beacons and end offsets unknown: %s", reason_of(exc))
+        return None, None
+    return _beacons(spec, since), _offsets_after(spec, before)
 
 
 def _offsets_after(spec: JobSpec, before: dict[int, int]) -> OffsetRanges | None:
@@ -291,14 +312,12 @@ def _failed_tasks(context: SparkContext, run_id: str) -> int:
     return failed
 
 
-def _beacons(spec: JobSpec) -> list[Beacon] | None:
-    """Every beacon of the run so far; None when they are unreadable (the broker may be down)."""
+def _beacons(spec: JobSpec, since: float) -> list[Beacon] | None:
+    """Every beacon of the run so far (read from ``since`` on, not the shared topic's beginning);
+    None when they are unreadable (the broker may be down)."""
     try:
-        # After a failure the broker may be down: its connection errors would only repeat the reason.
-        quiet = logging.getLogger("spark_job.job.beacons")
-        quiet.setLevel(logging.CRITICAL)
         progress = ProgressReader(
-            kafka=spec.kafka, topic=spec.progress.topic, run_id=spec.run_id, logger=quiet
+            kafka=spec.kafka, topic=spec.progress.topic, run_id=spec.run_id, since=since, logger=quiet
         )
         with progress as reader:
             reader.read(timeout_s=PROGRESS_READ_S)
@@ -346,7 +365,7 @@ def _result(
         rows_selected=rows_selected,
         confirmed=confirmed,
         failed_tasks=failed,
-        duplicates_possible=_duplicates(_beacons(spec), succeeded) if failed else 0,
+        duplicates_possible=_duplicates(_beacons(spec, published.since), succeeded) if failed else 0,
         achieved_tps=achieved_tps(confirmed, first, last),
         tps=spec.tps,
         started_at=started_at,

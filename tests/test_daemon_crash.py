@@ -46,7 +46,9 @@ def test_daemon_killed_mid_run_reattaches_and_notifies_once(
     daemon = running_daemon(tmp_path, sample_table=sample_table, bootstrap=kafka_bootstrap)
     try:
         client = daemon.client()
-        run_id = client.create_replay(OWNER, SLOW).id
+        # "running" means the job process is alive: its Spark start-up alone outlasts the restart below,
+        # so the daemon comes back to a job still running without slowing the window's sending.
+        run_id = client.create_replay(OWNER, SLOW.model_copy(update={"tps": 300})).id
         running = wait_for(client, run_id, {"running"} | TERMINAL)
         assert running.state == "running", running
 

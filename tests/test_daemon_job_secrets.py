@@ -89,8 +89,9 @@ def test_a_local_job_inherits_no_daemon_secret_and_its_spec_is_private_then_dele
     secrets = {name: daemon.env[name] for name in SECRET_NAMES}
     try:
         with daemon.client() as client:
+            # The JVM and the driver are looked at during Spark's start-up: the sending need not be slow.
             run = client.create_replay(
-                OWNER, ReplayBody(source="orders", window="2024-01-02..2024-01-03", tps=100)
+                OWNER, ReplayBody(source="orders", window="2024-01-02..2024-01-03", tps=1000)
             )
             run_dir = daemon.state_dir / "runs" / run.id
             jvm, driver = _jvm_and_driver(run_dir)

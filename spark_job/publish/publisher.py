@@ -1,4 +1,5 @@
-"""The executor side: publish one partition at its planned pace and count what the broker confirmed.
+"""The executor side: publish one partition at its pace, count what the broker confirmed (one task's
+whole life, hence over 400 lines).
 
 Runs inside ``mapInArrow`` (one call per partition task) and yields a single result row, so the
 driver's ``collect()`` only sees the counts of attempts that succeeded (Spark discards the results
@@ -43,6 +44,7 @@ from spark_job.publish.dead_letters import (
     kafka_reason,
 )
 from spark_job.publish.pacing import Pacer, partition_schedule
+from spark_job.publish.reach import BrokerReach, flush_while_reachable
 from spark_job.publish.timeline import Timeline
 from spark_job.spec.model import EVENT_ID_HEADER, Control, KafkaValue, RateChange
 
@@ -74,6 +76,7 @@ _RESULT_ARROW = pa.schema(
     ]
 )
 MAX_WAIT_S = 0.1  # longest sleep between checks for delivery reports, beacons and deadlines
+# The flushes bounded by these end early once no broker is reachable (``spark_job.publish.reach``).
 FAILURE_FLUSH_S = 3.0  # on the way out of a failed task: let in-flight reports land, briefly
 BEACON_FLUSH_S = 2.0
 
@@ -196,7 +199,9 @@ def publish_partition(
     partition, attempt, task_id = context.partitionId(), context.attemptNumber(), context.taskAttemptId()
     dead_letters = DeadLetters(settings.dead_letters, target=settings.topic, headers=settings.headers)
     counter = DeliveryCounter(settings.topic, dead_letters)
-    producer = Producer({**settings.producer, "on_delivery": counter})
+    reach = BrokerReach()
+    producer = Producer({**settings.producer, "on_delivery": counter, "error_cb": reach})
+    flush = partial(flush_while_reachable, producer, reach=reach, last_confirmed_at=lambda: counter.last_at)
     identity = Beacon(settings.run_id, partition, attempt, 0, task_id=task_id)
     beacons = BeaconEmitter(producer, settings, identity)
     t0 = time.monotonic() + (settings.t0_wall - time.time())
@@ -209,7 +214,7 @@ def publish_partition(
         # Warm the producer before the first deadline: its delivery needs the connection and the
         # idempotent producer id, which would otherwise hold the first records back and release them
         # to the broker together (a burst the pacer never granted).
-        producer.flush(BEACON_FLUSH_S)
+        flush(BEACON_FLUSH_S)
         for batch in batches:
             seen += batch.num_rows
             if seen > schedule.rows:
@@ -224,13 +229,13 @@ def publish_partition(
         counter.raise_if_failed()
         dead_lettered = dead_letters.finish()
         beacons.tick(counter.confirmed, force=True, done=True)
-        producer.flush(BEACON_FLUSH_S)
+        flush(BEACON_FLUSH_S)
     except BaseException:
-        producer.flush(FAILURE_FLUSH_S)  # the last count is then as true as it can be
+        flush(FAILURE_FLUSH_S)  # the last count is then as true as it can be
         dead_letters.abandon()
         with contextlib.suppress(BufferError, KafkaException):
             beacons.tick(counter.confirmed, force=True, failed=True)
-            producer.flush(BEACON_FLUSH_S)
+            flush(BEACON_FLUSH_S)
         raise
     finally:
         if rate is not None:
