@@ -8,9 +8,11 @@ and 500s; each daemon is `replayd` as a child process so SIGKILL is a real crash
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import secrets
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -151,8 +153,22 @@ class World:
 
 
 @contextlib.contextmanager
+def _one_at_a_time() -> Iterator[None]:
+    """The PostgreSQL cluster is shared by every chaos run on the machine and each one stops it at its
+    end: a second run (`make chaos` while `make test` runs the short form) waits for the first."""
+    with (Path(tempfile.gettempdir()) / f"replay-{PG_CLUSTER}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@contextlib.contextmanager
 def world(root: Path, broker: LocalBroker | None = None) -> Iterator[World]:
     """Everything a scenario needs; a broker of its own unless one to restart is handed in."""
+    with _one_at_a_time():
+        yield from _world(root, broker)
+
+
+def _world(root: Path, broker: LocalBroker | None) -> Iterator[World]:
     root.mkdir(parents=True, exist_ok=True)
     table = root / "lake" / "orders"
     write_sample_table(table, SAMPLE_START, SAMPLE_DAYS, SAMPLE_ROWS_PER_DAY, seed=11)
