@@ -14,8 +14,8 @@ import structlog
 
 from daemon.contract.client import DaemonClient
 from daemon.contract.models import ReplayBody, RunCreated
-from daemon.core.errors import BadRequest, ReplayError, Unavailable
-from daemon.slack.blocks import Message, notice, refusal, unavailable
+from daemon.core.errors import BadRequest, DependencyDown, ReplayError, Unavailable
+from daemon.slack.blocks import Message, escape, notice, refusal, unavailable
 
 log = structlog.get_logger(__name__)
 
@@ -33,6 +33,8 @@ def outcome_of(work: Callable[[], Message], *, usage: str | None = None) -> tupl
     could not reach the daemon stays in place for the next try, one that did its job is replaced."""
     try:
         return work(), True
+    except DependencyDown as exc:  # the service answered: point at what is down, not at the service
+        return dependency_down(str(exc)), False
     except Unavailable as exc:
         return unavailable(str(exc)), False
     except BadRequest as exc:
@@ -42,6 +44,11 @@ def outcome_of(work: Callable[[], Message], *, usage: str | None = None) -> tupl
     except Exception:  # a bug: the user still hears back, the traceback goes to the log
         log.exception("listener failed")
         return notice(":boom: Something went wrong on our side; it has been logged."), False
+
+
+def dependency_down(detail: str) -> Message:
+    """The Replay Service is up and says which of its own dependencies is not (and where it looked)."""
+    return notice(f":electric_plug: The Replay Service is up, but could not do that: {escape(detail)}.")
 
 
 def create_once(
@@ -55,6 +62,8 @@ def create_once(
     for attempt in range(1, CREATE_ATTEMPTS + 1):
         try:
             return daemon.create_replay(actor, body, idempotency_key=key)
+        except DependencyDown:  # the daemon answered: no run exists, and asking again now finds the same
+            raise
         except Unavailable:
             if attempt == CREATE_ATTEMPTS:
                 raise

@@ -18,7 +18,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from daemon.core.errors import BadRequest, Unavailable
+from daemon.core.errors import BadRequest, DependencyDown, Unavailable
 from daemon.core.watermarks import Value
 from daemon.usecases.ports import TableStats
 
@@ -54,7 +54,7 @@ class ParquetTableStats(TableStats):
             with fs.open_input_file(first) as handle:
                 names = list(pq.read_schema(handle).names)
         except _OPEN_ERRORS as exc:
-            raise Unavailable(f"cannot open the source table at {path}: {exc}") from exc
+            raise _unreadable(path, exc) from exc
         return names + [key for key in keys if key not in names]
 
     def count_window_rows(
@@ -83,7 +83,7 @@ class ParquetTableStats(TableStats):
                 condition = below if condition is None else condition & below
             return int(dataset.count_rows(filter=condition))
         except _OPEN_ERRORS as exc:
-            raise Unavailable(f"cannot open the source table at {path}: {exc}") from exc
+            raise _unreadable(path, exc) from exc
 
     def _resolve(self, path: str) -> tuple[pafs.FileSystem, str]:
         """The filesystem and the table's root path in it."""
@@ -95,7 +95,7 @@ class ParquetTableStats(TableStats):
                 return fs, root.rstrip("/")
             return pafs.LocalFileSystem(), str(Path(path).resolve())
         except _OPEN_ERRORS as exc:
-            raise Unavailable(f"cannot open the source table at {path}: {exc}") from exc
+            raise _unreadable(path, exc) from exc
 
     @staticmethod
     def _window_files(fs: pafs.FileSystem, root: str, partition_column: str, days: list[date]) -> list[str]:
@@ -130,7 +130,7 @@ class ParquetTableStats(TableStats):
         try:
             dataset = ds.dataset(root, filesystem=fs, format="parquet", partitioning="hive")
         except _OPEN_ERRORS as exc:
-            raise Unavailable(f"cannot open the source table at {path}: {exc}") from exc
+            raise _unreadable(path, exc) from exc
         if column not in dataset.schema.names:
             raise BadRequest(f"the table has no column '{column}'")
         highs = [_fragment_max(fragment, column) for fragment in dataset.get_fragments()]
@@ -143,6 +143,11 @@ class ParquetTableStats(TableStats):
                 f"a watermark column must hold timestamps or integers, not {type(high).__name__}"
             )
         return high
+
+
+def _unreadable(path: str, exc: Exception) -> DependencyDown:
+    """The one translation of a storage failure: names the table storage and the path it looked at."""
+    return DependencyDown("table_storage", path, f"cannot open the source table at {path}: {exc}")
 
 
 def _require(names: list[str], partition_column: str, time_column: str | None) -> None:

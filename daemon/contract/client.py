@@ -37,6 +37,7 @@ from daemon.contract.models import (
 from daemon.core.errors import (
     BadRequest,
     Conflict,
+    DependencyDown,
     Forbidden,
     NotFound,
     ReplayError,
@@ -141,9 +142,12 @@ class DaemonClient:
         if response.is_success:
             return response
         try:
-            message = response.json().get("error") or response.text
+            answer = response.json()
+            message = answer.get("error") or response.text
         except (ValueError, AttributeError):
-            message = response.text
+            answer, message = {}, response.text
+        if response.status_code == 503 and answer.get("dependency"):  # the daemon is up, that is not
+            raise DependencyDown(str(answer["dependency"]), str(answer.get("where") or "?"), message)
         if response.status_code == 401:
             raise Forbidden(f"the Replay Service refused our credentials: {message}")
         if response.status_code >= 500 and response.status_code != 503:

@@ -23,6 +23,8 @@ ReplayError                        user-facing message in ``str(exc)``
 │   └── GroupHasMembers            a consumer group's offsets cannot move while it has members
 ├── TooManyRuns                    a cap on unfinished runs is reached: HTTP 429, names the setting
 └── Unavailable                    a dependency (broker, daemon, Spark) is down: HTTP 503
+    └── DependencyDown             the daemon is up, one of its dependencies is not: carries
+                                   ``dependency`` (kafka, table_storage, kms, emr, database) and ``where``
 """
 
 from __future__ import annotations
@@ -97,6 +99,16 @@ class Conflict(ReplayError):
 
 class Unavailable(ReplayError):
     http_status = 503
+
+
+class DependencyDown(Unavailable):
+    """The daemon answered, a dependency did not: the message names which one and where it looked, so
+    nobody goes looking at the Replay Service (or the network to it) for a broker that is down."""
+
+    def __init__(self, dependency: str, where: str, message: str) -> None:
+        super().__init__(message)
+        self.dependency = dependency
+        self.where = where
 
 
 class RunNotFound(NotFound):

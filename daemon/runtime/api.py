@@ -6,8 +6,8 @@ Every /v1 call carries a bearer token (compared in constant time) and the acting
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Any
+from collections.abc import Callable, Mapping
+from typing import Annotated
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -33,11 +33,11 @@ from daemon.contract.models import (
     UnscheduleBody,
     WhoAmIOut,
 )
-from daemon.core.errors import BadRequest, Forbidden, NotFound, ReplayError
+from daemon.core.errors import BadRequest, DependencyDown, Forbidden, NotFound, ReplayError
 from daemon.core.grammar import LagCommand, PlanCommand, ReplayCommand
 from daemon.core.states import PipelineState, RunState
 from daemon.runtime.api_guard import SERVICE, ApiKeys, FrontDoor
-from daemon.runtime.metrics import render_metrics
+from daemon.runtime.readiness import Readiness
 from daemon.slack.rate_chart import render_run_chart
 from daemon.usecases.audit import CREDENTIAL
 from daemon.usecases.consumer_groups import ConsumerGroups
@@ -110,7 +110,8 @@ def create_api(
     janitor: Janitor | None = None,
     groups: ConsumerGroups | None = None,
     run_control: RunControlService | None = None,
-    metrics: Any = render_metrics,
+    metrics: Callable[[], tuple[bytes, str]] | None = None,
+    readiness: Readiness | None = None,
 ) -> FastAPI:
     app = FastAPI(title="Replay Service", version="1", summary="Replay lake tables into Kafka at a set rate")
     app.state.keys = ApiKeys(service=api_token.encode(), personal=dict(user_tokens or {}))
@@ -118,6 +119,9 @@ def create_api(
 
     @app.exception_handler(ReplayError)
     async def _domain_error(_request: Request, exc: ReplayError) -> JSONResponse:
+        if isinstance(exc, DependencyDown):  # clients show it as that dependency's, not the daemon's
+            content = {"error": str(exc), "dependency": exc.dependency, "where": exc.where}
+            return JSONResponse(status_code=exc.http_status, content=content)
         return _error(exc.http_status, str(exc))
 
     @app.exception_handler(RequestValidationError)
@@ -134,6 +138,15 @@ def create_api(
     def healthz() -> HealthOut:
         return HealthOut(status="ok")
 
+    if readiness is not None:
+
+        @app.get("/readyz")
+        def readyz() -> JSONResponse:
+            """Each dependency's state (`ok`, `not configured`, `down: …`); 503 unless every configured
+            one is ok. `/healthz` only says the process is up."""
+            states = readiness.check()
+            return JSONResponse(status_code=200 if Readiness.ready(states) else 503, content=states)
+
     @app.get("/v1/whoami", response_model=WhoAmIOut)
     def whoami(
         request: Request,
@@ -149,10 +162,12 @@ def create_api(
             return WhoAmIOut(user=x_replay_actor or "-", credential="service")
         return WhoAmIOut(user=caller, credential="personal")
 
-    @app.get("/metrics", response_class=PlainTextResponse)
-    def metrics_endpoint() -> PlainTextResponse:
-        body, content_type = metrics(service)
-        return PlainTextResponse(body, media_type=content_type)
+    if metrics is not None:
+
+        @app.get("/metrics", response_class=PlainTextResponse)
+        def metrics_endpoint() -> PlainTextResponse:
+            body, content_type = metrics()
+            return PlainTextResponse(body, media_type=content_type)
 
     @app.post("/v1/plans", response_model=PlanOut)
     def plan(body: ReplayBody, who: Actor) -> PlanOut:

@@ -46,6 +46,8 @@ from daemon.core.ids import USER_ID_PATTERN
 from daemon.core.states import RunKind
 from daemon.runtime.api import create_api
 from daemon.runtime.api_guard import new_personal_token
+from daemon.runtime.metrics import render_metrics
+from daemon.runtime.readiness import readiness_for
 from daemon.runtime.scheduler import PipelineScheduler
 from daemon.runtime.watcher import Watcher, WatcherTiming
 from daemon.usecases.auto_steer import AutoSteer
@@ -278,6 +280,8 @@ def build_daemon(
         janitor=janitor,
         run_control=run_control,
         groups=groups,
+        metrics=lambda: render_metrics(store),
+        readiness=readiness_for(settings, store=store, catalog=catalog),
     )
     return Daemon(
         settings=settings,
