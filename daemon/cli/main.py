@@ -8,20 +8,20 @@
     replay pause|resume p-… | replay unschedule p-… --yes
     replay lag <group> [topic] | replay rewind <group> <topic> to=<time>|earliest|latest [--yes]
     replay login [daemon URL] | replay logout     (a personal token, stored 0600 for this user)
+    replay help [command] | replay --help | replay --version | replay completion bash  (no settings needed)
 
 Exit codes: 0 success, 1 the run failed (or the service could not be reached; for `reconcile --follow`,
-the verdict is not clean), 2 bad input.
+the verdict is not clean), 2 bad input, 130 Ctrl-C (during `--follow` the run goes on and the command
+that cancels it is printed). `daemon.cli.usage` holds them, with the text `--help` and the README show.
 """
 
 from __future__ import annotations
 
-import argparse
 import getpass
 import json
 import os
 import shlex
 import sys
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC
@@ -31,11 +31,24 @@ from typing import TextIO
 
 from pydantic import BaseModel
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
+from daemon.cli.follow import (
+    follow_run,
+    stopped_following,
+    stopped_waiting_for_reconcile,
+    wait_until_terminal,
+)
 from daemon.cli.groups import run_group_command
 from daemon.cli.login import credentials_path, load_login, login, logout
-from daemon.cli.sources import describe_sources
+from daemon.cli.self_help import answer_without_settings
+from daemon.cli.sources import chosen_sources, describe_sources
+
+# The exit codes, defined with their meanings in `usage`, re-exported for callers and tests.
+from daemon.cli.usage import EXIT_BAD_INPUT as EXIT_BAD_INPUT
+from daemon.cli.usage import EXIT_FAILED as EXIT_FAILED
+from daemon.cli.usage import EXIT_INTERRUPTED as EXIT_INTERRUPTED
+from daemon.cli.usage import EXIT_OK as EXIT_OK
+from daemon.cli.usage import cli_help, parse_arguments, topic_help, version_text
 from daemon.cli.watch import watch_lines
 from daemon.config.settings import load_settings
 from daemon.contract.client import DaemonClient, PipelineAction
@@ -63,13 +76,10 @@ from daemon.core.grammar import (
     StatusCommand,
     TpsCommand,
     UnscheduleCommand,
-    help_text,
     parse,
 )
 from daemon.core.quantities import render_place
 from daemon.core.states import RunKind, RunState
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 Answer = BaseModel | Sequence[BaseModel]
 
@@ -154,9 +164,11 @@ class Cli:
         *,
         as_json: bool,
         out: TextIO,
+        err: TextIO | None = None,
         output: str | None = None,
         ask: Callable[[str], str] | None = None,
     ) -> None:
+        self._err = err or sys.stderr  # what is said about the output, never in it (`--json`)
         self._ask = ask or _ask_on_terminal  # `rewind`'s y/N
         self._output = output  # `-o`: where `chart` writes its PNG
         self._client = client
@@ -170,7 +182,7 @@ class Cli:
 
     def run(self, command: Command, *, follow: bool, confirm_live: bool) -> int:
         if isinstance(command, HelpCommand):
-            print(help_text(), file=self._out)
+            print(topic_help(command.topic), file=self._out)
             return EXIT_OK
         if isinstance(command, PlanCommand):
             plan = self._client.plan(self._actor, ReplayBody.of(command))
@@ -207,8 +219,8 @@ class Cli:
         if isinstance(command, ChartCommand):
             return self._chart(command)
         if isinstance(command, SourcesCommand):
-            sources = self._client.sources(self._actor)
-            self._emit(sources, describe_sources(sources, command.source))
+            sources = chosen_sources(self._client.sources(self._actor), command.source)
+            self._emit(sources, describe_sources(sources))
             return EXIT_OK
         if isinstance(command, LagCommand | RewindCommand):
             return run_group_command(
@@ -243,9 +255,11 @@ class Cli:
                 job, f"reconciling {command.run_id} as {job.id}; `replay status {command.run_id}` shows it"
             )
             return EXIT_OK
-        while not job.terminal:
-            time.sleep(1.0)
-            job = self._client.get_replay(self._actor, job.id)
+        try:
+            job = wait_until_terminal(self._client, self._actor, job)
+        except KeyboardInterrupt:
+            print(stopped_waiting_for_reconcile(job.id, command.run_id), file=self._err)
+            return EXIT_INTERRUPTED
         run = self._client.get_replay(self._actor, command.run_id)
         self._emit(run, describe_run(run))
         verdict = run.reconcile.verdict() if run.reconcile is not None else None
@@ -310,50 +324,15 @@ class Cli:
             raise BadRequest("you have no runs yet")
         return runs[0].id
 
-    def _follow(self, run: RunOut, poll_s: float = 1.0) -> int:
-        columns = (
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TaskProgressColumn(),
-            TextColumn("{task.completed:,.0f} confirmed"),
-            TimeRemainingColumn(),
-        )
-        with Progress(*columns, console=self._console, disable=self._json) as bar:
-            task = bar.add_task(run.id, total=run.rows or None, completed=run.confirmed)
-            while not run.terminal:
-                time.sleep(poll_s)
-                run = self._client.get_replay(self._actor, run.id)
-                bar.update(task, completed=run.confirmed, description=f"{run.id} {run.state}")
+    def _follow(self, run: RunOut) -> int:
+        """Until the run ends; Ctrl-C leaves it running and prints how to cancel it."""
+        try:
+            run = follow_run(self._client, self._actor, run, console=self._console, show_bar=not self._json)
+        except KeyboardInterrupt:
+            print(stopped_following(run.id), file=self._err)
+            return EXIT_INTERRUPTED
         self._emit(run, describe_run(run))
         return EXIT_OK if run.state == RunState.SUCCEEDED else EXIT_FAILED
-
-
-def _arguments(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="replay",
-        description="Replay lake tables into Kafka.",
-        epilog=help_text(),
-        add_help=False,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--follow",
-        action="store_true",
-        help="show progress until the run ends (a watch= goes on after it: see `replay status`)",
-    )
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.add_argument(
-        "--confirm-live",
-        "--yes",
-        dest="confirm",
-        action="store_true",
-        help="allow publishing into a live topic; confirm an unschedule or a rewind",
-    )
-    parser.add_argument("-o", "--output", help="chart: the PNG file to write")
-    parser.add_argument("--as", dest="actor", help="Slack user id to act as (default: REPLAY_USER)")
-    parser.add_argument("-h", "--help", action="store_true")
-    parser.add_argument("words", nargs="*")
-    return parser.parse_intermixed_args(argv)
 
 
 def _login_command(words: Sequence[str], out: TextIO) -> int:
@@ -369,15 +348,17 @@ def _login_command(words: Sequence[str], out: TextIO) -> int:
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    args = _arguments(sys.argv[1:] if argv is None else argv)
-    if args.help:
-        print(help_text(), file=out)
+    args = parse_arguments(sys.argv[1:] if argv is None else argv)
+    if args.help or args.version:
+        print(cli_help() if args.help else version_text(), file=out)
         return EXIT_OK
     try:
+        if (answered := answer_without_settings(args.words, out)) is not None:
+            return answered
         if args.words[:1] in (["login"], ["logout"]):
             return _login_command(args.words, out)
-        command = parse(shlex.join(args.words))
         settings = load_settings()
+        command = parse(shlex.join(args.words), settings.limits)
         stored = load_login(credentials_path(os.environ))
         actor = args.actor or settings.user or (stored.user if stored else None)
         if not actor:
@@ -392,7 +373,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextI
             raise ConfigError("not logged in: run `replay login` with the personal token an admin gave you")
         with DaemonClient(base_url=base_url, token=token) as client:
             ask = partial(_ask_on_terminal, err=err)  # the prompt goes where errors go
-            code = Cli(client, actor, as_json=args.json, out=out, output=args.output, ask=ask).run(
+            code = Cli(client, actor, as_json=args.json, out=out, err=err, output=args.output, ask=ask).run(
                 command, follow=args.follow, confirm_live=args.confirm
             )
     except (BadRequest, ConfigError) as exc:
@@ -401,8 +382,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextI
     except ReplayError as exc:
         print(f"replay: {exc}", file=err)
         return EXIT_FAILED
-    except KeyboardInterrupt:
-        return EXIT_FAILED
+    except KeyboardInterrupt:  # before a run was known: whatever the service accepted goes on
+        print("replay: interrupted; `replay list mine` shows the runs that were started", file=err)
+        return EXIT_INTERRUPTED
     return code
 
 

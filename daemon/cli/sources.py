@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from daemon.contract.models import SourceOut
+from daemon.core.errors import UnknownSource
 
 
 def describe_source(source: SourceOut) -> str:
@@ -20,9 +21,16 @@ def describe_source(source: SourceOut) -> str:
     )
 
 
-def describe_sources(sources: Sequence[SourceOut], name: str | None) -> str:
-    """Every source, or only `name`; says so when the catalog has none of them."""
-    chosen = [s for s in sorted(sources, key=lambda s: s.name) if name is None or s.name == name]
-    if chosen:
-        return "\n".join(describe_source(s) for s in chosen)
-    return f"no source '{name}' in the catalog" if name else "the catalog has no sources"
+def chosen_sources(sources: Sequence[SourceOut], name: str | None) -> list[SourceOut]:
+    """Every source by name, or only `name`; a name the catalog lacks is bad input (exit 2)."""
+    ordered = sorted(sources, key=lambda s: s.name)
+    if name is None:
+        return ordered
+    chosen = [s for s in ordered if s.name == name]
+    if not chosen:
+        raise UnknownSource(name, [s.name for s in ordered])
+    return chosen
+
+
+def describe_sources(sources: Sequence[SourceOut]) -> str:
+    return "\n".join(describe_source(s) for s in sources) or "the catalog has no sources"

@@ -30,6 +30,27 @@ USAGE: dict[str, str] = {
     "sources": f"{PREFIX} sources [source]",
     "help": f"{PREFIX} help [command]",
 }
+# What each command is for, in one line: `replay --help`, `replay help <command>` and the README show it.
+SUMMARY: dict[str, str] = {
+    "replay": "replay a window into a new topic (topic=live: into the live one, once confirmed)",
+    "plan": "dry run: rows, ETA, topic and partitions; nothing is created",
+    "status": "a run's state, progress and report (your latest run when no id is given)",
+    "list": "recent runs: everyone's, yours, or the running ones",
+    "cancel": "stop a run; what it already published stays on the topic",
+    "reconcile": "check a finished run's event ids against its topic again",
+    "chart": "a run's events per second against its target (CLI: -o run.png writes it)",
+    "schedule": "an incremental pipeline: on each tick, what changed since its watermark",
+    "pipelines": "pipelines: everyone's, yours, or the idle ones due for removal",
+    "pipeline": "one pipeline and its last runs",
+    "tps": "change a running replay's rate",
+    "pause": "hold a running replay, or pause a pipeline",
+    "resume": "let a paused replay go on, or resume a pipeline",
+    "unschedule": "stop a pipeline for good (asks for a confirmation)",
+    "lag": "a consumer group's lag, hottest partition and drain",
+    "rewind": "move a consumer group's offsets (a preview first, then a confirmation)",
+    "sources": "what may be replayed: owners, formats, live topic, history",
+    "help": "every usage line with notes and examples, or one command's",
+}
 GENERAL_USAGE = (
     f"{PREFIX} <source> <window> [options], or {PREFIX} <command> with a command among: "
     + ", ".join(name for name in USAGE if name != "replay")
