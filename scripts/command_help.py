@@ -9,11 +9,13 @@ what this renders, so a new command, flag or summary cannot leave the README beh
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from daemon.cli.usage import cli_help
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run by path: `scripts` importable too
+from scripts.marked_block import MarkedBlock
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -26,30 +28,18 @@ def render_block() -> str:
     return "\n".join([START, "```text", cli_help(), "```", END])
 
 
+BLOCK = MarkedBlock(START, END, what="the command list", script="scripts/command_help.py")
+
+
 def replace_block(text: str, block: str) -> str:
     """`text` with the marked block swapped for `block`; both markers must be there, once each."""
-    if text.count(START) != 1 or text.count(END) != 1:
-        raise ValueError(f"expected one '{START}' and one '{END}' marker")
-    head, rest = text.split(START)
-    _, tail = rest.split(END)
-    return head + block + tail
+    return BLOCK.replace(text, block)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Render `replay --help` into the README.")
-    parser.add_argument("--check", action="store_true", help="only compare; exit 1 when stale")
-    parser.add_argument("--path", type=Path, default=README, help="the Markdown file holding the markers")
-    args = parser.parse_args(argv)
-    current = args.path.read_text(encoding="utf-8")
-    wanted = replace_block(current, render_block())
-    if args.check:
-        if wanted != current:
-            print(f"{args.path}: the command list is stale; run scripts/command_help.py", file=sys.stderr)
-            return 1
-        return 0
-    if wanted != current:
-        args.path.write_text(wanted, encoding="utf-8")
-    return 0
+    return BLOCK.main(
+        argv, description="Render `replay --help` into the README.", path=README, render=render_block
+    )
 
 
 if __name__ == "__main__":

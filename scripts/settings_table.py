@@ -9,7 +9,6 @@ it differs from what this renders, so a new or changed setting cannot go undocum
 
 from __future__ import annotations
 
-import argparse
 import sys
 import types
 from collections.abc import Iterator
@@ -22,6 +21,9 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
 from daemon.config.settings import ENV_PREFIX, Settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run by path: `scripts` importable too
+from scripts.marked_block import MarkedBlock
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "production.md"
@@ -124,30 +126,21 @@ def render_table() -> str:
     return "\n".join([START, _HEADER, *rows, END])
 
 
+BLOCK = MarkedBlock(START, END, what="the settings table", script="scripts/settings_table.py")
+
+
 def replace_block(text: str, block: str) -> str:
     """`text` with the marked block swapped for `block`; both markers must be there, once each."""
-    if text.count(START) != 1 or text.count(END) != 1:
-        raise ValueError(f"expected one '{START}' and one '{END}' marker")
-    head, rest = text.split(START)
-    _, tail = rest.split(END)
-    return head + block + tail
+    return BLOCK.replace(text, block)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Render the REPLAY_* settings table into the guide.")
-    parser.add_argument("--check", action="store_true", help="only compare; exit 1 when stale")
-    parser.add_argument("--path", type=Path, default=GUIDE, help="the Markdown file holding the markers")
-    args = parser.parse_args(argv)
-    current = args.path.read_text(encoding="utf-8")
-    wanted = replace_block(current, render_table())
-    if args.check:
-        if wanted != current:
-            print(f"{args.path}: the settings table is stale; run scripts/settings_table.py", file=sys.stderr)
-            return 1
-        return 0
-    if wanted != current:
-        args.path.write_text(wanted, encoding="utf-8")
-    return 0
+    return BLOCK.main(
+        argv,
+        description="Render the REPLAY_* settings table into the guide.",
+        path=GUIDE,
+        render=render_table,
+    )
 
 
 if __name__ == "__main__":
