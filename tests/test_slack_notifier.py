@@ -377,3 +377,20 @@ def test_without_slack_the_log_notifier_logs_the_honest_report_unknowns_as_none(
     finished = logs[2]
     assert (finished["duplicates"], finished["on_topic_at_least"], finished["series_seconds"]) == (0, None, 6)
     assert finished["reconcile"] == logs[3]["reconcile"] == "not reconciled: the run reported no reconcile"
+
+
+def test_the_final_reply_is_reported_delivered_before_the_edits_and_the_chart(
+    notifier: SlackNotifier, slack_standin: SlackStandin
+) -> None:
+    thread = _started(notifier)
+    before = len(slack_standin.calls())
+    seen_at_delivery: list[list[str]] = []
+
+    notifier.run_finished(
+        _in_thread(thread, state="succeeded", rows_selected=600, confirmed=600),
+        SERIES,
+        delivered=lambda: seen_at_delivery.append([c.method for c in slack_standin.calls()[before:]]),
+    )
+
+    assert seen_at_delivery == [["chat.postMessage"]]  # a crash after this point cannot repeat the reply
+    assert "chat.update" in [c.method for c in slack_standin.calls()[before:]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 import structlog
@@ -38,7 +39,9 @@ class LogNotifier(Notifier):
             rate=rate,
         )
 
-    def run_finished(self, run: RunOut, series: RateSeriesOut | None = None) -> None:
+    def run_finished(
+        self, run: RunOut, series: RateSeriesOut | None = None, delivered: Callable[[], None] | None = None
+    ) -> None:
         """The honest report as fields: unknown counts stay None, never 0."""
         log.info(
             "notify run finished",
@@ -57,6 +60,8 @@ class LogNotifier(Notifier):
             series_seconds=len(series.counts) if series is not None else None,
             reason=run.failure_reason,
         )
+        if delivered is not None:
+            delivered()
 
     def run_reconciled(self, run: RunOut) -> None:
         log.info("notify run reconciled", run_id=run.id, reconcile=run_verdict(run.reconcile).text)

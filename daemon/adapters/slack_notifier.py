@@ -155,15 +155,21 @@ class SlackNotifier(Notifier):
         zone = self._zones.zone(run.requester)
         self._update(channel, run.slack_progress_ts, progress_reply(view, zone=zone))
 
-    def run_finished(self, run: RunOut, series: RateSeriesOut | None = None) -> None:
+    def run_finished(
+        self, run: RunOut, series: RateSeriesOut | None = None, delivered: Callable[[], None] | None = None
+    ) -> None:
         """Final reply, then progress edit, parent edit, chart. Raises only when the final reply itself
-        was not delivered (then nothing else was sent); a later step failing is logged, not raised."""
+        was not delivered (then nothing else was sent); a later step failing is logged, not raised.
+        `delivered` is called the moment Slack took the final reply, before the slower steps."""
+        done = delivered or (lambda: None)
         channel = self._channel(run)
         if channel is None:
+            done()
             return
         view = RunView.of(run, as_of=datetime.now(UTC))
         if run.pipeline_id is not None:  # one line in the pipeline's thread; its parent is not the run's
             self._post(channel, pipeline_run_line(view), thread_ts=run.slack_ts)
+            done()
             return
         thread_ts = run.slack_ts
         if thread_ts is None:  # the announcement never went out: post the final card as the parent
@@ -173,6 +179,7 @@ class SlackNotifier(Notifier):
         # so nothing after it may have gone out; once it is out, the rest is best effort.
         zone = self._zones.zone(run.requester)
         self._post(channel, final_reply(view, zone=zone), thread_ts=thread_ts)
+        done()
         steps: list[Callable[[], object]] = []
         if run.slack_progress_ts is not None:
             progress_ts = run.slack_progress_ts

@@ -62,8 +62,13 @@ class FinalMessages:
             self._deliver(self._store.runs.get(note.run_id))
 
     def _deliver(self, run: Run) -> None:
+        key = final_key(run.id)
         try:
-            self._notifier.run_finished(run_out(run), rate_series_out(run))
+            self._notifier.run_finished(
+                run_out(run),
+                rate_series_out(run),
+                delivered=lambda: self._store.notifications.mark_delivered(key),
+            )
         except ReplayError as exc:
             retry = self._retry_after.total_seconds()
             log.warning(
@@ -73,4 +78,3 @@ class FinalMessages:
                 error=str(exc),
             )
             return
-        self._store.notifications.mark_delivered(final_key(run.id))

@@ -307,9 +307,13 @@ class Notifier(ABC):
         """Edit the progress message in place; `rate` is the current rate (events per second) when known."""
 
     @abstractmethod
-    def run_finished(self, run: RunOut, series: RateSeriesOut | None = None) -> None:
+    def run_finished(
+        self, run: RunOut, series: RateSeriesOut | None = None, delivered: Callable[[], None] | None = None
+    ) -> None:
         """The final word (the honest report, mentioning the requester) and, given a series, its chart.
-        Raises a `ReplayError` only when the final word itself was not delivered: it is sent again."""
+        Raises a `ReplayError` only when the final word itself was not delivered: it is sent again.
+        Calls `delivered` as soon as the final word is out (before the chart), so the caller records
+        it with the least time in which a crash could make it send the word twice."""
 
     @abstractmethod
     def run_reconciled(self, run: RunOut) -> None:
