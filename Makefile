@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: setup system lint format test test-fast demo chaos bench clean
+.PHONY: setup system lint format test test-fast demo chaos nightly bench clean
 
 setup: system $(STAMP)
 
@@ -54,6 +54,12 @@ demo: setup
 CHAOS_ARGS ?=
 chaos: setup
 	$(PY) -m tests.chaos $(CHAOS_ARGS)
+
+# What is too long for `make test`: the chaos suite's long form and the tests marked `nightly` (a window
+# about three times the job's heap, replayed and reconciled).
+nightly: chaos
+	REPLAY_TEST_POSTGRES_URL="$$(scripts/local-postgres start | tail -n 1)" \
+		$(VENV)/bin/pytest -m nightly $(PYTEST_ARGS)
 
 clean:
 	-scripts/local-kafka stop
