@@ -1,5 +1,7 @@
 """The watcher: drives every unfinished run from `queued` to its end, surviving restarts.
 
+(Just over 400 lines: a run's life cycle reads best in one place; its helpers are separate modules.)
+
 Each tick leases unfinished runs (so two daemons never drive one run), then moves each one step:
 launch a queued run, follow a running one (progress, result line), stop a cancelling one. All state
 lives in the store and in the launcher's handle, so a daemon killed at any point picks up where it
@@ -7,6 +9,9 @@ stopped. Every notification goes through a dedup key first: no restart ever send
 
 Every tick steps *all* unfinished runs, leased a page at a time and kept while it works
 (`LeaseKeeper`); releases still to do are read from the store (`Releases`), so a restart finishes them.
+
+A launch refused because a dependency is unavailable (Kafka electing leaders after a restart) is
+tried again on later ticks for `launch_patience_s` before the run fails with that reason.
 
 Admission: a queued run is launched only while fewer than the launcher's `max_concurrent_runs` jobs
 are in flight (counted in the store, so every daemon on it sees the same); queued runs are launched
@@ -24,7 +29,7 @@ from typing import Any, TypeVar
 
 import structlog
 
-from daemon.core.errors import InvalidTransition, ReplayError
+from daemon.core.errors import InvalidTransition, ReplayError, Unavailable
 from daemon.core.run_control import changes_from, paused_since
 from daemon.core.states import RunKind, RunState
 from daemon.runtime.final_messages import FinalMessages
@@ -61,6 +66,7 @@ class WatcherTiming:
     page_size: int = 50  # runs leased per claim; a tick claims pages until none is left
     max_hold_s: float = 300.0  # a tick stuck this long stops renewing its leases (see LeaseKeeper)
     final_retry_s: float = 5.0  # an undelivered final message is sent again after this long
+    launch_patience_s: float = 60.0  # a launch refused as Unavailable is tried again for this long
 
 
 class Watcher:
@@ -93,6 +99,7 @@ class Watcher:
         self._last_note: dict[str, float] = {}
         self._wake = threading.Event()
         self._releases = Releases(store, launcher, page_size=self._timing.page_size)
+        self._launch_trouble: dict[str, float] = {}  # run id -> when a launch was first found unavailable
         self._finals = FinalMessages(store, notifier, retry_after_s=self._timing.final_retry_s)
         self._places: dict[str, int] = {}  # each waiting run's place in line, as last shown
         self._line: list[str] | None = None  # this tick's queue, read when a run has to wait
@@ -195,9 +202,20 @@ class Watcher:
             handle = self._launcher.submit(
                 run.id, self._build_spec(run), workers=workers, application_id=application_id
             )
+        except Unavailable as exc:  # e.g. a broker still electing leaders after a restart: wait and see
+            first = self._launch_trouble.setdefault(run.id, self._monotonic())
+            if self._monotonic() - first < self._timing.launch_patience_s:
+                log.warning(
+                    "run not launched yet: a dependency is unavailable", run_id=run.id, error=str(exc)
+                )
+                return
+            self._launch_trouble.pop(run.id, None)
+            self._finish(run, RunState.FAILED, failure_reason=f"{LAUNCH_FAILURE}: {exc}")
+            return
         except Exception as exc:
             self._finish(run, RunState.FAILED, failure_reason=f"{LAUNCH_FAILURE}: {exc}")
             return
+        self._launch_trouble.pop(run.id, None)
         try:
             run = self._store.runs.transition(
                 run.id,
