@@ -47,10 +47,13 @@ class Sizes:
     crowd: int
     two_daemon_runs: int
     fuzz: int
+    down_s: tuple[float, float] = (3.0, 8.0)  # how long the broker or PostgreSQL stays away
 
 
 LONG = Sizes(kill_runs=20, restart_runs=2, slack_runs=5, crowd=50, two_daemon_runs=8, fuzz=600)
-SHORT = Sizes(kill_runs=2, restart_runs=1, slack_runs=1, crowd=8, two_daemon_runs=2, fuzz=80)
+SHORT = Sizes(
+    kill_runs=2, restart_runs=1, slack_runs=1, crowd=8, two_daemon_runs=2, fuzz=80, down_s=(1.0, 3.0)
+)
 
 
 def _day(index: int) -> str:
@@ -107,7 +110,7 @@ def broker_restart(world: World, sizes: Sizes, rng: random.Random) -> Tally:
         run_ids.append(client.create_replay(OWNER, _replay(f"{_day(index)}..{_day(index + 1)}")).id)
         _wait_confirmed(client, run_ids[-1], at_least=30)
         with world.broker.stopped():
-            time.sleep(rng.uniform(3.0, 8.0))
+            time.sleep(rng.uniform(*sizes.down_s))
     audit(world, tally, client, run_ids)
     return tally
 
@@ -120,7 +123,7 @@ def postgres_restart(world: World, sizes: Sizes, rng: random.Random) -> Tally:
     for index in range(sizes.restart_runs):
         run_ids.append(client.create_replay(OWNER, _replay(f"{_day(index)}..{_day(index + 1)}")).id)
         _wait_confirmed(client, run_ids[-1], at_least=30)
-        world.postgres.restart(down_s=rng.uniform(3.0, 8.0))
+        world.postgres.restart(down_s=rng.uniform(*sizes.down_s))
     audit(world, tally, client, run_ids)
     return tally
 
@@ -196,7 +199,8 @@ def crowd(world: World, sizes: Sizes, rng: random.Random) -> Tally:
     if not accepted:
         tally.problems.append("no command was accepted: the crowd tested nothing")
     rng.shuffle(accepted)
-    _cancel(client, accepted[max(1, len(accepted) // 4) :])  # most cancelled while they queue; a quarter run
+    keep = max(1, len(accepted) // 4) if len(accepted) > 8 else 1  # the rest are cancelled while they queue
+    _cancel(client, accepted[keep:])
     created = {run.id for run in client.list_replays(ADMIN, limit=200).runs}
     if created != set(accepted):
         tally.problems.append(f"{len(created)} runs exist for {len(accepted)} accepted commands")
