@@ -57,6 +57,23 @@ def narrow_table(directory: Path, rows: int) -> Path:
     return table
 
 
+def narrow_spec(table: Path, bootstrap: str, topic: str, *, run_id: str) -> dict[str, Any]:
+    """The job spec that replays the whole narrow table unthrottled, entity-ordered."""
+    return {
+        "run_id": run_id,
+        "source": {"name": "narrow", "path": str(table), "format": "parquet"},
+        "window": {"column": "dt", "start_day": DAYS[0], "end_day": DAYS[-1]},
+        "topic": topic,
+        "kafka": {"bootstrap.servers": bootstrap},
+        "tps": 0,
+        "key_column": "order_id",
+        "event_id_column": "event_id",
+        "event_time_column": "updated_at",
+        "ordering": "entity",
+        "progress": {"topic": "replay.progress.bench", "interval_s": 5},
+    }
+
+
 def tree_rss_mb(root: int) -> float:
     """Resident memory of ``root`` and all its descendants, from /proc (Linux)."""
     children: dict[int, list[int]] = {}
@@ -117,19 +134,7 @@ def main() -> int:
         directory = Path(scratch)
         table = narrow_table(directory, args.rows)
         with topic(bootstrap, "bench-memory", 3, {}) as target:
-            spec: dict[str, Any] = {
-                "run_id": f"memory-{int(time.time())}",
-                "source": {"name": "narrow", "path": str(table), "format": "parquet"},
-                "window": {"column": "dt", "start_day": DAYS[0], "end_day": DAYS[-1]},
-                "topic": target,
-                "kafka": {"bootstrap.servers": bootstrap},
-                "tps": 0,
-                "key_column": "order_id",
-                "event_id_column": "event_id",
-                "event_time_column": "updated_at",
-                "ordering": "entity",
-                "progress": {"topic": "replay.progress.bench", "interval_s": 5},
-            }
+            spec = narrow_spec(table, bootstrap, target, run_id=f"memory-{int(time.time())}")
             spec_path = directory / "spec.json"
             spec_path.write_text(json.dumps(spec))
             started = time.monotonic()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.window_memory import DAYS, MAIN, narrow_table, run
+from bench.window_memory import MAIN, narrow_spec, narrow_table, run
 from tests.fixtures.kafka import create_topic, unique_topic
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.nightly]
@@ -29,19 +29,7 @@ def test_a_window_three_times_the_heap_replays_with_a_clean_reconcile(
     table = narrow_table(tmp_path, ROWS)
     target = unique_topic("window-memory")
     create_topic(kafka_bootstrap, target, partitions=3)
-    spec = {
-        "run_id": f"r-memory-{int(time.time())}",
-        "source": {"name": "narrow", "path": str(table), "format": "parquet"},
-        "window": {"column": "dt", "start_day": DAYS[0], "end_day": DAYS[-1]},
-        "topic": target,
-        "kafka": {"bootstrap.servers": kafka_bootstrap},
-        "tps": 0,
-        "key_column": "order_id",
-        "event_id_column": "event_id",
-        "event_time_column": "updated_at",
-        "ordering": "entity",
-        "progress": {"topic": "replay.progress.tests", "interval_s": 5},
-    }
+    spec = narrow_spec(table, kafka_bootstrap, target, run_id=f"r-memory-{int(time.time())}")
     spec_path = tmp_path / "spec.json"
     spec_path.write_text(json.dumps(spec))
 
