@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/e2e.py [--rows 15000] [--tps 1000] [--ordering entity|none] [--runs N]
     .venv/bin/python bench/e2e.py --max [--rows 1000000]  # unthrottled: vs a bare loop and Spark's sink
+    .venv/bin/python bench/e2e.py --concurrent 3 --tps 3000 --rows 90000  # admission: N at once
     [--bootstrap HOST:PORT]                               # default: a throwaway broker
 
 Seeds the sample `orders` table (7 daily partitions), starts ``replayd`` as ``scripts/demo`` does (local
@@ -30,16 +31,28 @@ rate: the product's records / broker span (first to last stamp); bare: the same 
 confluent-kafka loop re-sending the product's own records (bench/bare_loop.py); ratio = rate / bare;
 spark_sink: Spark's ``df.write.format("kafka")`` on the same table, ``local[2]``, the same producer
 settings (bench/spark_sink.py), or ``unavailable (why)``.
+
+``--concurrent N`` asks for N replays at once (one plan, then N commands back to back), prints each
+run's lines as above and then
+
+    e2e-concurrent runs= tps= succeeded= p95_dev= max_second_ratio= queue_place= queued_s= overlap_s=
+        each_p95_within_5pct=
+
+queue_place: the largest place in line the run's ``--follow`` showed (0: never queued); queued_s:
+created to started, as the API answered; overlap_s: whole seconds in which two or more of the runs
+had records landing on the broker.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -66,7 +79,7 @@ from bench.daemon_harness import (
     replay_cli,
     replayd,
 )
-from bench.seconds import per_second, span_rate, summary
+from bench.seconds import Figures, per_second, span_rate, summary
 from bench.throttle import sample_table
 from scripts.spark_kafka_jars import SparkKafkaJarsError, ensure_jars
 
@@ -78,10 +91,19 @@ def _stamp(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()
 
 
-def run_once(daemon: Daemon, tps: int, ordering: str) -> tuple[dict[str, Any], dict[str, float]]:
-    """One replay through the CLI; the final run as the API answered it, and the bench's timings."""
-    words = ["orders", WINDOW, f"tps={tps}", f"ordering={ordering}"]
-    plans, _ = replay_cli(daemon, "plan", *words)
+@dataclass
+class Started:
+    """One replay command under way: the CLI process following it and what the bench sampled."""
+
+    cli: subprocess.Popen[str]
+    sampler: JobMemory
+    command: float
+    eta_s: float
+    rss_before: float
+
+
+def start_run(daemon: Daemon, words: list[str], eta_s: float) -> Started:
+    """`replay WORDS --follow --json`, returned as soon as the run exists."""
     before = memory_mb(daemon.pid)
     sampler = JobMemory(daemon.state_dir / "runs")
     command = time.time()
@@ -99,21 +121,62 @@ def run_once(daemon: Daemon, tps: int, ordering: str) -> tuple[dict[str, Any], d
         cli.wait()
         raise SystemExit(f"replay {' '.join(words)}: {first}{cli.stderr.read() if cli.stderr else ''}")
     sampler.watch(json.loads(first)["id"])
-    rest, errors = cli.communicate()
-    peak = sampler.stop()
+    return Started(cli, sampler, command, eta_s, before["VmRSS"])
+
+
+def finish_run(daemon: Daemon, started: Started) -> tuple[dict[str, Any], dict[str, float]]:
+    """Wait for the run's final state; it as the API answered it, and the bench's timings."""
+    rest, errors = started.cli.communicate()
+    peak = started.sampler.stop()
     after = memory_mb(daemon.pid)
     answers = [json.loads(line) for line in rest.splitlines() if line.startswith("{")]
     if not answers:
         raise SystemExit(f"replay --follow ended without a final state: {errors.strip()[-2000:]}")
+    places = [a["queue_position"] for a in answers if a.get("queue_position") is not None]
     timings = {
-        "command": command,
-        "eta_s": float(plans[0]["eta_s"]),
-        "rss_before": before["VmRSS"],
+        "command": started.command,
+        "eta_s": started.eta_s,
+        "rss_before": started.rss_before,
         "rss_after": after["VmRSS"],
         "hwm_after": after["VmHWM"],
         "job_rss_peak": peak if peak is not None else float("nan"),
+        "queue_place": float(max(places)) if places else 0.0,
     }
     return answers[-1], timings
+
+
+def replay_words(tps: int, ordering: str) -> list[str]:
+    return ["orders", WINDOW, f"tps={tps}", f"ordering={ordering}"]
+
+
+def run_once(daemon: Daemon, tps: int, ordering: str) -> tuple[dict[str, Any], dict[str, float]]:
+    """One replay through the CLI; the final run as the API answered it, and the bench's timings."""
+    words = replay_words(tps, ordering)
+    plans, _ = replay_cli(daemon, "plan", *words)
+    return finish_run(daemon, start_run(daemon, words, float(plans[0]["eta_s"])))
+
+
+PHASE = re.compile(r"phase=(\w+) s=([0-9.]+) t=([0-9.]+)")
+
+
+def phases(run_dir: Path, first_event_s: float) -> str:
+    """Where the time to the first event went: the daemon's part, then each job phase's seconds.
+
+    The job logs ``phase=<name> s=<seconds> t=<since spark-submit started>``; ``daemon`` is the rest
+    of the command-to-first-event time (CLI, plan, topic, launch, the watcher's tick).
+    """
+    found = [
+        hit
+        for name in ("stdout.log", "stderr.log")
+        if (run_dir / name).exists()
+        for hit in PHASE.findall((run_dir / name).read_text(errors="replace"))
+    ]
+    if not found:
+        return "phases=unknown"
+    first = next((float(t) for name, _, t in found if name == "first_event"), None)
+    daemon = "unknown" if first is None else f"{first_event_s - first:.1f}"
+    steps = " ".join(f"{name}={float(s):.1f}" for name, s, _ in found if name != "first_event")
+    return f"phases daemon={daemon} {steps}"
 
 
 def report_run(
@@ -124,8 +187,8 @@ def report_run(
     *,
     ordering: str,
     with_bytes: bool,
-) -> tuple[list[int], list[Record]]:
-    """Print the run's lines from its topic's broker stamps; its stamps (and records when asked)."""
+) -> tuple[list[int], list[Record], Figures]:
+    """Print the run's lines from its topic's broker stamps; its stamps (records when asked), figures."""
     topic = run["topic"]
     stamp_type = timestamp_type(bootstrap, topic)
     back = read_back(bootstrap, topic, with_bytes=with_bytes)
@@ -150,6 +213,7 @@ def report_run(
         f"plan_eta_s={timings['eta_s']:.1f} actual_s={actual:.1f} "
         f"daemon_hwm_mb={timings['hwm_after']:.0f} seconds_trimmed={whole.seconds}"
     )
+    print(phases(daemon.state_dir / "runs" / run["id"], first_event))
     print(f"e2e-all-seconds seconds={full.seconds} {full.line()}")
     print(
         f"e2e rows={len(stamps)} tps={tps} {whole.line()} first_event_s={first_event:.1f} "
@@ -159,7 +223,7 @@ def report_run(
         f"job_rss_peak_mb={timings['job_rss_peak']:.0f} ordering={ordering} run={run['id']}",
         flush=True,
     )
-    return stamps, back.records
+    return stamps, back.records, whole
 
 
 def bare_rate(bootstrap: str, records: list[Record], partitions: int) -> float:
@@ -215,12 +279,64 @@ def unthrottled(
     print(f"e2e-max rate={rate:.0f} bare={bare:.0f} ratio={rate / bare:.3f} spark_sink={sink}", flush=True)
 
 
+def overlap_seconds(spans: list[tuple[int, int]]) -> int:
+    """Whole seconds in which two or more runs were publishing (spans: first and last stamp, ms)."""
+    if not spans:
+        return 0
+    start, end = min(a for a, _ in spans) // 1000, max(b for _, b in spans) // 1000
+    return sum(
+        1 for second in range(start, end + 1) if sum(a // 1000 <= second <= b // 1000 for a, b in spans) > 1
+    )
+
+
+def concurrent(bootstrap: str, daemon: Daemon, count: int, tps: int, ordering: str) -> int:
+    """COUNT replays asked for at once: each one's figures, then whether they shared the machine.
+
+    The local launcher admits as many jobs as it can pace (REPLAY_LOCAL_MAX_CONCURRENT_RUNS) and
+    queues the rest, so either every run holds its rate while they overlap or they take turns.
+    """
+    words = replay_words(tps, ordering)
+    eta_s = float(replay_cli(daemon, "plan", *words)[0][0]["eta_s"])
+    started = [start_run(daemon, words, eta_s) for _ in range(count)]
+    finished = [finish_run(daemon, one) for one in started]
+    failed, spans, lines = 0, [], []
+    try:
+        for run, timings in finished:
+            if run["state"] != "succeeded":
+                failed += 1
+                print(f"e2e run={run['id']} state={run['state']} reason={run.get('failure_reason')}")
+                continue
+            stamps, _, whole = report_run(
+                bootstrap, daemon, run, timings, ordering=ordering, with_bytes=False
+            )
+            spans.append((min(stamps), max(stamps)))
+            queued = _stamp(run["started_at"]) - _stamp(run["created_at"]) if run.get("started_at") else None
+            lines.append((whole, timings["queue_place"], queued))
+    finally:
+        for run, _ in finished:
+            delete_topic(bootstrap, run["topic"])
+    held = all(whole.p95_dev <= 0.05 for whole, _, _ in lines)
+    print(
+        f"e2e-concurrent runs={count} tps={tps} succeeded={len(lines)} "
+        f"p95_dev={','.join(f'{w.p95_dev:.4f}' for w, _, _ in lines)} "
+        f"max_second_ratio={','.join(f'{w.max_second_ratio:.4f}' for w, _, _ in lines)} "
+        f"queue_place={','.join(f'{p:.0f}' for _, p, _ in lines)} "
+        f"queued_s={','.join('unknown' if q is None else f'{q:.1f}' for _, _, q in lines)} "
+        f"overlap_s={overlap_seconds(spans)} each_p95_within_5pct={'yes' if held else 'no'}",
+        flush=True,
+    )
+    return failed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="End to end through replayd and the replay CLI.")
     parser.add_argument("--rows", type=int, help="rows in the table (default 15000; 1000000 with --max)")
     parser.add_argument("--tps", type=int, default=1000)
     parser.add_argument("--ordering", choices=["entity", "none"], default="entity")
     parser.add_argument("--runs", type=int, default=1, help="repeat, one line per run (one daemon)")
+    parser.add_argument(
+        "--concurrent", type=int, default=0, metavar="N", help="N replays asked for at once (admission)"
+    )
     parser.add_argument(
         "--max", action="store_true", help="unthrottled, against a bare loop and Spark's sink"
     )
@@ -237,6 +353,8 @@ def main() -> int:
         state = directory / "state"
         state.mkdir()
         with replayd(state, bootstrap, table, max_tps=tps if args.max else None) as daemon:
+            if args.concurrent:
+                return 1 if concurrent(bootstrap, daemon, args.concurrent, tps, args.ordering) else 0
             for _ in range(args.runs):
                 run, timings = run_once(daemon, tps, args.ordering)
                 if run["state"] != "succeeded":
@@ -244,7 +362,7 @@ def main() -> int:
                     print(f"e2e run={run['id']} state={run['state']} reason={run.get('failure_reason')}")
                     continue
                 try:
-                    stamps, records = report_run(
+                    stamps, records, _ = report_run(
                         bootstrap, daemon, run, timings, ordering=args.ordering, with_bytes=args.max
                     )
                     if args.max:
