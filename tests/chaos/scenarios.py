@@ -48,11 +48,19 @@ class Sizes:
     two_daemon_runs: int
     fuzz: int
     down_s: tuple[float, float] = (3.0, 8.0)  # how long the broker or PostgreSQL stays away
+    slack_burst: tuple[int, int] = (3, 9)  # failed answers in a row, per method and status (randrange)
 
 
 LONG = Sizes(kill_runs=20, restart_runs=2, slack_runs=5, crowd=50, two_daemon_runs=8, fuzz=600)
 SHORT = Sizes(
-    kill_runs=2, restart_runs=1, slack_runs=1, crowd=8, two_daemon_runs=2, fuzz=80, down_s=(1.0, 3.0)
+    kill_runs=2,
+    restart_runs=1,
+    slack_runs=1,
+    crowd=8,
+    two_daemon_runs=2,
+    fuzz=80,
+    down_s=(1.0, 3.0),
+    slack_burst=(1, 3),
 )
 
 
@@ -135,12 +143,12 @@ def slack_bursts(world: World, sizes: Sizes, rng: random.Random) -> Tally:
     bursts = 0
     for method in ("chat.postMessage", "chat.update", "files.getUploadURLExternal"):
         for status in (429, 500):
-            times = rng.randrange(3, 9)
+            times = rng.randrange(*sizes.slack_burst)
             world.slack.fail_next(method, times, status=status)
             bursts += times
     run_ids = _submit(client, sizes.slack_runs, "slack", tps=300)
     _wait_confirmed(client, run_ids[0], at_least=1)
-    world.slack.fail_next("chat.postMessage", rng.randrange(3, 9), status=429)  # a second wave, mid-run
+    world.slack.fail_next("chat.postMessage", rng.randrange(*sizes.slack_burst), status=429)  # a second wave
     tally.figures["failed_answers"] = bursts
     audit(world, tally, client, run_ids)
     return tally
