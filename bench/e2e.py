@@ -100,6 +100,7 @@ class Started:
     command: float
     eta_s: float
     rss_before: float
+    first: dict[str, Any]  # the run as created (a queued run carries its place in line)
 
 
 def start_run(daemon: Daemon, words: list[str], eta_s: float) -> Started:
@@ -120,8 +121,9 @@ def start_run(daemon: Daemon, words: list[str], eta_s: float) -> Started:
     if not first.startswith("{"):
         cli.wait()
         raise SystemExit(f"replay {' '.join(words)}: {first}{cli.stderr.read() if cli.stderr else ''}")
-    sampler.watch(json.loads(first)["id"])
-    return Started(cli, sampler, command, eta_s, before["VmRSS"])
+    created = json.loads(first)
+    sampler.watch(created["id"])
+    return Started(cli, sampler, command, eta_s, before["VmRSS"], created)
 
 
 def finish_run(daemon: Daemon, started: Started) -> tuple[dict[str, Any], dict[str, float]]:
@@ -132,6 +134,7 @@ def finish_run(daemon: Daemon, started: Started) -> tuple[dict[str, Any], dict[s
     answers = [json.loads(line) for line in rest.splitlines() if line.startswith("{")]
     if not answers:
         raise SystemExit(f"replay --follow ended without a final state: {errors.strip()[-2000:]}")
+    answers.insert(0, started.first)
     places = [a["queue_position"] for a in answers if a.get("queue_position") is not None]
     timings = {
         "command": started.command,
@@ -156,14 +159,15 @@ def run_once(daemon: Daemon, tps: int, ordering: str) -> tuple[dict[str, Any], d
     return finish_run(daemon, start_run(daemon, words, float(plans[0]["eta_s"])))
 
 
-PHASE = re.compile(r"phase=(\w+) s=([0-9.]+) t=([0-9.]+)")
+PHASE = re.compile(r"phase=(\w+)(?: s=([0-9.]+))? t=([0-9.]+)")  # first_event has no s=
 
 
 def phases(run_dir: Path, first_event_s: float) -> str:
     """Where the time to the first event went: the daemon's part, then each job phase's seconds.
 
     The job logs ``phase=<name> s=<seconds> t=<since spark-submit started>``; ``daemon`` is the rest
-    of the command-to-first-event time (CLI, plan, topic, launch, the watcher's tick).
+    of the command-to-first-event time (CLI, plan, topic, launch, the watcher's tick), and
+    ``jvm_to_python`` is spark-submit's JVM start until the driver's Python began.
     """
     found = [
         hit
@@ -176,7 +180,8 @@ def phases(run_dir: Path, first_event_s: float) -> str:
     first = next((float(t) for name, _, t in found if name == "first_event"), None)
     daemon = "unknown" if first is None else f"{first_event_s - first:.1f}"
     steps = " ".join(f"{name}={float(s):.1f}" for name, s, _ in found if name != "first_event")
-    return f"phases daemon={daemon} {steps}"
+    _, took, at = found[0]  # the first phase starts when the driver's Python does
+    return f"phases daemon={daemon} jvm_to_python={float(at) - float(took or 0):.1f} {steps}"
 
 
 def report_run(
