@@ -38,7 +38,7 @@ run's lines as above and then
     e2e-concurrent runs= tps= succeeded= p95_dev= max_second_ratio= queue_place= queued_s= overlap_s=
         each_p95_within_5pct=
 
-queue_place: the largest place in line the run's ``--follow`` showed (0: never queued); queued_s:
+queue_place: the largest place in line the run's answers showed (0: never shown in line); queued_s:
 created to started, as the API answered; overlap_s: whole seconds in which two or more of the runs
 had records landing on the broker.
 """
@@ -349,6 +349,8 @@ def main() -> int:
     parser.add_argument("--no-spark-sink", action="store_true", help="--max without Spark's sink line")
     parser.add_argument("--bootstrap", help="HOST:PORT of a running broker (default: start one)")
     args = parser.parse_args()
+    if args.concurrent < 0 or (args.concurrent and (args.max or args.runs != 1)):
+        parser.error("--concurrent takes N >= 1 and goes without --max and --runs")
     rows = args.rows or (1_000_000 if args.max else 15_000)
     tps = args.max_tps if args.max else args.tps
     failed = 0
