@@ -27,8 +27,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, validates
 
-from daemon.core.states import PipelineState, RunKind, RunState
-from store.sqltypes import JsonType, UtcDateTime, require_aware
+from daemon.core.run_options import RunOptions
+from daemon.core.states import FailureKind, PipelineState, RunKind, RunState
+from store.sqltypes import JsonType, RunOptionsType, UtcDateTime, require_aware
 
 # Deterministic constraint names, so later migrations (and SQLite batch mode) can refer to them.
 NAMING_CONVENTION = {
@@ -158,7 +159,7 @@ class Run(_AwareTimestamps, Base):
     topic_created: Mapped[bool] = mapped_column(Boolean, default=False)
     topic_deleted_at: Mapped[datetime | None]  # the one-off topic it created was deleted (its TTL ran out)
     tps: Mapped[int] = mapped_column(Integer)
-    options: Mapped[dict[str, Any]] = mapped_column(JsonType, default=dict)
+    options: Mapped[RunOptions] = mapped_column(RunOptionsType, default=RunOptions)
     requester: Mapped[str] = mapped_column(String(64))
     idempotency_key: Mapped[str | None] = mapped_column(String(128))
     state: Mapped[RunState] = mapped_column(_str_enum(RunState, "run_state"), index=True)
@@ -171,6 +172,8 @@ class Run(_AwareTimestamps, Base):
     dead_lettered: Mapped[int | None] = mapped_column(BigInteger)
     achieved_tps: Mapped[float | None] = mapped_column(Float)
     failure_reason: Mapped[str | None] = mapped_column(Text)
+    # what kind of failure ``failure_reason`` explains (``FailureKind``); None unless the run failed
+    failure_kind: Mapped[FailureKind | None] = mapped_column(_str_enum(FailureKind, "failure_kind"))
     on_topic_at_least: Mapped[int | None] = mapped_column(BigInteger)  # a failed run's confirmed so far
     behind_schedule_s: Mapped[float | None] = mapped_column(Float)
     partition_skew: Mapped[float | None] = mapped_column(Float)

@@ -17,7 +17,15 @@ from sqlalchemy.orm import Session
 
 from daemon.core.errors import Conflict, InvalidTransition, PipelineNotFound, StaleUpdate
 from daemon.core.ids import new_pipeline_id, new_run_id
-from daemon.core.states import PIPELINE_TRANSITIONS, TERMINAL_RUN_STATES, PipelineState, RunKind, RunState
+from daemon.core.run_options import RunOptions
+from daemon.core.states import (
+    PIPELINE_TRANSITIONS,
+    TERMINAL_RUN_STATES,
+    FailureKind,
+    PipelineState,
+    RunKind,
+    RunState,
+)
 from store.models import Pipeline, Run
 from store.transitions import apply_transition, check_version, lock_run, touch
 
@@ -72,7 +80,7 @@ def new_run_fields(fields: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     if unknown:
         raise TypeError(f"not run fields for a pipeline slot: {', '.join(sorted(unknown))}")
     return {
-        "options": {},
+        "options": RunOptions(),
         "topic_created": False,
         **fields,
         "confirmed_count": 0,
@@ -352,6 +360,7 @@ class PipelineRepository:
                     else RunState.QUEUED
                 ),
                 failure_reason=failed_reason or skipped_reason,
+                failure_kind=FailureKind.PLAN if failed_reason else None,
                 ended_at=now if failed_reason or skipped_reason else None,
             )
             session.add(run)

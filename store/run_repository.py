@@ -14,12 +14,13 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Integer, and_, case, false, func, or_, select, type_coerce, update
+from sqlalchemy import Integer, and_, case, func, or_, select, type_coerce, update
 from sqlalchemy.exc import IntegrityError
 
 from daemon.core.errors import BadRequest, InvalidTransition, PipelineNotFound, RunNotFound
 from daemon.core.ids import new_run_id
-from daemon.core.states import TERMINAL_RUN_STATES, RunKind, RunState
+from daemon.core.run_options import RunOptions
+from daemon.core.states import TERMINAL_RUN_STATES, FailureKind, RunKind, RunState
 from store.live_guard import LiveGuard, overlapping_runs, refuse_overlap
 from store.models import Pipeline, Run, RunProgress
 from store.pagination import decode_cursor, encode_cursor
@@ -65,7 +66,7 @@ class RunRepository(RunWatches, RunQueue, RunReleases):  # RunWatches extends Ru
         watermark_low: str | None = None,
         watermark_high: str | None = None,
         topic_created: bool = False,
-        options: Mapping[str, Any] | None = None,
+        options: RunOptions | None = None,
         idempotency_key: str | None = None,
         slack_channel: str | None = None,
         slack_ts: str | None = None,
@@ -94,7 +95,7 @@ class RunRepository(RunWatches, RunQueue, RunReleases):  # RunWatches extends Ru
             target_topic=target_topic,
             topic_created=topic_created,
             tps=tps,
-            options=dict(options or {}),
+            options=options or RunOptions(),
             requester=requester,
             idempotency_key=idempotency_key,
             state=RunState.QUEUED,
@@ -292,18 +293,10 @@ class RunRepository(RunWatches, RunQueue, RunReleases):  # RunWatches extends Ru
         """Remember how the run was launched (pid and log path, or EMR ids) to poll or cancel it."""
         return self.update(run_id, launcher_kind=kind, launcher_handle=dict(handle))
 
-    def totals(self, *, launch_failure_prefix: str | None = None) -> dict[str, int]:
-        """Store-wide sums for metrics: ``runs``, ``confirmed`` events, ``launch_failures``.
-
-        A launch failure is a failed run whose ``failure_reason`` starts with the prefix the
-        daemon writes when it could not start the job at all.
-        """
-        failed_to_launch: ColumnElement[bool] = false()
-        if launch_failure_prefix is not None:
-            failed_to_launch = and_(
-                Run.state == RunState.FAILED,
-                Run.failure_reason.startswith(launch_failure_prefix, autoescape=True),
-            )
+    def totals(self) -> dict[str, int]:
+        """Store-wide sums for metrics: ``runs``, ``confirmed`` events, ``launch_failures`` (failed runs
+        whose job could not be started at all)."""
+        failed_to_launch = and_(Run.state == RunState.FAILED, Run.failure_kind == FailureKind.LAUNCH)
         launch_failures = type_coerce(func.sum(case((failed_to_launch, 1), else_=0)), Integer)
         stmt = select(func.count(), func.sum(Run.confirmed_count), launch_failures)
         with self._store.session() as session:

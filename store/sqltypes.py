@@ -15,6 +15,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from daemon.core.run_options import RunOptions
+
 # JSONB on PostgreSQL (indexable, compact); JSON text elsewhere.
 JsonType: TypeEngine[Any] = JSON().with_variant(JSONB(), "postgresql")
 
@@ -56,3 +58,23 @@ def require_aware(name: str, value: datetime | None) -> datetime | None:
     if value is not None and (value.tzinfo is None or value.utcoffset() is None):
         raise ValueError(f"{name} must be timezone-aware, got naive {value.isoformat()}")
     return value
+
+
+class RunOptionsType(TypeDecorator[RunOptions]):
+    """A run's options (``daemon.core.run_options``) in a JSON column: encoded on the way in, decoded
+    and validated on the way out, so no reader ever sees the raw document."""
+
+    impl = JsonType
+    cache_ok = True
+
+    def process_bind_param(self, value: RunOptions | None, dialect: Dialect) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        if not isinstance(value, RunOptions):
+            raise TypeError(f"expected RunOptions, got {type(value).__name__}")
+        return value.encode()
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> RunOptions | None:
+        if value is None:
+            return None
+        return RunOptions.decode(value)

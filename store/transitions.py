@@ -27,6 +27,7 @@ UPDATABLE_RUN_FIELDS = frozenset(
         "dead_lettered",
         "achieved_tps",
         "failure_reason",
+        "failure_kind",
         "launcher_kind",
         "launcher_handle",
         "watermark_low",

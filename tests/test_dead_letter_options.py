@@ -25,6 +25,7 @@ from daemon.core.grammar import (
     parse,
     render,
 )
+from daemon.core.run_options import RunOptions, WindowKind
 from daemon.core.states import RunKind, RunState
 from daemon.slack.run_messages import final_reply, next_step, run_parent
 from daemon.slack.views import RunView
@@ -142,7 +143,7 @@ def _run(options: dict[str, Any]) -> Run:
         window_label="2024-01-01",
         target_topic="replay.orders.r-7",
         tps=100,
-        options=options,
+        options=RunOptions(window=WindowKind.DAYS, **options),
     )
 
 

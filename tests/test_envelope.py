@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daemon.config.settings import load_settings
+from daemon.core.run_options import RunOptions, WindowKind
 from daemon.usecases.catalog import Source as CatalogSource
 from daemon.usecases.pii import KeyManifestError, decrypt_section
 from scripts.devtools.encrypt_column import encrypt_table
@@ -297,7 +298,7 @@ def test_build_spec_carries_the_decrypt_section(tmp_path: Path) -> None:
         window_label="2024-01-01",
         target_topic="replay.orders.r-7",
         tps=100,
-        options={"on_error": "dlq"},
+        options=RunOptions(window=WindowKind.DAYS, on_error="dlq", dlq_topic="replay.dlq.orders"),
     )
     settings = load_settings({"REPLAY_LOCAL_KEY_DIR": str(tmp_path / "keys")})
     spec = build_spec(run, catalog=catalog, settings=settings, result_uri=None)

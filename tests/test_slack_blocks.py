@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from daemon.contract.models import ReconcileOut
+from daemon.core.run_options import RunOptions, WindowKind
 from daemon.slack import blocks, run_messages
 from daemon.slack.blocks import Message
 from daemon.slack.views import RunView
@@ -171,21 +172,28 @@ def test_success_gives_the_broker_confirmed_count_to_the_requester() -> None:
 
 
 @pytest.mark.parametrize(
-    ("reason", "advice"),
+    ("kind", "reason", "advice"),
     [
-        ("could not launch the job: spark-submit not found", "the job never started"),
-        ("job process lost (last output: ...)", "stopped without reporting a result"),
-        ("delivery failed: Broker: Not enough in-sync replicas", "check the cluster"),
-        ("something else", "/replay status r-0123456789ab"),
-        ("java.lang.OutOfMemoryError: Java heap space", "an executor ran out of memory"),
-        ("job process lost (last output: Container killed on request. Exit code 137)", "ran out of memory"),
-        ("job process lost (last output: Executor exited. Exit code is 137)", "ran out of memory"),
-        ("Job aborted: ExecutorLostFailure (executor 2 exited: 143)", "`emr.executor_memory_gb`"),
-        ("java.lang.OutOfMemoryError: GC overhead limit exceeded on the driver", "the driver ran out"),
+        ("launch", "could not launch the job: spark-submit not found", "the job never started"),
+        ("launch", "EMR refused the application", "the job never started"),  # the kind says it, not words
+        ("job", "the job could not launch its tasks", "/replay status r-0123456789ab"),
+        ("lost", "job process lost (last output: ...)", "stopped without reporting a result"),
+        ("job", "delivery failed: Broker: Not enough in-sync replicas", "check the cluster"),
+        ("job", "something else", "/replay status r-0123456789ab"),
+        ("job", "java.lang.OutOfMemoryError: Java heap space", "an executor ran out of memory"),
+        (
+            "lost",
+            "job process lost (last output: Container killed on request. Exit code 137)",
+            "ran out of memory",
+        ),
+        ("lost", "job process lost (last output: Executor exited. Exit code is 137)", "ran out of memory"),
+        ("job", "Job aborted: ExecutorLostFailure (executor 2 exited: 143)", "`emr.executor_memory_gb`"),
+        ("job", "java.lang.OutOfMemoryError: GC overhead limit exceeded on the driver", "the driver ran out"),
     ],
 )
-def test_a_failure_gives_the_reason_and_a_next_step(reason: str, advice: str) -> None:
-    text = run_messages.final_reply(dataclasses.replace(RUN, state="failed", confirmed=5, reason=reason)).text
+def test_a_failure_gives_the_reason_and_a_next_step(kind: str, reason: str, advice: str) -> None:
+    failed = dataclasses.replace(RUN, state="failed", confirmed=5, reason=reason, failure_kind=kind)
+    text = run_messages.final_reply(failed).text
 
     assert f"*Reason:* {reason}" in text
     assert advice in text
@@ -356,7 +364,7 @@ def _row(**changes: object) -> Run:
         "tps": 100,
         "requester": "U0ALICE",
         "state": "succeeded",
-        "options": {"rows": 600},
+        "options": RunOptions(window=WindowKind.DAYS, planned_rows=600),
         "rows_selected": 598,
         "confirmed_count": 597,
         "failed_tasks": 0,
@@ -392,7 +400,12 @@ def test_before_the_job_reports_the_plans_count_is_shown_and_named_as_planned() 
 
 def test_an_unknown_row_count_is_shown_as_unknown_never_as_zero() -> None:
     pipeline_run = _row(
-        kind="pipeline", state="running", options={}, rows_selected=None, confirmed_count=0, ended_at=None
+        kind="pipeline",
+        state="running",
+        options=RunOptions(window=WindowKind.WATERMARK),
+        rows_selected=None,
+        confirmed_count=0,
+        ended_at=None,
     )
     view = RunView.of(run_out(pipeline_run))
 

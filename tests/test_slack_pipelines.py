@@ -124,7 +124,11 @@ def test_a_failed_pipeline_run_gives_the_reason_and_a_next_step_in_the_thread(
     ts = notifier.pipeline_scheduled(_pipeline())
     assert ts is not None  # the summary was posted
     failed = _run(
-        slack_ts=ts, state="failed", confirmed=3, failure_reason="could not launch the job: no spark"
+        slack_ts=ts,
+        state="failed",
+        confirmed=3,
+        failure_reason="could not launch the job: no spark",
+        failure_kind="launch",
     )
 
     notifier.run_finished(failed)

@@ -43,6 +43,7 @@ def _failed(**changes: object) -> RunOut:
     fields: dict[str, object] = {
         "state": "failed",
         "window": "last=6h",
+        "window_relative": True,
         "window_start": datetime(2024, 1, 1, tzinfo=UTC),
         "window_end": datetime(2024, 1, 1, 6, tzinfo=UTC),
         "confirmed": 4_000,
@@ -204,12 +205,20 @@ def test_a_retry_command_keeps_a_fixed_window_as_typed() -> None:
     assert run_report.rerun_command(RUN) == "/replay orders 2024-01-01..2024-01-07 tps=2000"
 
 
+def test_a_retry_command_follows_the_recorded_facts_not_the_label_or_the_topic_name() -> None:
+    # a live topic whose name starts like the platform's own, and a label that looks relative
+    live = dataclasses.replace(RUN, topic="replay.orders.live", live=True, window="last=6h")
+    assert run_report.rerun_command(live) == "/replay orders last=6h tps=2000 topic=live"
+
+
 @given(
     st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(9000, 1, 1), timezones=st.just(UTC)),
     st.timedeltas(min_value=timedelta(seconds=1), max_value=timedelta(days=3_000)),
 )
 def test_a_pinned_window_parses_back_to_the_bounds_the_run_read(start: datetime, span: timedelta) -> None:
-    view = dataclasses.replace(RUN, window="last=6h", window_start=start, window_end=start + span)
+    view = dataclasses.replace(
+        RUN, window="last=6h", window_relative=True, window_start=start, window_end=start + span
+    )
 
     pinned = run_report.pinned_window(view)
 

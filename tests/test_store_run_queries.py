@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from daemon.core.errors import BadRequest
-from daemon.core.states import RunState
+from daemon.core.states import FailureKind, RunState
 from store import Store
 from store.migrate import upgrade
 from store.models import Run
@@ -73,21 +73,23 @@ def test_count_by_state_includes_zeros(store: Store) -> None:
 
 
 def test_totals_for_metrics(store: Store) -> None:
-    assert store.runs.totals(launch_failure_prefix="launch failed") == {
+    assert store.runs.totals() == {
         "runs": 0,
         "confirmed": 0,
         "launch_failures": 0,
     }
     store.runs.transition(new_run(store).id, "succeeded", confirmed_count=70)
-    store.runs.transition(new_run(store).id, "failed", failure_reason="launch failed: no spark-submit")
-    store.runs.transition(new_run(store).id, "failed", failure_reason="job process lost", confirmed_count=5)
-    store.runs.transition(new_run(store).id, "failed", failure_reason="launch_failed% is not the prefix")
-    assert store.runs.totals(launch_failure_prefix="launch failed") == {
-        "runs": 4,
-        "confirmed": 75,
-        "launch_failures": 1,
-    }
-    assert store.runs.totals()["launch_failures"] == 0
+    store.runs.transition(
+        new_run(store).id, "failed", failure_reason="no spark-submit", failure_kind=FailureKind.LAUNCH
+    )
+    store.runs.transition(
+        new_run(store).id, "failed", failure_reason="lost", failure_kind=FailureKind.LOST, confirmed_count=5
+    )
+    # the reason's words count for nothing: the kind is the fact
+    store.runs.transition(
+        new_run(store).id, "failed", failure_reason="could not launch the job", failure_kind=FailureKind.JOB
+    )
+    assert store.runs.totals() == {"runs": 4, "confirmed": 75, "launch_failures": 1}
 
 
 def test_find_by_idempotency_key(store: Store) -> None:

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import make_url
 
 from daemon.core.errors import InvalidTransition, RunNotFound, StaleUpdate
+from daemon.core.run_options import RunOptions, WindowKind
 from daemon.core.states import RUN_TRANSITIONS, TERMINAL_RUN_STATES, RunKind, RunState
 from store import Store
 from store.migrate import upgrade
@@ -44,7 +45,7 @@ def test_round_trip_keeps_every_field(store: Store) -> None:
         window_label="2024-01-01..2024-01-07",
         watermark_column="updated_at",
         topic_created=True,
-        options={"headers": {"x-replay": "1"}, "ordering": "key", "workers": 4, "confirm_live": True},
+        options=RunOptions(window=WindowKind.DAYS, headers={"x-replay": "1"}, ordering="none", workers=4),
         slack_channel="C1",
         slack_ts="1700000000.000100",
     )
@@ -53,12 +54,9 @@ def test_round_trip_keeps_every_field(store: Store) -> None:
     assert (run.kind, run.state, run.version) == ("replay", RunState.QUEUED, 1)
     assert run.window_start == start and run.window_end == start + timedelta(days=7)
     assert run.window_label == "2024-01-01..2024-01-07"
-    assert run.options == {
-        "headers": {"x-replay": "1"},
-        "ordering": "key",
-        "workers": 4,
-        "confirm_live": True,
-    }
+    assert run.options == RunOptions(
+        window=WindowKind.DAYS, headers={"x-replay": "1"}, ordering="none", workers=4
+    )
     assert run.topic_created is True
     assert (run.confirmed_count, run.failed_tasks, run.duplicates_reported) == (0, 0, 0)
     assert (run.slack_channel, run.slack_ts) == ("C1", "1700000000.000100")

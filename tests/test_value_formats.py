@@ -10,6 +10,7 @@ import pytest
 
 from daemon.config.settings import load_settings
 from daemon.core.errors import CatalogError
+from daemon.core.run_options import RunOptions, WindowKind
 from daemon.usecases.catalog import load_catalog
 from daemon.usecases.job_specs import build_spec
 from daemon.usecases.value_formats import RawColumns
@@ -105,7 +106,7 @@ def _run(source: str) -> Run:
         window_label="2024-01-02",
         target_topic=f"replay.{source}.r-9",
         tps=100,
-        options={},
+        options=RunOptions(window=WindowKind.DAYS),
     )
 
 

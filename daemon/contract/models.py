@@ -19,10 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from daemon.core.auto_rate import AutoRate
 from daemon.core.cron import parse_cron
 from daemon.core.errors import BadRequest
-from daemon.core.grammar import OnError, PlanCommand, ReplayCommand, ScheduleCommand, Timestamp
+from daemon.core.grammar import OnError, PlanCommand, ReplayCommand, ScheduleCommand, Timestamp, Topic
 from daemon.core.quantities import parse_duration, render_duration
 from daemon.core.reconcile import Tally, Verdict, verdict
-from daemon.core.states import PipelineState, RunKind, RunState
+from daemon.core.run_options import WindowKind
+from daemon.core.states import FailureKind, PipelineState, RunKind, RunState
 from daemon.core.watch import WatchState
 from daemon.core.windows import label, parse_window
 
@@ -362,6 +363,9 @@ class RunOut(BaseModel):
     )
     dlq_topic: str | None = Field(default=None, description="where this run sets bad records aside")
     failure_reason: str | None
+    failure_kind: FailureKind | None = Field(
+        default=None, description="a failed run: launch, lost (no result), job (it reported failure) or plan"
+    )
     on_topic_at_least: int | None = Field(
         default=None, description="a failed run: records the broker had confirmed before it failed"
     )
@@ -370,6 +374,15 @@ class RunOut(BaseModel):
     reconcile: ReconcileOut | None = None
     window_start: datetime | None = Field(default=None, description="the resolved window, UTC")
     window_end: datetime | None = None
+    window_kind: WindowKind = Field(
+        default=WindowKind.RANGE, description="days (whole partitions), range (event time) or watermark"
+    )
+    window_relative: bool = Field(
+        default=False, description="written relative to its creation (last=, today, tz=): a retry pins it"
+    )
+    topic_mode: Topic = Field(
+        default="auto", description="auto: a topic made for the run; live: the source's"
+    )
     has_series: bool = Field(default=False, description="a per-second rate series (and chart) exists")
     reconciles: str | None = Field(default=None, description="a reconcile run: the run it checks")
     pipeline_id: str | None = None

@@ -30,6 +30,15 @@ class RunState(StrEnum):
         return self in TERMINAL_RUN_STATES
 
 
+class FailureKind(StrEnum):
+    """Why a failed run failed, as a fact (metrics count it, messages explain it), not a reason's prefix."""
+
+    LAUNCH = "launch"  # the job could not be launched
+    LOST = "lost"  # the job's process or EMR job went away without a result
+    JOB = "job"  # the job ran and reported failure
+    PLAN = "plan"  # a pipeline slot that could not even be planned
+
+
 class PipelineState(StrEnum):
     ACTIVE = "active"
     PAUSED = "paused"

@@ -21,7 +21,6 @@ from sqlalchemy import func, select
 from daemon.core.run_control import changes_from, latest_rate
 from daemon.core.states import TERMINAL_RUN_STATES, RunState
 from daemon.core.watch import groups_from
-from daemon.usecases.replays import LAUNCH_FAILURE
 from store.models import Run
 
 if TYPE_CHECKING:
@@ -49,7 +48,7 @@ class _StoreCollector:
         for state, count in sorted(self._store.runs.count_by_state().items()):
             runs.add_metric([str(state)], count)
         yield runs
-        totals = self._store.runs.totals(launch_failure_prefix=LAUNCH_FAILURE)
+        totals = self._store.runs.totals()
         yield CounterMetricFamily(
             "replay_events_confirmed", "Events confirmed by the broker, all runs", value=totals["confirmed"]
         )

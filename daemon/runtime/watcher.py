@@ -31,7 +31,7 @@ import structlog
 
 from daemon.core.errors import InvalidTransition, ReplayError, Unavailable
 from daemon.core.run_control import changes_from, paused_since
-from daemon.core.states import RunKind, RunState
+from daemon.core.states import FailureKind, RunKind, RunState
 from daemon.runtime.final_messages import FinalMessages
 from daemon.runtime.lease_keeper import LeaseKeeper
 from daemon.runtime.releases import Releases
@@ -45,13 +45,14 @@ from daemon.usecases.ports import (
     ProgressSource,
     RunThread,
 )
-from daemon.usecases.replays import LAUNCH_FAILURE
 from daemon.usecases.run_reports import reconcile_document, report_fields
 from daemon.usecases.wire import run_out
 from store import Store
 from store.models import Run
 
 log = structlog.get_logger(__name__)
+
+LAUNCH_FAILURE = "could not launch the job"
 
 SpecBuilder = Callable[[Run], str]
 T = TypeVar("T")
@@ -191,7 +192,7 @@ class Watcher:
     # -- steps -------------------------------------------------------------------------------
 
     def _launch(self, run: Run) -> None:
-        workers = int((run.options or {}).get("workers", 1))
+        workers = run.options.workers
         if self._before_launch is not None:
             try:
                 self._before_launch(run)
@@ -210,10 +211,10 @@ class Watcher:
                 )
                 return
             self._launch_trouble.pop(run.id, None)
-            self._finish(run, RunState.FAILED, failure_reason=f"{LAUNCH_FAILURE}: {exc}")
+            self._launch_failed(run, exc)
             return
         except Exception as exc:
-            self._finish(run, RunState.FAILED, failure_reason=f"{LAUNCH_FAILURE}: {exc}")
+            self._launch_failed(run, exc)
             return
         self._launch_trouble.pop(run.id, None)
         try:
@@ -260,6 +261,11 @@ class Watcher:
         else:  # it ended otherwise meanwhile: its job must not run on, untracked
             self._launcher.cancel(handle)
 
+    def _launch_failed(self, run: Run, exc: Exception) -> None:
+        self._finish(
+            run, RunState.FAILED, failure_reason=f"{LAUNCH_FAILURE}: {exc}", failure_kind=FailureKind.LAUNCH
+        )
+
     def _follow(self, run: Run) -> None:
         handle = run.launcher_handle or {}
         outcome = self._launcher.outcome(handle)
@@ -274,7 +280,7 @@ class Watcher:
                 return
             tail = " | ".join(line for line in self._launcher.log_tail(handle, 5) if line.strip())
             reason = "job process lost" + (f" (last output: {tail[-400:]})" if tail else "")
-            self._finish(run, RunState.FAILED, failure_reason=reason)
+            self._finish(run, RunState.FAILED, failure_reason=reason, failure_kind=FailureKind.LOST)
             return
         if job_state == JobState.RUNNING and run.state == RunState.SUBMITTED:
             run = self._store.runs.transition(run.id, RunState.RUNNING, started_at=self._store.now())
@@ -363,6 +369,8 @@ class Watcher:
     def _finish(self, run: Run, state: RunState, **fields: Any) -> None:
         now = self._store.now()
         fields.setdefault("ended_at", now)
+        if state == RunState.FAILED:
+            fields.setdefault("failure_kind", FailureKind.JOB)
         if run.started_at is None:
             fields.setdefault("started_at", run.submitted_at or now)
         try:

@@ -212,7 +212,7 @@ def _next_step(run: RunView) -> str:
     reason = (run.reason or "").lower()
     pid = escape(run.pipeline_id or "")
     retry = "the watermark did not move, so the next scheduled run sends this range again"
-    if "launch" in reason or "spark" in reason:
+    if run.failure_kind == "launch":
         return f"the job never started: ask the platform team to check the launcher; {retry}"
     if any(word in reason for word in ("broker", "kafka", "timed out", "timeout", "delivery")):
         return f"check the cluster; {retry} (duplicates keep their event ids)"

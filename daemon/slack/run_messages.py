@@ -104,7 +104,7 @@ def next_step(run: RunView) -> str:
             "(`emr.driver_memory_gb` for the driver; `spark.executor.memory` / `spark.driver.memory` on a "
             f"local launcher), or spread the rows over more tasks with `workers=`, then re-run {rerun}"
         )
-    if "launch" in reason or "spark" in reason:
+    if run.failure_kind == "launch":
         return (
             "the job never started: ask the platform team to check the launcher, then run the command again"
         )
@@ -114,7 +114,7 @@ def next_step(run: RunView) -> str:
             f"or re-run `{escape(rerun_command(run))} on_error=dlq` to set such records aside and "
             "publish the rest"
         )
-    if "lost" in reason:
+    if run.failure_kind == "lost":
         return (
             "the job stopped without reporting a result; its last output (in the reason) says why, if "
             f"anything does. Check it with the platform team, then re-run {rerun}"

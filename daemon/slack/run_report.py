@@ -132,8 +132,7 @@ def on_topic_line(view: RunView) -> str:
 def pinned_window(view: RunView) -> str:
     """The window to retry with: a relative or zoned one (`last=6h`, `today`, `tz=`) pinned to the
     UTC bounds this run read."""
-    relative = view.window.lower().startswith(("last=", "today", "yesterday")) or " tz=" in view.window
-    if relative and view.window_start is not None and view.window_end is not None:
+    if view.window_relative and view.window_start is not None and view.window_end is not None:
         try:
             start, _, end = label(TimeWindow(view.window_start, view.window_end)).partition("..")
         except (TypeError, ValueError):  # bounds the grammar cannot express: keep what was typed
@@ -143,7 +142,7 @@ def pinned_window(view: RunView) -> str:
 
 
 def rerun_command(view: RunView) -> str:
-    live = "" if view.topic.startswith("replay.") else " topic=live"
+    live = " topic=live" if view.live else ""
     return f"/replay {view.source} {pinned_window(view)} tps={view.tps}{live}"
 
 

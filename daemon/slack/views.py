@@ -37,6 +37,7 @@ class RunView:
     achieved_tps: float | None = None
     duration_s: float | None = None
     reason: str | None = None
+    failure_kind: str | None = None  # `FailureKind`: launch, lost, job or plan; None unless it failed
     channel: str | None = None
     thread_ts: str | None = None
     progress_ts: str | None = None  # the one progress message, edited in place
@@ -49,6 +50,8 @@ class RunView:
     reconcile: ReconcileOut | None = None
     window_start: datetime | None = None  # the resolved window (a `last=6h` pinned to its run)
     window_end: datetime | None = None
+    window_relative: bool = False  # `last=6h`, `today`, a zone: a retry pins window_start..window_end
+    live: bool = False  # it publishes to the source's live topic (`topic=live`)
     as_of: datetime | None = None  # when the numbers shown were read (the progress message says it)
     queue_position: int | None = None  # a queued run's place in line (1: the next to start)
     planned_eta_s: float | None = None  # the plan's estimate, start-up included (`RunOut.eta_s`)
@@ -77,6 +80,7 @@ class RunView:
             achieved_tps=run.achieved_tps,
             duration_s=(ended - started).total_seconds() if started and ended else None,
             reason=run.failure_reason,
+            failure_kind=None if run.failure_kind is None else str(run.failure_kind),
             channel=run.slack_channel,
             thread_ts=run.slack_ts,
             progress_ts=run.slack_progress_ts,
@@ -89,6 +93,8 @@ class RunView:
             reconcile=run.reconcile,
             window_start=run.window_start,
             window_end=run.window_end,
+            window_relative=run.window_relative,
+            live=run.topic_mode == "live",
             as_of=as_of,
             queue_position=run.queue_position,
             planned_eta_s=run.eta_s,

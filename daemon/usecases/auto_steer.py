@@ -35,12 +35,7 @@ SAMPLE_EVERY_S = 2.0
 
 def auto_rate_of(run: Run) -> AutoRate | None:
     """The run's ``tps=auto`` request (kept in its options), or None for a fixed rate."""
-    wanted = (run.options or {}).get("auto")
-    if not wanted:
-        return None
-    return AutoRate(
-        ceiling=int(wanted["ceiling"]), lag_limit=int(wanted["lag_limit"]), group=str(wanted["group"])
-    )
+    return run.options.auto
 
 
 @dataclass

@@ -19,7 +19,7 @@ def dead_letter_topic(source: str) -> str:
 
 
 def dead_letter_options(on_error: str, source: str) -> dict[str, Any]:
-    """The run options naming what a bad record does: ``on_error`` and, for ``dlq``, ``dlq_topic``."""
+    """The ``RunOptions`` fields naming what a bad record does: ``on_error`` and, for ``dlq``, its topic."""
     if on_error == "dlq":
-        return {"on_error": on_error, "dlq_topic": dead_letter_topic(source)}
-    return {"on_error": on_error}
+        return {"on_error": "dlq", "dlq_topic": dead_letter_topic(source)}
+    return {"on_error": "fail", "dlq_topic": None}

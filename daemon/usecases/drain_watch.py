@@ -76,7 +76,7 @@ class DrainWatch:
 
     def baseline(self, run: Run) -> None:
         """Each watched group's lag on the run's topic before its first record (once per run)."""
-        wanted: Sequence[str] = (run.options or {}).get("watch") or ()
+        wanted: Sequence[str] = run.options.watch
         if not wanted or run.watch:
             return
         watched = [baseline_of(group, *self._sample(group, run.target_topic)) for group in wanted]

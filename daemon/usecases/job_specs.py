@@ -1,8 +1,8 @@
 """Turn a stored run and its catalog source into the publisher's job spec.
 
-The run row keeps the window as resolved UTC bounds and its label; a label that is a day range
-becomes a partition-column window (so Spark prunes partitions), anything else a half-open
-event-time window.
+The run row keeps the window as resolved UTC bounds and, in its options, the window's kind: whole
+days become a partition-column window (so Spark prunes partitions), a range a half-open event-time
+window, a pipeline slot a watermark range.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from datetime import date, timedelta
 
 from daemon.config.settings import Settings
 from daemon.core.run_control import changes_from
+from daemon.core.run_options import WindowKind
 from daemon.core.states import RunKind
 from daemon.usecases.catalog import Catalog
 from daemon.usecases.dead_letters import dead_letter_options
@@ -36,8 +37,7 @@ def _selection(run: Run, partition_column: str, event_time_column: str) -> Selec
         return WatermarkRange(column=run.watermark_column, low=run.watermark_low, high=run.watermark_high)
     assert run.window_start is not None and run.window_end is not None, "a replay run has a window"
     start, end = run.window_start, run.window_end
-    whole_days = start.time() == end.time() == start.min.time() and (run.window_label or "")[:5] != "last="
-    if whole_days:
+    if run.options.window == WindowKind.DAYS:
         last: date = (end - timedelta(days=1)).date()
         return DayWindow(column=partition_column, start_day=start.date(), end_day=last)
     return TimeWindow(column=event_time_column, start=start, end=end)
@@ -61,9 +61,7 @@ def _reconcile_target(run: Run) -> ReconcileTarget | None:
             topic=str(run.offsets["topic"]),
             partitions={int(p): (int(lo), int(hi)) for p, (lo, hi) in run.offsets["partitions"].items()},
         )
-    return ReconcileTarget(
-        run_id=run.reconciles, offsets=offsets, dlq_topic=(run.options or {}).get("dlq_topic")
-    )
+    return ReconcileTarget(run_id=run.reconciles, offsets=offsets, dlq_topic=run.options.dlq_topic)
 
 
 def _control(run: Run, settings: Settings, offset: int | None) -> Control | None:
@@ -88,9 +86,9 @@ def build_spec(
 ) -> JobSpec:
     """``control_offset``: the control topic's end offset, read before ``run`` (None: no live control)."""
     source = catalog.get(run.source)
-    options = run.options or {}
-    # recorded when the run was created; a run recorded before on_error existed takes the source's
-    dead_letters = dead_letter_options(options.get("on_error") or source.on_error, source.name)
+    options = run.options
+    # recorded when the run was created; None (a pipeline created without on_error=) takes the source's
+    dead_letters = dead_letter_options(options.on_error or source.on_error, source.name)
     return JobSpec(
         run_id=run.id,
         source=Source(name=source.name, path=source.table.path, table=source.table.table),
@@ -107,15 +105,15 @@ def build_spec(
         value_column=source.raw.value_column if source.raw else None,
         headers_column=source.raw.headers_column if source.raw else None,
         raw_timestamp_column=source.raw.timestamp_column if source.raw else None,
-        headers=dict(options.get("headers") or {}),
-        ordering=options.get("ordering", "entity"),
+        headers=dict(options.headers),
+        ordering=options.ordering,
         progress=Progress(topic=settings.progress_topic, interval_s=settings.progress_interval_s),
         result_uri=result_uri,
         decrypt=decrypt_section(source, settings),
         partitioner=source.partitioner,
-        timestamp=options.get("timestamp") or source.timestamp,
+        timestamp=options.timestamp or source.timestamp,
         on_error="dlq" if dead_letters["on_error"] == "dlq" else "fail",
-        dlq_topic=options.get("dlq_topic") or dead_letters.get("dlq_topic"),
+        dlq_topic=options.dlq_topic or dead_letters["dlq_topic"],
         mode="reconcile" if run.kind == RunKind.RECONCILE else "replay",
         reconcile=_reconcile_target(run),
         control=_control(run, settings, control_offset),

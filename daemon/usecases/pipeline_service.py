@@ -24,6 +24,7 @@ from daemon.core.authz import may_manage_pipeline, may_use_source
 from daemon.core.errors import BadRequest, Conflict, Forbidden, ReplayError, ReusedIdempotencyKey
 from daemon.core.grammar import ScheduleCommand, render
 from daemon.core.ids import new_pipeline_id
+from daemon.core.run_options import RunOptions, WindowKind
 from daemon.core.schedules import check_schedule, schedule_text
 from daemon.core.states import PipelineState
 from daemon.core.watermarks import encode, has_new_data, low_bound
@@ -45,6 +46,18 @@ NO_NEW_DATA = "no new data"
 class PipelineDetail:
     pipeline: Pipeline
     runs: list[Run]
+
+
+def slot_options(pipeline: Pipeline, source: Source) -> RunOptions:
+    """A scheduled run's options: its pipeline's, with the source's defaults resolved at the slot."""
+    options = pipeline.options or {}
+    return RunOptions(
+        window=WindowKind.WATERMARK,
+        topic_mode="auto" if pipeline.topic_created else "live",
+        headers=dict(options.get("headers") or {}),
+        watch=tuple(options.get("watch") or ()),
+        **dead_letter_options(options.get("on_error") or source.on_error, source.name),
+    )
 
 
 def pipeline_topic(source: str, pipeline_id: str) -> str:
@@ -332,14 +345,7 @@ class PipelineService:
             "tps": pipeline.tps,
             "requester": pipeline.created_by,
             "watermark_column": pipeline.watermark_column,
-            "options": {
-                "headers": (pipeline.options or {}).get("headers", {}),
-                "ordering": "entity",
-                "watch": list((pipeline.options or {}).get("watch") or ()),
-                **dead_letter_options(
-                    (pipeline.options or {}).get("on_error") or source.on_error, source.name
-                ),
-            },
+            "options": slot_options(pipeline, source),
             "slack_channel": pipeline.slack_channel,
             "slack_ts": pipeline.slack_ts,
         }

@@ -28,9 +28,10 @@ from daemon.core.errors import (
     ReusedIdempotencyKey,
     TooManyRuns,
 )
-from daemon.core.grammar import PlanCommand, ReplayCommand, render
+from daemon.core.grammar import OnError, Ordering, PlanCommand, ReplayCommand, Timestamp, Topic, render
 from daemon.core.ids import new_run_id
 from daemon.core.quantities import partitions_for_rate
+from daemon.core.run_options import RunOptions, WindowKind
 from daemon.core.states import RunKind, RunState
 from daemon.core.windows import DayWindow, TimeWindow, bounds, days, label, resolve
 from daemon.usecases.audit import Audit
@@ -44,15 +45,12 @@ from store.models import Run
 
 log = structlog.get_logger(__name__)
 
-# What a reconcile run keeps of its subject's options: where the subject set bad records aside.
-_RECONCILE_OPTIONS = frozenset({"dlq_topic", "on_error"})
 # What run lists show: reconcile runs are read through the run they check.
 _LISTED_KINDS = (RunKind.REPLAY, RunKind.PIPELINE)
 # What a person's cap counts: the runs they asked for (a pipeline's scheduled runs are its own).
 _ASKED_KINDS = (RunKind.REPLAY, RunKind.RECONCILE)
 
 TYPICAL_RECORD_BYTES = 512
-LAUNCH_FAILURE = "could not launch the job"
 
 
 @dataclass(frozen=True)
@@ -77,26 +75,21 @@ class Plan:
     tps: int
     eta: Eta  # start-up (learned from the launcher's recent runs) + rows / tps + wind-down
     topic: str
-    topic_mode: str
+    topic_mode: Topic
     partitions: int
     workers: int
+    window_kind: WindowKind = WindowKind.RANGE  # how the job selects: whole days, or an event-time range
+    relative: bool = False  # written relative to now (or in a zone): a retry pins these bounds
     headers: dict[str, str] = field(default_factory=dict)
-    ordering: str = "entity"
-    timestamp: str = "replay"  # resolved: the run's option, else the source's default
-    on_error: str = "fail"  # resolved: the run's option, else the source's default
+    ordering: Ordering = "entity"
+    timestamp: Timestamp = "replay"  # resolved: the run's option, else the source's default
+    on_error: OnError = "fail"  # resolved: the run's option, else the source's default
     force: bool = False
     overlapping: tuple[Overlap, ...] = ()  # live topic only: refused unless force
     live_approvals: int = 1
     rewind_instead: str | None = None  # the window is still on the live topic: this rewind re-delivers it
     watch: tuple[str, ...] = ()  # consumer groups whose drain the run watches after it ends
     auto: AutoRate | None = None  # tps=auto: ``tps`` is the start rate, the daemon steers from there
-
-
-def auto_options(auto: AutoRate | None) -> dict[str, object]:
-    """How a ``tps=auto`` request is kept on the run (``daemon.usecases.auto_steer`` reads it back)."""
-    if auto is None:
-        return {}
-    return {"auto": {"ceiling": auto.ceiling, "lag_limit": auto.lag_limit, "group": auto.group}}
 
 
 class _AlreadyCreated(Exception):
@@ -109,7 +102,7 @@ class _AlreadyCreated(Exception):
 
 def _same_request(run: Run, request: str, key: str) -> Run:
     """The run a retried request gets back, once it is sure the retry asks for the same thing."""
-    first = (run.options or {}).get("request")
+    first = run.options.request
     if first is not None and first != request:
         raise ReusedIdempotencyKey(
             f"Idempotency-Key '{key}' was used for `{first}` (run {run.id}); this request is `{request}`: "
@@ -243,6 +236,8 @@ class ReplayService:
             topic_mode=command.topic,
             partitions=partitions,
             workers=workers,
+            window_kind=WindowKind.DAYS if isinstance(window, DayWindow) else WindowKind.RANGE,
+            relative=command.tz is not None or not isinstance(command.window, DayWindow | TimeWindow),
             headers=dict(command.headers),
             ordering=command.ordering,
             timestamp=command.timestamp or source.timestamp,
@@ -401,21 +396,24 @@ class ReplayService:
                 window_start=plan.window_start,
                 window_end=plan.window_end,
                 window_label=plan.window,
-                options={
-                    "headers": plan.headers,
-                    "ordering": plan.ordering,
-                    "timestamp": plan.timestamp,
-                    "workers": plan.workers,
-                    "rows": plan.rows,
-                    "eta_s": round(plan.eta.total_s, 1),
-                    "partitions": plan.partitions,
-                    "topic_mode": plan.topic_mode,
-                    "request": request,  # the command as understood, canonical: what a key stands for
-                    "watch": list(plan.watch),
-                    **auto_options(plan.auto),
+                options=RunOptions(
+                    window=plan.window_kind,
+                    relative=plan.relative,
+                    topic_mode=plan.topic_mode,
+                    headers=dict(plan.headers),
+                    ordering=plan.ordering,
+                    timestamp=plan.timestamp,
+                    workers=plan.workers,
+                    partitions=plan.partitions,
+                    planned_rows=plan.rows,
+                    planned_eta_s=round(plan.eta.total_s, 1),
+                    request=request,  # the command as understood, canonical: what a key stands for
+                    watch=tuple(plan.watch),
+                    auto=plan.auto,
                     **dead_letter_options(plan.on_error, source.name),
-                    **self._live_options(plan, approved_by),
-                },
+                    overrides=tuple(o.run_id for o in plan.overlapping) if plan.force else (),
+                    approved_by=approved_by,
+                ),
                 idempotency_key=idempotency_key,
                 slack_channel=slack_channel,
                 live_guard=self._live_guard(plan),
@@ -436,16 +434,6 @@ class ReplayService:
         if plan.topic_mode != "live" or plan.force:
             return None
         return LiveGuard(self._guard_since())
-
-    @staticmethod
-    def _live_options(plan: Plan, approved_by: str | None) -> dict[str, object]:
-        """What a live run records about its guard: runs it overrode (``force``) and its approver."""
-        options: dict[str, object] = {}
-        if plan.force and plan.overlapping:
-            options["overrides"] = [overlap.run_id for overlap in plan.overlapping]
-        if approved_by is not None:
-            options["approved_by"] = approved_by
-        return options
 
     def _auto_topic_config(self, plan: Plan) -> dict[str, str]:
         """Broker timestamps (LogAppendTime) prove the rate; ``timestamp=event`` needs CreateTime, and
@@ -479,7 +467,7 @@ class ReplayService:
         return {str(state): count for state, count in self._store.runs.count_by_state().items()}
 
     def totals(self) -> dict[str, int]:
-        return self._store.runs.totals(launch_failure_prefix=LAUNCH_FAILURE)
+        return self._store.runs.totals()
 
     def reconcile(self, actor: str, run_id: str) -> Run:
         """Queue a reconcile of a finished run: its window's event ids against its topic, in a Spark
@@ -510,7 +498,14 @@ class ReplayService:
                 watermark_column=subject.watermark_column,
                 watermark_low=subject.watermark_low,
                 watermark_high=subject.watermark_high,
-                options={key: v for key, v in (subject.options or {}).items() if key in _RECONCILE_OPTIONS},
+                # it reads the subject's window the same way, and where the subject set bad records aside
+                options=RunOptions(
+                    window=subject.options.window,
+                    relative=subject.options.relative,
+                    topic_mode=subject.options.topic_mode,
+                    on_error=subject.options.on_error,
+                    dlq_topic=subject.options.dlq_topic,
+                ),
                 reconciles=subject.id,
                 offsets=subject.offsets,  # where the subject's records lie; None: the whole topic
             )

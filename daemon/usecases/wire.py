@@ -35,8 +35,7 @@ if TYPE_CHECKING:  # type names only: the use cases import this module, so no im
 
 def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
     """`queue_position`: a queued run's place in line (`store.runs.queued_ids`), when the caller knows it."""
-    planned = (run.options or {}).get("rows")
-    eta = (run.options or {}).get("eta_s")
+    options = run.options
     changes = changes_from(run.control)
     rate = latest_rate(run.tps, changes)
     return RunOut(
@@ -54,21 +53,25 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
             for c in changes
         ],
         requester=run.requester,
-        rows_planned=int(planned) if planned is not None else None,
+        rows_planned=options.planned_rows,
         rows_selected=run.rows_selected,
         confirmed=run.confirmed_count,
         achieved_tps=run.achieved_tps,
         failed_tasks=run.failed_tasks,
         duplicates=run.duplicates_reported,
         dead_lettered=run.dead_lettered,
-        dlq_topic=(run.options or {}).get("dlq_topic"),
+        dlq_topic=options.dlq_topic,
         failure_reason=run.failure_reason,
+        failure_kind=run.failure_kind,
         on_topic_at_least=run.on_topic_at_least,
         behind_schedule_s=run.behind_schedule_s,
         partition_skew=run.partition_skew,
         reconcile=ReconcileOut.model_validate(run.reconcile) if run.reconcile else None,
         window_start=run.window_start,
         window_end=run.window_end,
+        window_kind=options.window,
+        window_relative=options.relative,
+        topic_mode=options.topic_mode,
         has_series=bool(run.rate_series),
         reconciles=run.reconciles,
         pipeline_id=run.pipeline_id,
@@ -79,7 +82,7 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         slack_ts=run.slack_ts,
         slack_progress_ts=run.slack_progress_ts,
         queue_position=queue_position if run.state == RunState.QUEUED else None,
-        eta_s=float(eta) if eta is not None else None,
+        eta_s=options.planned_eta_s,
         watch=watch_out(run),
         watch_deadline=watch_deadline(run),
     )

@@ -1,0 +1,156 @@
+"""What a run was asked to do beyond its columns, as one typed, versioned value.
+
+A run's settings (headers, ordering, the rows and ETA its plan promised, where bad records go, who
+approved it, how its window selects rows) are fixed when the run is created and read by the launcher,
+the watcher, the wire and Slack. They live in one JSON column, so this is the one place that says
+what that column holds: ``encode`` writes it, ``decode`` reads it back and refuses anything it did not
+write, and every default is a field default here. A new run option is one field (and, when old rows
+need a value other than the default, a new version with its upgrade in ``decode``).
+
+The window's kind and the topic's mode are recorded, not guessed from the window's label or the
+topic's name: ``WindowKind.DAYS`` reads whole partitions, ``RANGE`` an event-time interval,
+``WATERMARK`` a pipeline slot; ``relative`` says the window was written relative to the run's creation
+(``last=6h``, ``today``, a zone), so a retry pins the bounds this run read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+from typing import Any, get_args
+
+from daemon.core.auto_rate import AutoRate
+from daemon.core.grammar.commands import OnError, Ordering, Timestamp, Topic
+
+VERSION = 1
+
+
+class WindowKind(StrEnum):
+    DAYS = "days"  # whole UTC days: read by the partition column
+    RANGE = "range"  # a half-open event-time interval
+    WATERMARK = "watermark"  # a pipeline's slot: (low, high] of its watermark column
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    window: WindowKind = WindowKind.RANGE
+    relative: bool = False  # written relative to when it was asked: a retry pins the bounds read
+    topic_mode: Topic = "auto"  # auto: a topic the platform created for it; live: the source's live topic
+    headers: Mapping[str, str] = field(default_factory=dict)
+    ordering: Ordering = "entity"
+    timestamp: Timestamp | None = None  # None: the source's default when the job is built
+    on_error: OnError | None = None  # None: the source's default when the job is built
+    dlq_topic: str | None = None  # with on_error=dlq: the dead-letter topic
+    workers: int = 1
+    partitions: int | None = None  # of the topic the run publishes to, when the run created it
+    planned_rows: int | None = None  # the plan's count from table metadata; None: not planned
+    planned_eta_s: float | None = None  # the plan's whole duration; None: not planned
+    request: str | None = None  # the command as understood: what an Idempotency-Key stands for
+    watch: tuple[str, ...] = ()  # consumer groups whose drain the run watches after it ends
+    auto: AutoRate | None = None  # tps=auto: the daemon steers the rate from the group's lag
+    overrides: tuple[str, ...] = ()  # live, force=yes: the overlapping runs it went ahead of
+    approved_by: str | None = None  # live, two owners: the second owner
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+    def encode(self) -> dict[str, Any]:
+        """The JSON the store keeps: every field, versioned, in plain types."""
+        data: dict[str, Any] = {"v": VERSION}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if isinstance(value, AutoRate):
+                value = {"ceiling": value.ceiling, "lag_limit": value.lag_limit, "group": value.group}
+            elif isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            elif isinstance(value, StrEnum):
+                value = str(value)
+            data[item.name] = value
+        return data
+
+    @classmethod
+    def decode(cls, data: Mapping[str, Any]) -> RunOptions:
+        """The options in a stored document; ValueError naming what is wrong when we did not write it."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"run options are an object, not {type(data).__name__}")
+        values = dict(data)
+        version = values.pop("v", None)
+        if version != VERSION:
+            raise ValueError(f"run options of version {version!r}: this daemon reads version {VERSION}")
+        known = {item.name for item in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown run options: {', '.join(unknown)}")
+        try:
+            if "window" in values:
+                values["window"] = WindowKind(values["window"])
+            for name in ("watch", "overrides"):
+                if name in values:
+                    values[name] = tuple(_strings(name, values[name]))
+            if values.get("auto") is not None:
+                auto = values["auto"]
+                values["auto"] = AutoRate(
+                    ceiling=auto["ceiling"], lag_limit=auto["lag_limit"], group=auto["group"]
+                )
+            return cls(**values)
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"run options malformed ({exc})") from None
+
+    def dumps(self) -> str:
+        return json.dumps(self.encode(), sort_keys=True, separators=(",", ":"))
+
+
+def _strings(name: str, value: Any) -> list[str]:
+    if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
+        raise ValueError(f"run option {name} is a list of strings")
+    return list(value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check(options: RunOptions) -> None:
+    """Every field has the type it declares: a decode of a damaged row fails here, not far away."""
+    choices: dict[str, tuple[Any, ...]] = {
+        "topic_mode": get_args(Topic),
+        "ordering": get_args(Ordering),
+        "timestamp": (None, *get_args(Timestamp)),
+        "on_error": (None, *get_args(OnError)),
+    }
+    for name, allowed in choices.items():
+        if getattr(options, name) not in allowed:
+            raise ValueError(f"run option {name}={getattr(options, name)!r}: one of {allowed}")
+    if not isinstance(options.window, WindowKind):
+        raise ValueError(f"run option window={options.window!r}: one of {[str(k) for k in WindowKind]}")
+    if not isinstance(options.relative, bool):
+        raise ValueError("run option relative is true or false")
+    if not isinstance(options.headers, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in options.headers.items()
+    ):
+        raise ValueError("run option headers maps names to text")
+    if not _is_int(options.workers) or options.workers < 1:
+        raise ValueError(f"run option workers={options.workers!r}: a whole number of at least 1")
+    for name in ("partitions", "planned_rows"):
+        value = getattr(options, name)
+        if value is not None and (not _is_int(value) or value < 0):
+            raise ValueError(f"run option {name}={value!r}: a whole number, or absent")
+    eta = options.planned_eta_s
+    if eta is not None and (isinstance(eta, bool) or not isinstance(eta, int | float) or eta < 0):
+        raise ValueError(f"run option planned_eta_s={eta!r}: seconds, or absent")
+    for name in ("dlq_topic", "request", "approved_by"):
+        value = getattr(options, name)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"run option {name} is text, or absent")
+    for name in ("watch", "overrides"):
+        value = getattr(options, name)
+        if not isinstance(value, tuple) or not all(isinstance(item, str) for item in value):
+            raise ValueError(f"run option {name} is a tuple of strings")
+    if options.auto is not None and not isinstance(options.auto, AutoRate):
+        raise ValueError("run option auto is an AutoRate, or absent")
+    if options.on_error == "dlq" and options.dlq_topic is None:
+        raise ValueError("run option on_error=dlq names its dlq_topic")
