@@ -153,12 +153,48 @@ def test_bash_completion_completes_commands_help_topics_and_flags(tmp_path: Path
     assert set(command_words()) == {*USAGE, *CLI_COMMANDS} - {"replay"}
 
 
+def test_zsh_completion_offers_commands_help_topics_shells_and_flags() -> None:
+    script = completion_script("zsh")
+    subprocess.run(["zsh", "-n", "-c", script], check=True)  # it parses
+
+    def offered(*words: str) -> list[str]:
+        # zsh filters what `compadd` is given by the prefix typed; this shows what it is given
+        stubs = 'compdef() { :; }; compadd() { [[ $1 == -- ]] && shift; print -l -- "$@"; }; _files() { :; }'
+        press_tab = f"words=(replay {' '.join(words)}); CURRENT={len(words) + 1}; _replay_complete"
+        program = "\n".join([stubs, script, press_tab])
+        result = subprocess.run(["zsh", "-f", "-c", program], capture_output=True, text=True, check=True)
+        return result.stdout.split()
+
+    assert offered("p") == command_words()
+    assert offered("help", "re") == command_words()
+    assert offered("completion", "") == ["bash", "zsh", "fish"]
+    assert "--json" in offered("status", "--j") and "plan" not in offered("status", "--j")
+    assert offered("orders", "last=6h") == []
+
+
+def test_fish_completion_completes_commands_help_topics_and_flags() -> None:
+    script = completion_script("fish")
+
+    def complete(line: str) -> list[str]:
+        program = f"{script}\ncomplete -C '{line}'"
+        result = subprocess.run(
+            ["fish", "--no-config", "-c", program], capture_output=True, text=True, check=True
+        )
+        return [candidate.split("\t")[0] for candidate in result.stdout.splitlines()]
+
+    assert complete("replay p") == sorted(word for word in command_words() if word.startswith("p"))
+    assert complete("replay help re") == ["reconcile", "resume", "rewind"]
+    assert complete("replay completion ") == ["bash", "fish", "zsh"]
+    assert complete("replay status --j") == ["--json"]
+
+
 def test_completion_for_an_unknown_shell_is_bad_input(tmp_path: Path) -> None:
-    result = _replay("completion", "fish", home=tmp_path)
+    result = _replay("completion", "tcsh", home=tmp_path)
 
     assert result.returncode == EXIT_BAD_INPUT
-    assert "no completion for 'fish'" in result.stderr
-    assert completion_script("bash").startswith("# bash completion for `replay`")
+    assert "no completion for 'tcsh'" in result.stderr
+    for shell in ("bash", "zsh", "fish"):
+        assert completion_script(shell).startswith(f"# {shell} completion for `replay`")
 
 
 def test_the_readme_command_section_is_the_generated_one() -> None:

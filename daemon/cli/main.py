@@ -50,7 +50,7 @@ from daemon.cli.usage import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from daemon.cli.usage import EXIT_OK as EXIT_OK
 from daemon.cli.usage import cli_help, parse_arguments, topic_help, version_text
 from daemon.cli.watch import watch_lines
-from daemon.config.settings import load_settings
+from daemon.config.client_settings import DEFAULT_DAEMON_URL, load_client_settings
 from daemon.contract.client import DaemonClient, PipelineAction
 from daemon.contract.models import PipelineOut, PlanOut, ReplayBody, RunOut, ScheduleBody
 from daemon.core.errors import BadRequest, ConfigError, ReplayError
@@ -78,6 +78,7 @@ from daemon.core.grammar import (
     UnscheduleCommand,
     parse,
 )
+from daemon.core.grammar.limits import CEILINGS
 from daemon.core.quantities import render_place
 from daemon.core.states import RunKind, RunState
 
@@ -341,7 +342,7 @@ def _login_command(words: Sequence[str], out: TextIO) -> int:
     if words[0] == "logout":
         print(f"logged out: {path} removed" if logout(path) else "not logged in", file=out)
         return EXIT_OK
-    url = words[1] if len(words) > 1 else load_settings().daemon_url
+    url = words[1] if len(words) > 1 else load_client_settings().daemon_url or DEFAULT_DAEMON_URL
     stored = login(url, path, lambda: getpass.getpass("personal token (input hidden): "))
     print(f"logged in as {stored.user} at {stored.daemon_url}; token stored in {path} (mode 0600)", file=out)
     return EXIT_OK
@@ -357,8 +358,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextI
             return answered
         if args.words[:1] in (["login"], ["logout"]):
             return _login_command(args.words, out)
-        settings = load_settings()
-        command = parse(shlex.join(args.words), settings.limits)
+        settings = load_client_settings()
+        command = parse(shlex.join(args.words), CEILINGS)  # the daemon refuses what is over its own limits
         stored = load_login(credentials_path(os.environ))
         actor = args.actor or settings.user or (stored.user if stored else None)
         if not actor:
@@ -366,9 +367,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextI
                 "REPLAY_USER is required (or --as <Slack user id>, or `replay login`): who is asking"
             )
         if settings.api_token is not None:
-            base_url, token = settings.daemon_url, settings.api_token.get_secret_value()
+            base_url = settings.daemon_url or DEFAULT_DAEMON_URL
+            token = settings.api_token.get_secret_value()
         elif stored is not None:
-            base_url, token = os.environ.get("REPLAY_DAEMON_URL", stored.daemon_url), stored.token
+            base_url, token = settings.daemon_url or stored.daemon_url, stored.token
         else:
             raise ConfigError("not logged in: run `replay login` with the personal token an admin gave you")
         with DaemonClient(base_url=base_url, token=token) as client:

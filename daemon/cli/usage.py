@@ -57,7 +57,10 @@ FLAGS = (
 CLI_COMMANDS = {
     "login": ("login [daemon URL]", "store your personal token for this user (asked for, not echoed)"),
     "logout": ("logout", "forget the stored token"),
-    "completion": ("completion bash", 'print a bash completion script: eval "$(replay completion bash)"'),
+    "completion": (
+        "completion bash|zsh|fish",
+        'print a completion script: eval "$(replay completion bash)" (zsh alike; fish: | source)',
+    ),
 }
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from daemon.config.client_settings import DEFAULT_DAEMON_URL
 from daemon.config.emr_settings import EmrSettings
 from daemon.core.errors import ConfigError
 from daemon.core.grammar.limits import Limits
@@ -173,9 +174,7 @@ class Settings(BaseSettings):
     bot_port: int = Field(default=3000, ge=0, le=65535, description="the port replay-bot listens on")
 
     instance_id: str | None = Field(default=None, description="lease owner name; default host:port")
-    daemon_url: str = Field(
-        default="http://127.0.0.1:8700", description="where the bot and the CLI find replayd"
-    )
+    daemon_url: str = Field(default=DEFAULT_DAEMON_URL, description="where the bot and the CLI find replayd")
     daemon_host: str = Field(default="127.0.0.1", description="the address replayd listens on")
     daemon_port: int = Field(default=8700, ge=0, le=65535, description="the port replayd listens on")
     api_token: SecretStr | None = Field(
