@@ -16,7 +16,9 @@ from typing import Any
 
 from daemon.slack.zones import date_time
 
-# Slack's documented limits (section text 3000, field 2000, header 150, button text 75 / value 2000).
+# Slack's documented limits (50 blocks a message, section text 3000, field 2000, header 150, button
+# text 75 / value 2000).
+MAX_BLOCKS = 50
 MAX_SECTION = 3000
 MAX_FIELD = 2000
 MAX_HEADER = 150
@@ -59,7 +61,59 @@ def escape_keeping_mentions(text: str) -> str:
 
 
 def clip(text: str, limit: int) -> str:
+    """Plain text (not yet escaped) cut to `limit` characters, an ellipsis marking the cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def safe_cut(text: str, at: int) -> int:
+    """The last index at or before `at` where escaped mrkdwn may be cut: never inside an entity
+    (`&amp;`), a mention or a link (`<@U…>`, `<#C…>`, `<url|label>`)."""
+    at = max(0, min(at, len(text)))
+    entity = text.rfind("&", max(0, at - 5), at)
+    if entity != -1 and ";" not in text[entity:at]:
+        at = entity
+    angle = text.rfind("<", 0, at)
+    if angle != -1 and ">" not in text[angle:at]:
+        at = angle
+    return at
+
+
+def _open_code(text: str) -> bool:
+    """Whether a code span is open at the end of `text` (an odd number of backticks)."""
+    return text.count("`") % 2 == 1
+
+
+def fit(text: str, limit: int) -> str:
+    """Escaped mrkdwn cut to `limit` characters: at a safe point, an open code span closed, an ellipsis
+    marking the cut. Clip *after* escaping: escaping can make a text five times longer."""
+    if len(text) <= limit:
+        return text
+    head = text[: safe_cut(text, limit - 2)]
+    return head + ("`" if _open_code(head) else "") + "…"
+
+
+def split_text(text: str, limit: int = MAX_SECTION) -> list[str]:
+    """Escaped mrkdwn in pieces of at most `limit` characters, losing nothing: whole lines where they
+    fit, a longer line cut at safe points, a code span cut in two closed and opened again."""
+    pieces: list[str] = []
+    current = ""
+    for line in text.split("\n"):
+        candidate = f"{current}\n{line}" if current else line
+        if len(candidate) <= limit:
+            current = candidate
+            continue
+        if current:
+            pieces.append(current)
+        current = line
+        while len(current) > limit:
+            cut = safe_cut(current, limit - 1) or limit - 1  # a token longer than a section: cut it anyway
+            head, current = current[:cut], current[cut:]
+            if _open_code(head):
+                head, current = head + "`", "`" + current
+            pieces.append(head)
+    if current or not pieces:
+        pieces.append(current)
+    return pieces
 
 
 def code(text: str, limit: int = MAX_TOKEN_SHOWN) -> str:
@@ -129,16 +183,22 @@ def when(moment: datetime | None, missing: str = "n/a", *, zone: tzinfo | None =
 
 
 def section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text, MAX_SECTION)}}
+    """One section; a text that may be longer than a section belongs in `sections`."""
+    return {"type": "section", "text": {"type": "mrkdwn", "text": fit(text, MAX_SECTION) or " "}}
+
+
+def sections(text: str) -> list[dict[str, Any]]:
+    """As many sections as the text needs: its tail is never cut off."""
+    return [section(piece) for piece in split_text(text, MAX_SECTION)]
 
 
 def fields(pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
-    shown = [{"type": "mrkdwn", "text": clip(f"*{name}*\n{value}", MAX_FIELD)} for name, value in pairs]
+    shown = [{"type": "mrkdwn", "text": fit(f"*{name}*\n{value}", MAX_FIELD)} for name, value in pairs]
     return {"type": "section", "fields": shown[:10]}
 
 
 def context(*parts: str) -> dict[str, Any]:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(p, MAX_FIELD)} for p in parts]}
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": fit(p, MAX_FIELD)} for p in parts]}
 
 
 def header(text: str) -> dict[str, Any]:
@@ -165,7 +225,13 @@ def buttons(block_id: str, *specs: tuple[str, str, str, str | None]) -> dict[str
 
 
 def message(text: str, *blocks: dict[str, Any]) -> Message:
-    return Message(text=clip(text, MAX_SECTION), blocks=list(blocks))
+    """A message within Slack's limits: the fallback text fitted, at most 50 blocks (the last one then
+    says how many were left out)."""
+    shown = list(blocks)
+    if len(shown) > MAX_BLOCKS:
+        left_out = len(shown) - (MAX_BLOCKS - 1)
+        shown = [*shown[: MAX_BLOCKS - 1], context(f"…and {left_out} more blocks not shown")]
+    return Message(text=fit(text, MAX_SECTION), blocks=shown)
 
 
 # --- replies that are about no run or pipeline in particular ---------------------------------------------
@@ -178,28 +244,28 @@ def listing(kind: str, title: str, shown: Sequence[str], total: int) -> Message:
     more = total - len(shown)
     body = "\n".join(shown) + (f"\n…and {more} more" if more > 0 else "")
     text = f"*{kind} ({escape(title)})*\n{body}"
-    return message(text, section(text))
+    return message(text, *sections(text))
 
 
 def notice(text: str) -> Message:
     """A one-line ephemeral note (echo of the command, 'not available yet', ...)."""
-    return message(text, section(text))
+    return message(text, *sections(text))
 
 
 def input_error(token: str | None, reason: str, usage: str) -> Message:
     """Bad input: the token as typed, why it is wrong, and how the command is written."""
     where = f"{code(token)}: " if token is not None else ""
     text = f":warning: {where}{escape(reason)}\n*Usage:* `{escape(usage)}`"
-    return message(text, section(text))
+    return message(text, *sections(text))
 
 
 def refusal(reason: str, usage: str | None = None) -> Message:
     """The Replay Service said no (unknown source, not an owner, nothing to cancel...). Its words name
-    people as `<@U…>`: those stay mentions (clipped first, so a cut one stays escaped text)."""
-    text = f":no_entry: {escape_keeping_mentions(clip(reason, 1500))}"
+    people as `<@U…>`: those stay mentions, and a cut never falls inside one."""
+    text = f":no_entry: {fit(escape_keeping_mentions(reason), 1500)}"
     if usage:
         text += f"\n*Usage:* `{escape(usage)}`"
-    return message(text, section(text))
+    return message(text, *sections(text))
 
 
 def unavailable(detail: str) -> Message:
@@ -207,7 +273,7 @@ def unavailable(detail: str) -> Message:
         f":electric_plug: The Replay Service did not answer, so I could not do that ({escape(detail)}).\n"
         "Check `/replay list mine` before trying again; the `replay` command line talks to the same service."
     )
-    return message(text, section(text))
+    return message(text, *sections(text))
 
 
 def help_message(text: str) -> Message:

@@ -11,7 +11,14 @@ from __future__ import annotations
 from datetime import tzinfo
 
 from daemon.contract.models import RateChangeOut, RunOut
-from daemon.slack.blocks import Message, escape, mention, message, notice, section
+from daemon.slack.blocks import (
+    Message,
+    escape,
+    mention,
+    message,
+    notice,
+    sections,
+)
 from daemon.slack.zones import clock_time
 
 
@@ -48,7 +55,7 @@ def rate_changed_reply(
 ) -> Message:
     """The reply in the run's thread."""
     text = rate_change_line(run, actor=actor, reason=reason, zone=zone)
-    return message(text, section(text))
+    return message(text, *sections(text))
 
 
 def rate_changed_notice(run: RunOut, *, actor: str, zone: tzinfo | None = None) -> Message:

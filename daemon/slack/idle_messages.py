@@ -16,10 +16,12 @@ from daemon.slack.blocks import (
     code,
     escape,
     escape_keeping_mentions,
+    fit,
     mention,
     message,
     notice,
     section,
+    sections,
     when,
 )
 from daemon.slack.pipeline_messages import pipeline_fields
@@ -104,13 +106,13 @@ def pipeline_removed(
 ) -> Message:
     """The farewell: what was removed and why; the run history stays."""
     to = f"{mention(owner)}: " if owner else ""
-    why = escape_keeping_mentions(clip(reason, 500))  # first, so clipping the text never cuts a mention
+    why = fit(escape_keeping_mentions(reason), 500)  # a cut never falls inside a mention
     what = ", ".join(escape(clip(item, 300)) for item in removed[:10]) or "nothing"
     text = (
         f":wastebasket: {to}Pipeline `{escape(view.pipeline_id)}` was removed ({why}). Removed: {what}. "
         f"It ran {_route(view)}; its run history stays: `/replay pipeline {escape(view.pipeline_id)}`."
     )
-    return message(text, section(text))
+    return message(text, *sections(text))
 
 
 def kept(pipeline_id: str, days: int | None) -> Message:

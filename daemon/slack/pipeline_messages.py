@@ -25,6 +25,7 @@ from daemon.slack.blocks import (
     notice,
     owners_line,
     section,
+    sections,
     when,
 )
 from daemon.slack.run_messages import run_icon, run_line
@@ -112,7 +113,7 @@ def pipeline_changed(view: PipelineView, action: str) -> Message:
         text = f":double_vertical_bar: Paused `{pid}`: no runs until `/replay resume {pid}`."
     else:
         text = f":arrow_forward: {escape(action.capitalize())}d `{pid}`: next run {next_run(view)}."
-    return message(text, section(text))
+    return message(text, *sections(text))
 
 
 def pipeline_line(pipeline: PipelineOut) -> str:
@@ -241,4 +242,4 @@ def pipeline_run_line(run: RunView) -> Message:
         )
     else:
         text = f"{run_icon(run.state)} {head}: {escape(run.state)} ({escape(clip(run.reason or '', 300))})"
-    return message(text, section(text))
+    return message(text, *sections(text))

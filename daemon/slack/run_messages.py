@@ -24,6 +24,7 @@ from daemon.slack.blocks import (
     count,
     escape,
     fields,
+    fit,
     header,
     human_duration,
     listing,
@@ -32,6 +33,7 @@ from daemon.slack.blocks import (
     notice,
     rate,
     section,
+    sections,
     when,
 )
 from daemon.slack.group_messages import rewind_hint
@@ -228,7 +230,7 @@ def progress_reply(run: RunView, *, zone: tzinfo | None = None) -> Message:
         text = f"{icon} {done}{tail}"
     if run.as_of is not None:
         text += f" · updated {clock_time(run.as_of, zone, seconds=True)}"
-    return message(text, section(text))
+    return message(text, *sections(text))
 
 
 def _report(run: RunView, zone: tzinfo | None) -> list[str]:
@@ -259,7 +261,7 @@ def final_reply(run: RunView, *, zone: tzinfo | None = None) -> Message:
             f"*Next step:* {next_step(run)}",
         ]
     else:
-        reason = escape(clip(run.reason or "no reason was reported", 1500))
+        reason = fit(escape(run.reason or "no reason was reported"), 1500)
         lines = [
             f"{run_icon(run.state)} *{escape(run.state.capitalize())},* {who}, after {confirmed} of {rows} "
             "events were confirmed by its finished tasks.",
@@ -268,7 +270,7 @@ def final_reply(run: RunView, *, zone: tzinfo | None = None) -> Message:
             f"*Next step:* {next_step(run)}",
         ]
     text = "\n".join([*lines, *_report(run, zone)])
-    return message(text, section(text))
+    return message(text, *sections(text))
 
 
 def reconcile_reply(run: RunView, *, zone: tzinfo | None = None) -> Message:
@@ -276,7 +278,7 @@ def reconcile_reply(run: RunView, *, zone: tzinfo | None = None) -> Message:
     at = run.reconcile.at if run.reconcile is not None else None
     head = f":mag: *Reconcile of `{escape(run.run_id)}`* ({when(at, zone=zone)}), asked after the run:"
     text = "\n".join([head, *verdict_lines(run.run_id, run.reconcile)])
-    return message(text, section(text))
+    return message(text, *sections(text))
 
 
 # --- the bot's answers about runs -----------------------------------------------------------------------
@@ -300,7 +302,7 @@ def accepted(run: RunOut, *, created: bool, unreachable: str | None = None) -> M
         )
     else:
         text = f":repeat: Already accepted as `{escape(view.run_id)}` ({escape(view.state)}); nothing new."
-    return message(text, section(text))
+    return message(text, *sections(text))
 
 
 def run_status(run: RunOut, *, zone: tzinfo | None = None) -> Message:

@@ -6,7 +6,15 @@ from __future__ import annotations
 from datetime import datetime
 
 from daemon.contract.models import RunOut
-from daemon.slack.blocks import Message, escape, is_user_id, mention, message, section, when
+from daemon.slack.blocks import (
+    Message,
+    escape,
+    is_user_id,
+    mention,
+    message,
+    sections,
+    when,
+)
 
 
 def _who(run: RunOut) -> str:
@@ -20,7 +28,7 @@ def topic_expiring(run: RunOut, deletes_at: datetime) -> Message:
         f"deleted at {when(deletes_at)} (the platform keeps one-off replay topics for a limited time). "
         "Consume or copy what you still need before then; to have the events again later, replay the window."
     )
-    return message(text, section(text))
+    return message(text, *sections(text))
 
 
 def topic_deleted(run: RunOut) -> Message:
@@ -29,4 +37,4 @@ def topic_deleted(run: RunOut) -> Message:
         f":put_litter_in_its_place: {_who(run)}, the topic `{escape(run.topic)}` of run `{escape(run.id)}` "
         "was deleted: its time to live ran out. Replay the window again if you need the events."
     )
-    return message(text, section(text))
+    return message(text, *sections(text))

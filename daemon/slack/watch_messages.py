@@ -11,7 +11,15 @@ from datetime import UTC, datetime
 
 from daemon.contract.models import RunOut, WatchOut
 from daemon.core.watch import WatchState
-from daemon.slack.blocks import Message, context, escape, human_duration, message, section
+from daemon.slack.blocks import (
+    Message,
+    context,
+    escape,
+    human_duration,
+    message,
+    section,
+    sections,
+)
 
 
 def _lag(value: int | None) -> str:
@@ -94,4 +102,4 @@ def watch_outcome(run: RunOut, group: str) -> Message:
         )
         if watched.note:
             text += f" {escape(watched.note)}."
-    return message(text, section(text))
+    return message(text, *sections(text))
