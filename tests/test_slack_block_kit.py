@@ -215,6 +215,7 @@ def test_split_text_keeps_every_character_and_every_code_span_closed(text: str, 
     assert all(len(piece) <= limit for piece in pieces)
     assert all(piece.count("`") % 2 == 0 for piece in pieces)  # each piece's spans open and close in it
     assert all(_ENTITY.search(piece) is None and piece.count("<") == piece.count(">") for piece in pieces)
+
     def letters(value: str) -> str:  # what is read: the markup a split adds (backticks, breaks) aside
         return value.replace("`", "").replace("\n", "")
 
