@@ -18,9 +18,11 @@ from daemon.contract.models import (
     DeleteBody,
     HealthOut,
     IdlePipelineOut,
+    IdlePipelinePageOut,
     KeepBody,
     PipelineDetailOut,
     PipelineOut,
+    PipelinePageOut,
     PlanOut,
     RateSeriesOut,
     ReplayBody,
@@ -67,8 +69,9 @@ _HEALTH = TypeAdapter(HealthOut)
 _WHOAMI = TypeAdapter(WhoAmIOut)
 _PIPELINE = TypeAdapter(PipelineOut)
 _PIPELINE_DETAIL = TypeAdapter(PipelineDetailOut)
-_PIPELINES = TypeAdapter(list[PipelineOut])
-_IDLE_PIPELINES = TypeAdapter(list[IdlePipelineOut])
+_PIPELINE_PAGE = TypeAdapter(PipelinePageOut)
+_IDLE_PIPELINE_PAGE = TypeAdapter(IdlePipelinePageOut)
+_ALL = 200  # a page's most: lists the bot and the CLI show whole are read page by page
 _LAG = TypeAdapter(LagOut)
 _REWIND = TypeAdapter(RewindOut)
 
@@ -233,8 +236,14 @@ class DaemonClient:
     def list_pipelines(
         self, actor: str, *, owner: str | None = None, state: str | None = None
     ) -> list[PipelineOut]:
-        params = {"owner": owner, "state": state}
-        return self._call(_PIPELINES, "GET", "/v1/pipelines", actor=actor, params=params)
+        found: list[PipelineOut] = []
+        cursor: str | None = None
+        while True:
+            params = {"owner": owner, "state": state, "limit": _ALL, "cursor": cursor}
+            page = self._call(_PIPELINE_PAGE, "GET", "/v1/pipelines", actor=actor, params=params)
+            found.extend(page.pipelines)
+            if (cursor := page.next_cursor) is None:
+                return found
 
     def get_pipeline(self, actor: str, pipeline_id: str) -> PipelineDetailOut:
         return self._call(_PIPELINE_DETAIL, "GET", f"/v1/pipelines/{pipeline_id}", actor=actor)
@@ -260,7 +269,14 @@ class DaemonClient:
         return self._call(_PIPELINE, "POST", path, actor=actor, body=KeepBody(days=days))
 
     def idle_pipelines(self, actor: str) -> list[IdlePipelineOut]:
-        return self._call(_IDLE_PIPELINES, "GET", "/v1/idle-pipelines", actor=actor)
+        found: list[IdlePipelineOut] = []
+        cursor: str | None = None
+        while True:
+            params = {"limit": _ALL, "cursor": cursor}
+            page = self._call(_IDLE_PIPELINE_PAGE, "GET", "/v1/idle-pipelines", actor=actor, params=params)
+            found.extend(page.pipelines)
+            if (cursor := page.next_cursor) is None:
+                return found
 
     def group_lag(
         self, actor: str, group: str, *, topic: str | None = None, sample_s: float | None = None

@@ -430,6 +430,15 @@ class RunPageOut(BaseModel):
     next_cursor: str | None
 
 
+class ErrorOut(BaseModel):
+    """Every error the API answers, whatever its status: one sentence a person can act on, and for a
+    503 the dependency that is down (`kafka`, `table storage`...) and where."""
+
+    error: str
+    dependency: str | None = None
+    where: str | None = None
+
+
 class PipelineOut(BaseModel):
     id: str
     source: str
@@ -454,6 +463,16 @@ class PipelineDetailOut(PipelineOut):
 
 class IdlePipelineOut(PipelineOut):
     deadline: datetime
+
+
+class PipelinePageOut(BaseModel):
+    pipelines: list[PipelineOut]
+    next_cursor: str | None
+
+
+class IdlePipelinePageOut(BaseModel):
+    pipelines: list[IdlePipelineOut]
+    next_cursor: str | None
 
 
 class SourceOut(BaseModel):

@@ -1,26 +1,34 @@
 """The Replay Service's HTTP API (FastAPI). Thin: parse, call the service, translate errors.
 
-Every /v1 call carries a bearer token (compared in constant time) and the acting user's id in
-`X-Replay-Actor`. Domain errors become 4xx/503 with `{"error": "<message a person can act on>"}`.
+Every /v1 call carries a bearer token (compared in constant time; declared as the document's `bearer`
+security scheme, so generated clients send it) and the acting user's id in `X-Replay-Actor`. Every
+error, a domain error, a validation error or an unknown route or verb, answers one shape (`ErrorOut`:
+`{"error": "<message a person can act on>"}`), declared for every operation in the OpenAPI document.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Annotated
+from datetime import datetime
+from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi import Depends, FastAPI, Header, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from daemon.contract.groups import LagOut, RewindBody, RewindOut
 from daemon.contract.models import (
     DeleteBody,
+    ErrorOut,
     HealthOut,
-    IdlePipelineOut,
+    IdlePipelinePageOut,
     KeepBody,
     PipelineDetailOut,
     PipelineOut,
+    PipelinePageOut,
     PlanOut,
     RateSeriesOut,
     ReplayBody,
@@ -55,14 +63,42 @@ from daemon.usecases.wire import (
     run_out,
     source_out,
 )
+from store.models import Pipeline
+from store.pagination import page_oldest_first
 
 
 class _Unauthorized(Exception):
     """Raised by the auth dependency; answered with 401 (not a domain error: no details leak)."""
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"error": message})
+def _error(status: int, message: str, **extra: str) -> JSONResponse:
+    body = ErrorOut(error=message, **extra).model_dump(exclude_none=True)
+    return JSONResponse(status_code=status, content=body)
+
+
+_ERROR_STATUSES = {
+    400: "the request cannot be carried out as asked",
+    401: "missing or invalid bearer token",
+    403: "the caller may not do this",
+    404: "no such run, pipeline, source or route",
+    405: "this route does not take that method",
+    409: "the run or pipeline is in a state that does not allow it",
+    422: "a field or option is invalid",
+    429: "a limit on unfinished runs was reached",
+    503: "a dependency (Kafka, the table storage, the launcher) is down",
+}
+# Declared for every operation: what a generated client can expect besides the success. Errors are
+# JSON even where the success is not (the chart, the metrics), hence the explicit media type.
+_ERROR_SCHEMA = {"$ref": "#/components/schemas/ErrorOut"}
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"description": text, "content": {"application/json": {"schema": _ERROR_SCHEMA}}}
+    for status, text in _ERROR_STATUSES.items()
+}
+_BEARER = HTTPBearer(
+    auto_error=False,
+    scheme_name="bearer",
+    description="the service token (with X-Replay-Actor) or a personal token (`replayd token <user>`)",
+)
 
 
 def _validation_message(exc: RequestValidationError) -> str:
@@ -76,14 +112,40 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "; ".join(problems) or "invalid request"
 
 
+def _authorization(bearer: HTTPAuthorizationCredentials | None) -> str | None:
+    """The Authorization header as sent, for ``ApiKeys.caller``."""
+    return f"{bearer.scheme} {bearer.credentials}" if bearer is not None else None
+
+
+def _with_error_schema(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """The app's OpenAPI document with `ErrorOut` among its schemas (every operation refers to it)."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = get_openapi(
+                title=app.title,
+                version=app.version,
+                openapi_version=app.openapi_version,
+                summary=app.summary,
+                description=app.description,
+                routes=app.routes,
+            )
+            schemas = document.setdefault("components", {}).setdefault("schemas", {})
+            schemas["ErrorOut"] = ErrorOut.model_json_schema(ref_template="#/components/schemas/{model}")
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    return openapi
+
+
 async def _actor(  # async: runs in the request's own context, so CREDENTIAL reaches the route
     request: Request,
-    authorization: Annotated[str | None, Header()] = None,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_BEARER)] = None,
     x_replay_actor: Annotated[str | None, Header(max_length=64)] = None,
 ) -> str:
     """Authenticate the caller and name the person it acts for: a personal token acts as its owner
     only; the service token (the bot's) names the user it verified in ``X-Replay-Actor``."""
-    caller = request.app.state.keys.caller(authorization)  # the front door checked it too
+    caller = request.app.state.keys.caller(_authorization(bearer))  # the front door checked it too
     if caller is None:
         raise _Unauthorized()
     CREDENTIAL.set("service" if caller == SERVICE else "personal")
@@ -113,16 +175,32 @@ def create_api(
     metrics: Callable[[], tuple[bytes, str]] | None = None,
     readiness: Readiness | None = None,
 ) -> FastAPI:
-    app = FastAPI(title="Replay Service", version="1", summary="Replay lake tables into Kafka at a set rate")
+    app = FastAPI(
+        title="Replay Service",
+        version="1",
+        summary="Replay lake tables into Kafka at a set rate",
+        responses=ERROR_RESPONSES,
+    )
+    app.openapi = _with_error_schema(app)  # type: ignore[method-assign]
     app.state.keys = ApiKeys(service=api_token.encode(), personal=dict(user_tokens or {}))
     app.add_middleware(FrontDoor, keys=app.state.keys)
 
     @app.exception_handler(ReplayError)
     async def _domain_error(_request: Request, exc: ReplayError) -> JSONResponse:
         if isinstance(exc, DependencyDown):  # clients show it as that dependency's, not the daemon's
-            content = {"error": str(exc), "dependency": exc.dependency, "where": exc.where}
-            return JSONResponse(status_code=exc.http_status, content=content)
+            return _error(exc.http_status, str(exc), dependency=exc.dependency, where=exc.where)
         return _error(exc.http_status, str(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        """An unknown route or verb answers like every other error, not with FastAPI's `detail`."""
+        message = {404: "no such route", 405: "this route does not take that method"}.get(
+            exc.status_code, str(exc.detail)
+        )
+        response = _error(exc.status_code, message)
+        for name, value in (exc.headers or {}).items():
+            response.headers[name] = value
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -150,12 +228,12 @@ def create_api(
     @app.get("/v1/whoami", response_model=WhoAmIOut)
     def whoami(
         request: Request,
-        authorization: Annotated[str | None, Header()] = None,
+        bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_BEARER)] = None,
         x_replay_actor: Annotated[str | None, Header(max_length=64)] = None,
     ) -> WhoAmIOut:
         """Whom the bearer token acts for: `replay login` checks a token with this before storing it
         (the service token answers even without an actor, so login can refuse it by name)."""
-        caller = request.app.state.keys.caller(authorization)
+        caller = request.app.state.keys.caller(_authorization(bearer))
         if caller is None:
             raise _Unauthorized()
         if caller == SERVICE:
@@ -264,8 +342,17 @@ def _run_control_routes(app: FastAPI, control: RunControlService) -> None:
         return run_out(control.resume(who, run_id))
 
 
+def _created(pipeline: Pipeline) -> tuple[datetime, str]:
+    return pipeline.created_at, pipeline.id
+
+
 def _pipeline_routes(app: FastAPI, pipelines: PipelineService) -> None:
-    @app.post("/v1/pipelines", response_model=PipelineOut, status_code=201)
+    @app.post(
+        "/v1/pipelines",
+        response_model=PipelineOut,
+        status_code=201,
+        responses={200: {"model": PipelineOut, "description": "sent again with its Idempotency-Key"}},
+    )
     def schedule(
         body: ScheduleBody,
         who: Actor,
@@ -284,13 +371,18 @@ def _pipeline_routes(app: FastAPI, pipelines: PipelineService) -> None:
             response.status_code = 200
         return pipeline_out(pipeline)
 
-    @app.get("/v1/pipelines", response_model=list[PipelineOut])
+    @app.get("/v1/pipelines", response_model=PipelinePageOut)
     def list_pipelines(
         who: Actor,
         owner: Annotated[str | None, Query(max_length=64)] = None,
         state: Annotated[PipelineState | None, Query()] = None,
-    ) -> list[PipelineOut]:
-        return [pipeline_out(p) for p in pipelines.list(owner=owner, state=state)]
+        limit: Annotated[int, Query(ge=1, le=200)] = 50,
+        cursor: Annotated[str | None, Query(max_length=200)] = None,
+    ) -> PipelinePageOut:
+        """Oldest first, a page at a time: `next_cursor` asks for the next (None: this was the last)."""
+        found = pipelines.list(owner=owner, state=state)
+        shown, next_cursor = page_oldest_first(found, _created, limit=limit, cursor=cursor)
+        return PipelinePageOut(pipelines=[pipeline_out(p) for p in shown], next_cursor=next_cursor)
 
     @app.get("/v1/pipelines/{pipeline_id}", response_model=PipelineDetailOut)
     def get_pipeline(pipeline_id: str, who: Actor) -> PipelineDetailOut:
@@ -314,9 +406,20 @@ def _pipeline_routes(app: FastAPI, pipelines: PipelineService) -> None:
 
 
 def _janitor_routes(app: FastAPI, janitor: Janitor) -> None:
-    @app.get("/v1/idle-pipelines", response_model=list[IdlePipelineOut])
-    def idle(who: Actor) -> list[IdlePipelineOut]:
-        return [idle_pipeline_out(p, deadline) for p, deadline in janitor.idle_pipelines()]
+    @app.get("/v1/idle-pipelines", response_model=IdlePipelinePageOut)
+    def idle(
+        who: Actor,
+        limit: Annotated[int, Query(ge=1, le=200)] = 50,
+        cursor: Annotated[str | None, Query(max_length=200)] = None,
+    ) -> IdlePipelinePageOut:
+        """Oldest first, a page at a time, each with its deadline."""
+        found = janitor.idle_pipelines()
+        shown, next_cursor = page_oldest_first(
+            found, lambda item: _created(item[0]), limit=limit, cursor=cursor
+        )
+        return IdlePipelinePageOut(
+            pipelines=[idle_pipeline_out(p, deadline) for p, deadline in shown], next_cursor=next_cursor
+        )
 
     @app.post("/v1/pipelines/{pipeline_id}/keep", response_model=PipelineOut)
     def keep(pipeline_id: str, body: KeepBody, who: Actor) -> PipelineOut:
