@@ -54,16 +54,29 @@ def test_a_running_run_shows_its_target_and_achieved_rate_confirmed_and_watched_
     samples = _samples(store)
 
     labels = {"run_id": run.id, "source": "orders"}
-    assert _value(samples, "replay_run_target_tps", **labels) == 500
-    assert _value(samples, "replay_run_achieved_tps", **labels) == 480.5
+    assert _value(samples, "replay_run_target_events_per_second", **labels) == 500
+    assert _value(samples, "replay_run_achieved_events_per_second", **labels) == 480.5
     assert _value(samples, "replay_run_events_confirmed_total", **labels) == 1200
     assert _value(samples, "replay_run_events_dead_lettered_total", **labels) == 3
     assert _value(samples, "replay_watch_lag", group="orders-consumer", **labels) == 950
     assert _value(samples, "replay_watch_baseline_lag", group="orders-consumer", **labels) == 40
-    assert (
-        _value(samples, "replay_run_info", state="running", kind="replay", topic="orders-replay", **labels)
-        == 1
-    )
+    assert _value(samples, "replay_run_info", kind="replay", topic="orders-replay", **labels) == 1
+    assert _value(samples, "replay_run_state", replay_run_state="running", **labels) == 1
+    assert _value(samples, "replay_run_state", replay_run_state="queued", **labels) == 0
+
+
+def test_a_state_change_changes_a_value_not_the_set_of_series(store: Store) -> None:
+    run = _run(store, tps=500)
+
+    def series() -> set[tuple[str, tuple[tuple[str, str], ...]]]:
+        return {(s.name, tuple(sorted(s.labels.items()))) for s in _samples(store) if s.labels.get("run_id")}
+
+    queued = series()
+    store.runs.transition(run.id, "submitted")
+    store.runs.transition(run.id, "running")
+
+    assert series() == queued
+    assert _value(_samples(store), "replay_run_state", replay_run_state="running", run_id=run.id) == 1
 
 
 def test_a_queued_run_has_a_target_but_no_achieved_rate_yet(store: Store) -> None:
@@ -71,8 +84,8 @@ def test_a_queued_run_has_a_target_but_no_achieved_rate_yet(store: Store) -> Non
 
     samples = _samples(store)
 
-    assert _value(samples, "replay_run_target_tps", run_id=run.id) == 250
-    assert _value(samples, "replay_run_achieved_tps", run_id=run.id) is None
+    assert _value(samples, "replay_run_target_events_per_second", run_id=run.id) == 250
+    assert _value(samples, "replay_run_achieved_events_per_second", run_id=run.id) is None
     assert _value(samples, "replay_runs", state="queued") == 1
 
 
@@ -82,9 +95,9 @@ def test_per_run_series_cover_unfinished_runs_and_only_the_last_finished(store: 
 
     samples = _samples(store, finished_kept=2)
 
-    graphed = {s.labels["run_id"] for s in samples if s.name == "replay_run_target_tps"}
+    graphed = {s.labels["run_id"] for s in samples if s.name == "replay_run_target_events_per_second"}
     assert graphed == {going.id, finished[-1].id, finished[-2].id}
-    assert _value(samples, "replay_run_achieved_tps", run_id=finished[-1].id) == 40.0
+    assert _value(samples, "replay_run_achieved_events_per_second", run_id=finished[-1].id) == 40.0
     assert _value(samples, "replay_events_confirmed_total") == 1000  # the totals still count every run
 
 

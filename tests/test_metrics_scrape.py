@@ -70,8 +70,8 @@ def test_a_new_run_is_scraped_with_its_id_source_and_target_rate(
 
     samples = [s for family in text_string_to_metric_families(text) for s in family.samples]
     mine = {s.name: s for s in samples if s.labels.get("run_id") == queued_run}
-    assert mine["replay_run_target_tps"].value == 123
-    assert mine["replay_run_target_tps"].labels == {"run_id": queued_run, "source": "orders"}
+    assert mine["replay_run_target_events_per_second"].value == 123
+    assert mine["replay_run_target_events_per_second"].labels == {"run_id": queued_run, "source": "orders"}
     assert mine["replay_run_info"].labels["topic"] == f"replay.orders.{queued_run}"
     assert "replay_run_events_confirmed_total" in mine
 
@@ -85,7 +85,22 @@ def test_the_dashboard_queries_only_series_a_real_scrape_exports(
     }
 
     assert queried - exported == set()
-    assert {"replay_run_target_tps", "replay_run_achieved_tps", "replay_watch_lag"} <= queried
+    assert {
+        "replay_run_target_events_per_second",
+        "replay_run_achieved_events_per_second",
+        "replay_run_state",
+        "replay_watch_lag",
+    } <= queried
+
+
+def test_no_dashboard_panel_adds_up_what_every_daemon_exports() -> None:
+    # two daemons on one store export the same store-wide values: a panel takes one, never their sum
+    panels = json.loads(DASHBOARD.read_text())["panels"]
+    queries = [target["expr"] for panel in panels for target in panel.get("targets", [])]
+    assert len(queries) >= 10
+    for query in queries:
+        assert query.startswith("max"), query
+        assert "sum" not in query, query
 
 
 def test_the_readme_metrics_table_lists_every_exported_series(replay_daemon: DaemonProcess) -> None:

@@ -7,6 +7,12 @@ Per-run series carry `run_id` and `source` only, and only for a bounded set of r
 unfinished run (at most `MAX_UNFINISHED`) plus the last `FINISHED_KEPT` that ended, so a finished run
 stays on a dashboard for a while and the label set never grows with history. Every series is listed
 in the README's metrics table; `docs/grafana/replay.json` queries them by these names.
+
+Rates are in events per second (the name says so, `_per_second`, as Prometheus' base-unit rule asks).
+A run's state is a state set (`replay_run_state{replay_run_state="running"} 1`, one series per state),
+not a label of the info metric: a label that changes mints a new series at every transition. Every
+daemon on one store exports the same values, so the dashboard takes `max by` the run's or source's
+labels, never a sum across daemons.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, StateSetMetricFamily
 from sqlalchemy import func, select
 
 from daemon.core.run_control import changes_from, latest_rate
@@ -30,7 +36,7 @@ MAX_UNFINISHED = 200  # far above the caps on unfinished runs: a bound on labels
 FINISHED_KEPT = 10
 RUN_LABELS = ["run_id", "source"]
 
-Family = GaugeMetricFamily | CounterMetricFamily
+Family = GaugeMetricFamily | CounterMetricFamily | StateSetMetricFamily
 
 
 class _StoreCollector:
@@ -105,16 +111,19 @@ class _StoreCollector:
     def _per_run(self, runs: Sequence[Run]) -> Iterator[Family]:
         info = GaugeMetricFamily(
             "replay_run_info",
-            "1 for each graphed run: its state, kind and target topic",
-            labels=[*RUN_LABELS, "state", "kind", "topic"],
+            "1 for each graphed run: its kind and target topic (labels that never change for a run)",
+            labels=[*RUN_LABELS, "kind", "topic"],
+        )
+        states = StateSetMetricFamily(
+            "replay_run_state", "The run's state: 1 for the one it is in, 0 for the others", labels=RUN_LABELS
         )
         target = GaugeMetricFamily(
-            "replay_run_target_tps",
+            "replay_run_target_events_per_second",
             "The rate the run is asked to publish at now (0 while paused)",
             labels=RUN_LABELS,
         )
         achieved = GaugeMetricFamily(
-            "replay_run_achieved_tps",
+            "replay_run_achieved_events_per_second",
             "Events per second confirmed: the latest progress sample, or the whole run once ended",
             labels=RUN_LABELS,
         )
@@ -138,7 +147,8 @@ class _StoreCollector:
         )
         for run in runs:
             labels = [run.id, run.source]
-            info.add_metric([*labels, str(run.state), str(run.kind), run.target_topic], 1)
+            info.add_metric([*labels, str(run.kind), run.target_topic], 1)
+            states.add_metric(labels, {str(state): state == run.state for state in RunState})
             rate = latest_rate(run.tps, changes_from(run.control))
             target.add_metric(labels, 0 if rate.paused else rate.tps)
             achieved_tps = self._achieved_tps(run)
@@ -151,7 +161,7 @@ class _StoreCollector:
                     lag.add_metric([*labels, group.group], group.lag)
                 if group.baseline is not None:
                     baseline.add_metric([*labels, group.group], group.baseline)
-        yield from (info, target, achieved, confirmed, dead, lag, baseline)
+        yield from (info, states, target, achieved, confirmed, dead, lag, baseline)
 
 
 def render_metrics(store: Store, *, finished_kept: int = FINISHED_KEPT) -> tuple[bytes, str]:
