@@ -1,8 +1,11 @@
 """The job's own errors: each one's message is the single human-readable reason a run reports.
 
+Its root is `JobError`, not the daemon's `ReplayError`: the job runs on executors and imports nothing
+of the daemon, and the two trees never meet (the daemon reads a job's failure as its reason text).
+
 ::
 
-    ReplayError                 any failure the job reports as ``REPLAY_FAILED``
+    JobError                    any failure the job reports as ``REPLAY_FAILED``
     ├── SpecError (ValueError)  the job spec is invalid; the message names the field
     ├── SourceError             the source cannot give the rows: unknown column, empty window
     ├── SlotsError              the cluster shape defeats the throttle (dynamic allocation)
@@ -16,11 +19,11 @@ Third-party errors (Spark's, confluent-kafka's) are translated into these in one
 from __future__ import annotations
 
 
-class ReplayError(Exception):
+class JobError(Exception):
     """A failure with a one-line reason meant for the person who asked for the replay."""
 
 
-class SpecError(ReplayError, ValueError):
+class SpecError(JobError, ValueError):
     """The job spec is invalid."""
 
     def __init__(self, field: str, problem: str) -> None:
@@ -28,17 +31,17 @@ class SpecError(ReplayError, ValueError):
         self.field = field
 
 
-class SourceError(ReplayError):
+class SourceError(JobError):
     """The source table cannot provide what the spec asks for."""
 
 
-class SlotsError(ReplayError):
+class SlotsError(JobError):
     """The number of task slots cannot be known, so no rate can be divided among them."""
 
 
-class TopicError(ReplayError):
+class TopicError(JobError):
     """A topic the job needs is missing or cannot be created."""
 
 
-class PublishError(ReplayError):
+class PublishError(JobError):
     """Records were not confirmed by the broker; the message carries the broker's error text."""

@@ -27,7 +27,7 @@ if __package__ in (None, ""):  # run as a script: import the package, not this d
 
 from typing import TYPE_CHECKING
 
-from spark_job.errors import ReplayError, SpecError
+from spark_job.errors import JobError, SpecError
 from spark_job.result import (
     JobFailed,
     Phase,
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None, *, spark: SparkSession | None = None) ->
     except JobFailed as failed:
         outcome = failed.failure
     except Exception as exc:
-        if not isinstance(exc, ReplayError):
+        if not isinstance(exc, JobError):
             log.exception("replay failed")
         nothing_sent = 0 if not phase.publishing else None  # once publishing started: unknown, never 0
         outcome = ReplayFailure(

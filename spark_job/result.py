@@ -70,13 +70,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spark_job.errors import ReplayError
+from spark_job.errors import JobError
 from spark_job.uris import write_text
 
 RESULT_PREFIX = "REPLAY_RESULT"
 FAILED_PREFIX = "REPLAY_FAILED"
 _OURS = re.compile(
-    r"^(?:[\w.]+\.)?(?:PublishError|ReplayError|SourceError|TopicError|DecryptError)"
+    r"^(?:[\w.]+\.)?(?:PublishError|JobError|SourceError|TopicError|DecryptError)"
     r": (.+)$",
     re.M,
 )
@@ -244,7 +244,7 @@ def memory_hint(exc: BaseException) -> str:
 Outcome = ReplayResult | ReconcileResult | ReplayFailure
 
 
-class JobFailed(ReplayError):
+class JobFailed(JobError):
     """Publishing started and failed: carries what is known about the counts so far."""
 
     def __init__(self, failure: ReplayFailure) -> None:
@@ -283,7 +283,7 @@ def _in_py4j(exc: BaseException) -> bool:
 
 def reason_of(exc: BaseException) -> str:
     """One human-readable line: our own message, else the broker's or Spark's first line."""
-    if isinstance(exc, ReplayError):
+    if isinstance(exc, JobError):
         return _one_line(str(exc))
     text = str(exc)
     ours = _OURS.findall(text)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from spark_job.errors import ReplayError
+from spark_job.errors import JobError
 
 VERSION = 0x01
 KEY_BYTES = 32
@@ -33,7 +33,7 @@ MAX_KEY_ID = 255
 Resolver = Callable[[str], bytes]  # key id -> data key; raises KeyError or DecryptError when unknown
 
 
-class DecryptError(ReplayError):
+class DecryptError(JobError):
     """A value that cannot be decrypted; says which column and event, never what the value was."""
 
     def __init__(self, reason: str, *, column: str | None = None, event_id: str | None = None) -> None:
