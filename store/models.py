@@ -27,9 +27,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, validates
 
-from daemon.core.run_options import RunOptions
+from daemon.core.run_options import PipelineOptions, RunOptions
 from daemon.core.states import FailureKind, PipelineState, RunKind, RunState
-from store.sqltypes import JsonType, RunOptionsType, UtcDateTime, require_aware
+from store.sqltypes import JsonType, OptionsType, UtcDateTime, require_aware
 
 # Deterministic constraint names, so later migrations (and SQLite batch mode) can refer to them.
 NAMING_CONVENTION = {
@@ -107,7 +107,7 @@ class Pipeline(_AwareTimestamps, Base):
     tps: Mapped[int] = mapped_column(Integer)
     topic: Mapped[str] = mapped_column(Text)
     topic_created: Mapped[bool] = mapped_column(Boolean, default=False)
-    options: Mapped[dict[str, Any]] = mapped_column(JsonType, default=dict)
+    options: Mapped[PipelineOptions] = mapped_column(OptionsType(PipelineOptions), default=PipelineOptions)
     owners: Mapped[list[str]] = mapped_column(JsonType, default=list)
     state: Mapped[PipelineState] = mapped_column(
         _str_enum(PipelineState, "pipeline_state"), default=PipelineState.ACTIVE, index=True
@@ -159,7 +159,7 @@ class Run(_AwareTimestamps, Base):
     topic_created: Mapped[bool] = mapped_column(Boolean, default=False)
     topic_deleted_at: Mapped[datetime | None]  # the one-off topic it created was deleted (its TTL ran out)
     tps: Mapped[int] = mapped_column(Integer)
-    options: Mapped[RunOptions] = mapped_column(RunOptionsType, default=RunOptions)
+    options: Mapped[RunOptions] = mapped_column(OptionsType(RunOptions), default=RunOptions)
     requester: Mapped[str] = mapped_column(String(64))
     idempotency_key: Mapped[str | None] = mapped_column(String(128))
     state: Mapped[RunState] = mapped_column(_str_enum(RunState, "run_state"), index=True)

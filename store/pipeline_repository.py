@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from daemon.core.errors import Conflict, InvalidTransition, PipelineNotFound, StaleUpdate
 from daemon.core.ids import new_pipeline_id, new_run_id
-from daemon.core.run_options import RunOptions
+from daemon.core.run_options import PipelineOptions, RunOptions
 from daemon.core.states import (
     PIPELINE_TRANSITIONS,
     TERMINAL_RUN_STATES,
@@ -119,7 +119,7 @@ class PipelineRepository:
         watermark_value: str | None = None,
         lookback_seconds: int = 0,
         topic_created: bool = False,
-        options: Mapping[str, Any] | None = None,
+        options: PipelineOptions | None = None,
         idle_after_days: int | None = None,
         emr_application_id: str | None = None,
         slack_channel: str | None = None,
@@ -140,7 +140,7 @@ class PipelineRepository:
             tps=tps,
             topic=topic,
             topic_created=topic_created,
-            options=dict(options or {}),
+            options=options or PipelineOptions(),
             owners=list(owners) if owners is not None else [created_by],
             state=PipelineState.ACTIVE,
             idle_after_days=idle_after_days,

@@ -8,14 +8,16 @@ ever see aware UTC datetimes, and naive ones are refused instead of being guesse
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import JSON, DateTime
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from daemon.core.run_options import RunOptions
+from daemon.core.run_options import PipelineOptions, RunOptions
+
+Options = TypeVar("Options", RunOptions, PipelineOptions)
 
 # JSONB on PostgreSQL (indexable, compact); JSON text elsewhere.
 JsonType: TypeEngine[Any] = JSON().with_variant(JSONB(), "postgresql")
@@ -60,21 +62,25 @@ def require_aware(name: str, value: datetime | None) -> datetime | None:
     return value
 
 
-class RunOptionsType(TypeDecorator[RunOptions]):
-    """A run's options (``daemon.core.run_options``) in a JSON column: encoded on the way in, decoded
-    and validated on the way out, so no reader ever sees the raw document."""
+class OptionsType(TypeDecorator[Options]):
+    """Typed options (``daemon.core.run_options``) in a JSON column: encoded on the way in, decoded and
+    validated on the way out, so no reader ever sees the raw document."""
 
     impl = JsonType
     cache_ok = True
 
-    def process_bind_param(self, value: RunOptions | None, dialect: Dialect) -> dict[str, Any] | None:
+    def __init__(self, options: type[Options]) -> None:
+        super().__init__()
+        self.options: type[Options] = options
+
+    def process_bind_param(self, value: Options | None, dialect: Dialect) -> dict[str, Any] | None:
         if value is None:
             return None
-        if not isinstance(value, RunOptions):
-            raise TypeError(f"expected RunOptions, got {type(value).__name__}")
+        if not isinstance(value, self.options):
+            raise TypeError(f"expected {self.options.__name__}, got {type(value).__name__}")
         return value.encode()
 
-    def process_result_value(self, value: Any, dialect: Dialect) -> RunOptions | None:
+    def process_result_value(self, value: Any, dialect: Dialect) -> Options | None:
         if value is None:
             return None
-        return RunOptions.decode(value)
+        return self.options.decode(value)

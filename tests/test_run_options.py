@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from daemon.core.auto_rate import AutoRate
-from daemon.core.run_options import VERSION, RunOptions, WindowKind
+from daemon.core.run_options import VERSION, PipelineOptions, RunOptions, WindowKind
 from daemon.core.states import FailureKind
 from store import Store
 from store.db import create_store_engine
@@ -126,6 +126,12 @@ _COLUMNS = (
 )  # fmt: skip
 
 
+_PIPELINE_COLUMNS = (
+    "id", "source", "schedule", "watermark_column", "lookback_seconds", "tps", "topic", "topic_created",
+    "state", "created_by", "created_at", "updated_at", "version",
+)  # fmt: skip
+
+
 def _at(text: str | None) -> datetime | None:
     return None if text is None else datetime.fromisoformat(text).replace(tzinfo=UTC)
 
@@ -166,10 +172,40 @@ def _insert_legacy(url: str) -> None:
         }
         for rid, kind, state, label, start, end, column, topic, reason, handle, options in _LEGACY
     ]
+    pipelines = sa.table(
+        "pipelines",
+        *(sa.column(name) for name in _PIPELINE_COLUMNS),
+        sa.column("options", sa.JSON),
+        sa.column("owners", sa.JSON),
+    )
+    pipeline = {
+        "source": "orders", "schedule": "every=1h", "watermark_column": "updated_at", "lookback_seconds": 0,
+        "tps": 10, "owners": ["U1"], "state": "active", "created_by": "U1", "created_at": now,
+        "updated_at": now, "version": 1,
+    }  # fmt: skip
     engine = create_store_engine(url)
     try:
         with engine.begin() as conn:
             conn.execute(runs.insert(), rows)
+            conn.execute(
+                pipelines.insert(),
+                [
+                    {
+                        **pipeline,
+                        "id": "p-made",
+                        "topic": "replay.orders.p-made",
+                        "topic_created": True,
+                        "options": {"headers": {"h": "1"}, "watch": ["g"], "request": "schedule orders"},
+                    },
+                    {
+                        **pipeline,
+                        "id": "p-live",
+                        "topic": "orders.live",
+                        "topic_created": False,
+                        "options": {"on_error": "dlq", "topic_mode": "live"},
+                    },
+                ],
+            )
     finally:
         engine.dispose()
 
@@ -203,6 +239,12 @@ def test_runs_stored_before_typed_options_are_upgraded_once(database_url: str) -
     assert (slot.options.window, slot.options.watch) == (WindowKind.WATERMARK, ("g",))
     assert (today.options.window, today.options.relative) == (WindowKind.DAYS, True)
     assert days.failure_kind is None
+    with Store(database_url) as store:
+        made, live = store.pipelines.get("p-made"), store.pipelines.get("p-live")
+    assert made.options == PipelineOptions(
+        topic_mode="auto", headers={"h": "1"}, watch=("g",), request="schedule orders"
+    )
+    assert live.options == PipelineOptions(topic_mode="live", on_error="dlq")
     assert [r.failure_kind for r in (last, zone, slot, today)] == [
         FailureKind.LAUNCH,
         FailureKind.LOST,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import pytest
 
 from daemon.core.errors import InvalidTransition, PipelineNotFound, StaleUpdate
+from daemon.core.run_options import PipelineOptions
 from daemon.core.states import PipelineState
 from store import Store
 from store.models import Pipeline, Run
@@ -19,7 +19,7 @@ def new_pipeline(
     *,
     created_by: str = "U1",
     owners: Sequence[str] | None = None,
-    options: Mapping[str, Any] | None = None,
+    options: PipelineOptions | None = None,
     lookback_seconds: int = 0,
     idle_after_days: int | None = None,
 ) -> Pipeline:
@@ -54,13 +54,13 @@ def pipeline_run(store: Store, pipeline: Pipeline, state: str = "running") -> Ru
 
 def test_round_trip_and_defaults(store: Store) -> None:
     created = new_pipeline(
-        store, options={"headers": {"src": "lake"}}, lookback_seconds=300, idle_after_days=30
+        store, options=PipelineOptions(headers={"src": "lake"}), lookback_seconds=300, idle_after_days=30
     )
     assert re.fullmatch(r"p-[0-9a-f]{12}", created.id)
     pipeline = store.pipelines.get(created.id)
     assert (pipeline.state, pipeline.owners, pipeline.version) == (PipelineState.ACTIVE, ["U1"], 1)
     assert (pipeline.lookback_seconds, pipeline.idle_after_days) == (300, 30)
-    assert pipeline.options == {"headers": {"src": "lake"}}
+    assert pipeline.options == PipelineOptions(headers={"src": "lake"})
     assert pipeline.created_at.utcoffset() is not None and pipeline.last_published_at is None
 
 

@@ -1,11 +1,12 @@
-"""What a run was asked to do beyond its columns, as one typed, versioned value.
+"""What a run (and a pipeline, for its runs) was asked to do beyond its columns, typed and versioned.
 
 A run's settings (headers, ordering, the rows and ETA its plan promised, where bad records go, who
 approved it, how its window selects rows) are fixed when the run is created and read by the launcher,
 the watcher, the wire and Slack. They live in one JSON column, so this is the one place that says
 what that column holds: ``encode`` writes it, ``decode`` reads it back and refuses anything it did not
 write, and every default is a field default here. A new run option is one field (and, when old rows
-need a value other than the default, a new version with its upgrade in ``decode``).
+need a value other than the default, a new version and a migration that upgrades the stored rows).
+A pipeline's ``PipelineOptions`` are what each of its scheduled runs inherits, kept the same way.
 
 The window's kind and the topic's mode are recorded, not guessed from the window's label or the
 topic's name: ``WindowKind.DAYS`` reads whole partitions, ``RANGE`` an event-time interval,
@@ -58,33 +59,12 @@ class RunOptions:
 
     def encode(self) -> dict[str, Any]:
         """The JSON the store keeps: every field, versioned, in plain types."""
-        data: dict[str, Any] = {"v": VERSION}
-        for item in fields(self):
-            value = getattr(self, item.name)
-            if isinstance(value, AutoRate):
-                value = {"ceiling": value.ceiling, "lag_limit": value.lag_limit, "group": value.group}
-            elif isinstance(value, tuple):
-                value = list(value)
-            elif isinstance(value, Mapping):
-                value = dict(value)
-            elif isinstance(value, StrEnum):
-                value = str(value)
-            data[item.name] = value
-        return data
+        return _encode(self)
 
     @classmethod
     def decode(cls, data: Mapping[str, Any]) -> RunOptions:
         """The options in a stored document; ValueError naming what is wrong when we did not write it."""
-        if not isinstance(data, Mapping):
-            raise ValueError(f"run options are an object, not {type(data).__name__}")
-        values = dict(data)
-        version = values.pop("v", None)
-        if version != VERSION:
-            raise ValueError(f"run options of version {version!r}: this daemon reads version {VERSION}")
-        known = {item.name for item in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown run options: {', '.join(unknown)}")
+        values = _stored_fields(cls, data, "run")
         try:
             if "window" in values:
                 values["window"] = WindowKind(values["window"])
@@ -104,6 +84,64 @@ class RunOptions:
         return json.dumps(self.encode(), sort_keys=True, separators=(",", ":"))
 
 
+@dataclass(frozen=True)
+class PipelineOptions:
+    """What a pipeline's scheduled runs inherit, fixed when it is scheduled (each slot's `RunOptions`
+    are built from these and the source's defaults at that slot)."""
+
+    topic_mode: Topic = "auto"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    on_error: OnError | None = None  # None: the source's default at each run
+    watch: tuple[str, ...] = ()  # consumer groups each run watches drain
+    request: str | None = None  # the schedule command as understood: what an Idempotency-Key stands for
+
+    def __post_init__(self) -> None:
+        _check_common(self)
+
+    def encode(self) -> dict[str, Any]:
+        return _encode(self)
+
+    @classmethod
+    def decode(cls, data: Mapping[str, Any]) -> PipelineOptions:
+        values = _stored_fields(cls, data, "pipeline")
+        try:
+            if "watch" in values:
+                values["watch"] = tuple(_strings("watch", values["watch"]))
+            return cls(**values)
+        except TypeError as exc:
+            raise ValueError(f"pipeline options malformed ({exc})") from None
+
+
+def _encode(options: RunOptions | PipelineOptions) -> dict[str, Any]:
+    data: dict[str, Any] = {"v": VERSION}
+    for item in fields(options):
+        value = getattr(options, item.name)
+        if isinstance(value, AutoRate):
+            value = {"ceiling": value.ceiling, "lag_limit": value.lag_limit, "group": value.group}
+        elif isinstance(value, tuple):
+            value = list(value)
+        elif isinstance(value, Mapping):
+            value = dict(value)
+        elif isinstance(value, StrEnum):
+            value = str(value)
+        data[item.name] = value
+    return data
+
+
+def _stored_fields(cls: type[RunOptions | PipelineOptions], data: Any, what: str) -> dict[str, Any]:
+    """A stored document's fields, once its version and keys are ones this daemon wrote."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{what} options are an object, not {type(data).__name__}")
+    values = dict(data)
+    version = values.pop("v", None)
+    if version != VERSION:
+        raise ValueError(f"{what} options of version {version!r}: this daemon reads version {VERSION}")
+    unknown = sorted(set(values) - {item.name for item in fields(cls)})
+    if unknown:
+        raise ValueError(f"unknown {what} options: {', '.join(unknown)}")
+    return values
+
+
 def _strings(name: str, value: Any) -> list[str]:
     if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
         raise ValueError(f"run option {name} is a list of strings")
@@ -114,13 +152,27 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _check_common(options: RunOptions | PipelineOptions) -> None:
+    """The fields runs and pipelines share have the types they declare."""
+    for name, allowed in (("topic_mode", get_args(Topic)), ("on_error", (None, *get_args(OnError)))):
+        if getattr(options, name) not in allowed:
+            raise ValueError(f"option {name}={getattr(options, name)!r}: one of {allowed}")
+    if not isinstance(options.headers, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in options.headers.items()
+    ):
+        raise ValueError("option headers maps names to text")
+    if not isinstance(options.watch, tuple) or not all(isinstance(item, str) for item in options.watch):
+        raise ValueError("option watch is a tuple of strings")
+    if options.request is not None and not isinstance(options.request, str):
+        raise ValueError("option request is text, or absent")
+
+
 def _check(options: RunOptions) -> None:
     """Every field has the type it declares: a decode of a damaged row fails here, not far away."""
+    _check_common(options)
     choices: dict[str, tuple[Any, ...]] = {
-        "topic_mode": get_args(Topic),
         "ordering": get_args(Ordering),
         "timestamp": (None, *get_args(Timestamp)),
-        "on_error": (None, *get_args(OnError)),
     }
     for name, allowed in choices.items():
         if getattr(options, name) not in allowed:
@@ -129,10 +181,6 @@ def _check(options: RunOptions) -> None:
         raise ValueError(f"run option window={options.window!r}: one of {[str(k) for k in WindowKind]}")
     if not isinstance(options.relative, bool):
         raise ValueError("run option relative is true or false")
-    if not isinstance(options.headers, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in options.headers.items()
-    ):
-        raise ValueError("run option headers maps names to text")
     if not _is_int(options.workers) or options.workers < 1:
         raise ValueError(f"run option workers={options.workers!r}: a whole number of at least 1")
     for name in ("partitions", "planned_rows"):
@@ -142,14 +190,12 @@ def _check(options: RunOptions) -> None:
     eta = options.planned_eta_s
     if eta is not None and (isinstance(eta, bool) or not isinstance(eta, int | float) or eta < 0):
         raise ValueError(f"run option planned_eta_s={eta!r}: seconds, or absent")
-    for name in ("dlq_topic", "request", "approved_by"):
+    for name in ("dlq_topic", "approved_by"):
         value = getattr(options, name)
         if value is not None and not isinstance(value, str):
             raise ValueError(f"run option {name} is text, or absent")
-    for name in ("watch", "overrides"):
-        value = getattr(options, name)
-        if not isinstance(value, tuple) or not all(isinstance(item, str) for item in value):
-            raise ValueError(f"run option {name} is a tuple of strings")
+    if not isinstance(options.overrides, tuple) or not all(isinstance(i, str) for i in options.overrides):
+        raise ValueError("run option overrides is a tuple of strings")
     if options.auto is not None and not isinstance(options.auto, AutoRate):
         raise ValueError("run option auto is an AutoRate, or absent")
     if options.on_error == "dlq" and options.dlq_topic is None:

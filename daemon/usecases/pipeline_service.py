@@ -24,7 +24,7 @@ from daemon.core.authz import may_manage_pipeline, may_use_source
 from daemon.core.errors import BadRequest, Conflict, Forbidden, ReplayError, ReusedIdempotencyKey
 from daemon.core.grammar import ScheduleCommand, render
 from daemon.core.ids import new_pipeline_id
-from daemon.core.run_options import RunOptions, WindowKind
+from daemon.core.run_options import PipelineOptions, RunOptions, WindowKind
 from daemon.core.schedules import check_schedule, schedule_text
 from daemon.core.states import PipelineState
 from daemon.core.watermarks import encode, has_new_data, low_bound
@@ -50,13 +50,13 @@ class PipelineDetail:
 
 def slot_options(pipeline: Pipeline, source: Source) -> RunOptions:
     """A scheduled run's options: its pipeline's, with the source's defaults resolved at the slot."""
-    options = pipeline.options or {}
+    options = pipeline.options
     return RunOptions(
         window=WindowKind.WATERMARK,
-        topic_mode="auto" if pipeline.topic_created else "live",
-        headers=dict(options.get("headers") or {}),
-        watch=tuple(options.get("watch") or ()),
-        **dead_letter_options(options.get("on_error") or source.on_error, source.name),
+        topic_mode=options.topic_mode,
+        headers=dict(options.headers),
+        watch=options.watch,
+        **dead_letter_options(options.on_error or source.on_error, source.name),
     )
 
 
@@ -74,7 +74,7 @@ class _AlreadyCreated(Exception):
 
 def _same_request(pipeline: Pipeline, request: str, key: str) -> Pipeline:
     """The pipeline a retried create gets back, once it is sure the retry asks for the same thing."""
-    first = (pipeline.options or {}).get("request")
+    first = pipeline.options.request
     if first is not None and first != request:
         raise ReusedIdempotencyKey(
             f"Idempotency-Key '{key}' was used for `{first}` (pipeline {pipeline.id}); this request is "
@@ -193,13 +193,13 @@ class PipelineService:
                     created_by=actor,
                     owners=sorted({actor, *source.owners}),
                     lookback_seconds=command.lookback_seconds,
-                    options={
-                        "headers": dict(command.headers),
-                        "topic_mode": command.topic,
-                        "on_error": command.on_error,  # None: the source's default at each run
-                        "watch": list(command.watch),  # each run watches these groups drain
-                        "request": request,  # what an Idempotency-Key stands for
-                    },
+                    options=PipelineOptions(
+                        topic_mode=command.topic,
+                        headers=dict(command.headers),
+                        on_error=command.on_error,  # None: the source's default at each run
+                        watch=tuple(command.watch),  # each run watches these groups drain
+                        request=request,  # what an Idempotency-Key stands for
+                    ),
                     idle_after_days=command.idle_after_days,
                     slack_channel=slack_channel,
                     idempotency_key=idempotency_key,

@@ -1,12 +1,13 @@
-"""Typed run options and a failure kind.
+"""Typed run and pipeline options, and a failure kind.
 
 Until now a run's ``options`` was a free-form object whose readers each guessed what an absent key
 meant, and three facts were read from strings: whether a window reads whole days (its bounds and
 whether its label began ``last=``), whether it was relative (its label), whether the run published to
 a live topic (a ``replay.`` prefix), and whether a failure was a launch failure (a prefix of the
 reason). This revision writes every run's options as version 1 of ``daemon.core.run_options``, with
-those facts recorded, and adds ``runs.failure_kind``. The guesses are made once, here, from the same
-rules the daemon applied before; nothing after this revision guesses again.
+those facts recorded, and adds ``runs.failure_kind``; a pipeline's options become version 1 of
+``PipelineOptions`` (its topic mode, where missing, from whether it created its topic). The guesses
+are made once, here, from the same rules the daemon applied before; nothing after it guesses again.
 
 Revision ID: 0013
 Revises: 0012
@@ -106,6 +107,29 @@ def _failure_kind(row: Any) -> str | None:
     return "job"
 
 
+_PIPELINE_KEPT = ("headers", "on_error", "watch", "request", "topic_mode")
+
+
+def _pipelines() -> sa.TableClause:
+    return sa.table(
+        "pipelines",
+        sa.column("id", sa.String),
+        sa.column("options", _json()),
+        sa.column("topic_created", sa.Boolean),
+    )
+
+
+def _pipeline_version_1(row: Any) -> dict[str, Any]:
+    old = dict(row.options or {})
+    new: dict[str, Any] = {key: old[key] for key in _PIPELINE_KEPT if old.get(key) is not None}
+    if new.get("on_error") not in (None, "fail", "dlq"):
+        new.pop("on_error")
+    if new.get("topic_mode") not in ("auto", "live"):
+        new["topic_mode"] = "auto" if row.topic_created else "live"
+    new["v"] = 1
+    return new
+
+
 def upgrade() -> None:
     with op.batch_alter_table("runs") as batch:
         batch.add_column(
@@ -125,6 +149,11 @@ def upgrade() -> None:
             .where(runs.c.id == row.id)
             .values(options=_version_1(row), failure_kind=_failure_kind(row))
         )
+    pipelines = _pipelines()
+    for row in bind.execute(sa.select(pipelines)).all():
+        bind.execute(
+            pipelines.update().where(pipelines.c.id == row.id).values(options=_pipeline_version_1(row))
+        )
 
 
 def downgrade() -> None:
@@ -141,6 +170,10 @@ def downgrade() -> None:
             .where(runs.c.id == row.id)
             .values(options={back.get(key, key): value for key, value in old.items()})
         )
+    pipelines = _pipelines()
+    for row in bind.execute(sa.select(pipelines.c.id, pipelines.c.options)).all():
+        old = {key: value for key, value in dict(row.options or {}).items() if key != "v"}
+        bind.execute(pipelines.update().where(pipelines.c.id == row.id).values(options=old))
     with op.batch_alter_table("runs") as batch:
         batch.drop_constraint(op.f("ck_runs_failure_kind"), type_="check")
         batch.drop_column("failure_kind")
