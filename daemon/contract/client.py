@@ -8,6 +8,7 @@ same way whether it was local or remote.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Literal, TypeVar
 
 import httpx
@@ -48,6 +49,7 @@ from daemon.core.errors import (
 )
 
 Model = TypeVar("Model")
+_Paged = TypeVar("_Paged", PipelinePageOut, IdlePipelinePageOut)
 PipelineAction = Literal["pause", "resume", "run"]
 
 _BY_STATUS: dict[int, type[ReplayError]] = {
@@ -101,6 +103,19 @@ class DaemonClient:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+    def _pages(
+        self, adapter: TypeAdapter[_Paged], path: str, actor: str, params: dict[str, Any]
+    ) -> Iterator[_Paged]:
+        """Every page of a list, in order: what the bot and the CLI show whole."""
+        cursor: str | None = None
+        while True:
+            page = self._call(
+                adapter, "GET", path, actor=actor, params={**params, "limit": _ALL, "cursor": cursor}
+            )
+            yield page
+            if (cursor := page.next_cursor) is None:
+                return
 
     def _call(
         self,
@@ -236,14 +251,8 @@ class DaemonClient:
     def list_pipelines(
         self, actor: str, *, owner: str | None = None, state: str | None = None
     ) -> list[PipelineOut]:
-        found: list[PipelineOut] = []
-        cursor: str | None = None
-        while True:
-            params = {"owner": owner, "state": state, "limit": _ALL, "cursor": cursor}
-            page = self._call(_PIPELINE_PAGE, "GET", "/v1/pipelines", actor=actor, params=params)
-            found.extend(page.pipelines)
-            if (cursor := page.next_cursor) is None:
-                return found
+        pages = self._pages(_PIPELINE_PAGE, "/v1/pipelines", actor, {"owner": owner, "state": state})
+        return [pipeline for page in pages for pipeline in page.pipelines]
 
     def get_pipeline(self, actor: str, pipeline_id: str) -> PipelineDetailOut:
         return self._call(_PIPELINE_DETAIL, "GET", f"/v1/pipelines/{pipeline_id}", actor=actor)
@@ -269,14 +278,8 @@ class DaemonClient:
         return self._call(_PIPELINE, "POST", path, actor=actor, body=KeepBody(days=days))
 
     def idle_pipelines(self, actor: str) -> list[IdlePipelineOut]:
-        found: list[IdlePipelineOut] = []
-        cursor: str | None = None
-        while True:
-            params = {"limit": _ALL, "cursor": cursor}
-            page = self._call(_IDLE_PIPELINE_PAGE, "GET", "/v1/idle-pipelines", actor=actor, params=params)
-            found.extend(page.pipelines)
-            if (cursor := page.next_cursor) is None:
-                return found
+        pages = self._pages(_IDLE_PIPELINE_PAGE, "/v1/idle-pipelines", actor, {})
+        return [pipeline for page in pages for pipeline in page.pipelines]
 
     def group_lag(
         self, actor: str, group: str, *, topic: str | None = None, sample_s: float | None = None

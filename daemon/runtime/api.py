@@ -161,6 +161,9 @@ async def _actor(  # async: runs in the request's own context, so CREDENTIAL rea
 
 
 Actor = Annotated[str, Depends(_actor)]
+# Every list pages alike: at most `limit` rows, then `next_cursor` for the next page.
+PageLimit = Annotated[int, Query(ge=1, le=200)]
+PageCursor = Annotated[str | None, Query(max_length=200)]
 
 
 def create_api(
@@ -277,8 +280,8 @@ def create_api(
         who: Actor,
         state: Annotated[RunState | None, Query()] = None,
         requester: Annotated[str | None, Query(max_length=64)] = None,
-        limit: Annotated[int, Query(ge=1, le=200)] = 20,
-        cursor: Annotated[str | None, Query(max_length=200)] = None,
+        limit: PageLimit = 20,
+        cursor: PageCursor = None,
     ) -> RunPageOut:
         runs, next_cursor = service.list(state=state, requester=requester, limit=limit, cursor=cursor)
         places = service.queue_positions()
@@ -376,8 +379,8 @@ def _pipeline_routes(app: FastAPI, pipelines: PipelineService) -> None:
         who: Actor,
         owner: Annotated[str | None, Query(max_length=64)] = None,
         state: Annotated[PipelineState | None, Query()] = None,
-        limit: Annotated[int, Query(ge=1, le=200)] = 50,
-        cursor: Annotated[str | None, Query(max_length=200)] = None,
+        limit: PageLimit = 50,
+        cursor: PageCursor = None,
     ) -> PipelinePageOut:
         """Oldest first, a page at a time: `next_cursor` asks for the next (None: this was the last)."""
         found = pipelines.list(owner=owner, state=state)
@@ -407,11 +410,7 @@ def _pipeline_routes(app: FastAPI, pipelines: PipelineService) -> None:
 
 def _janitor_routes(app: FastAPI, janitor: Janitor) -> None:
     @app.get("/v1/idle-pipelines", response_model=IdlePipelinePageOut)
-    def idle(
-        who: Actor,
-        limit: Annotated[int, Query(ge=1, le=200)] = 50,
-        cursor: Annotated[str | None, Query(max_length=200)] = None,
-    ) -> IdlePipelinePageOut:
+    def idle(who: Actor, limit: PageLimit = 50, cursor: PageCursor = None) -> IdlePipelinePageOut:
         """Oldest first, a page at a time, each with its deadline."""
         found = janitor.idle_pipelines()
         shown, next_cursor = page_oldest_first(
