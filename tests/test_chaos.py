@@ -6,7 +6,6 @@ green one.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from tests.chaos.fuzz import cases
 from tests.chaos.scenarios import SHORT
 from tests.chaos.suite import run, summary
 from tests.fixtures.kafka import LocalBroker
+from tests.fixtures.slack import changed
 from tests.test_slack_blocks import RUN
 
 SEED = 20261201  # fixed here so a red CI run can be replayed: python -m tests.chaos --short --seed 20261201
@@ -37,7 +37,7 @@ def test_the_short_chaos_suite_loses_nothing_launches_nothing_twice_and_tells_sl
 
 @pytest.mark.parametrize("state", ["succeeded", "failed", "cancelled"])
 def test_the_audit_recognises_every_final_message_and_nothing_else(state: str) -> None:
-    run_view = replace(RUN, state=state, reason="boom")
+    run_view = changed(RUN, state=state, failure_reason="boom")
     assert FINAL.search(final_reply(run_view).text)
     assert not FINAL.search(progress_reply(run_view).text)
     assert not FINAL.search(run_parent(run_view).text)

@@ -23,7 +23,6 @@ from daemon.cli.main import describe_run
 from daemon.contract.client import DaemonClient
 from daemon.contract.models import ReplayBody, RunOut, ScheduleBody
 from daemon.slack.run_messages import final_reply
-from daemon.slack.views import RunView
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
 from tests.fixtures.kafka import consume_all, headers_of
 
@@ -97,7 +96,7 @@ def test_the_sources_dlq_default_sets_the_record_aside_and_every_view_shows_the_
     assert [headers_of(m)["replay-event-id"].decode() for m in parked] == [big]
     assert b"MSG_SIZE_TOO_LARGE" in headers_of(parked[0])["replay-error"]
     assert "dlq=1 set aside in replay.dlq.orders" in describe_run(run)
-    reply = final_reply(RunView.of(run)).text
+    reply = final_reply(run).text
     assert "1 set aside in `replay.dlq.orders` (dlq=1)" in reply
 
 
@@ -111,7 +110,7 @@ def test_on_error_fail_overrides_the_default_and_the_reason_names_the_event(
     assert run.state == "failed", run
     assert f"event '{big}' cannot be published" in (run.failure_reason or "")
     assert run.dead_lettered is None and run.dlq_topic is None
-    assert "dlq=" not in describe_run(run) and "set aside" not in final_reply(RunView.of(run)).text
+    assert "dlq=" not in describe_run(run) and "set aside" not in final_reply(run).text
 
 
 def test_a_pipeline_run_sets_the_record_aside_and_still_commits_its_watermark(

@@ -7,7 +7,6 @@ import pytest
 from daemon.cli.main import describe_plan, describe_run
 from daemon.core.quantities import render_place
 from daemon.slack.run_messages import plan_summary, progress_reply, run_parent
-from daemon.slack.views import RunView
 from tests.fixtures.slack import wire_plan, wire_run
 
 
@@ -34,26 +33,26 @@ def test_no_place_zero() -> None:
 
 
 def test_a_waiting_runs_card_says_its_place_in_line() -> None:
-    card = run_parent(RunView.of(wire_run(state="queued", queue_position=2)))
+    card = run_parent(wire_run(state="queued", queue_position=2))
 
     states = [f["text"] for block in card.blocks for f in block.get("fields", []) if "State" in f["text"]]
     assert states == ["*State*\n:hourglass_flowing_sand: queued, 2nd in line"]
 
 
 def test_a_waiting_runs_progress_message_says_its_place_and_why() -> None:
-    text = progress_reply(RunView.of(wire_run(state="queued", queue_position=1))).text
+    text = progress_reply(wire_run(state="queued", queue_position=1)).text
 
     assert text.startswith(":hourglass_flowing_sand: Queued, 1st in line: it starts when a running job ends")
 
 
 def test_a_launched_run_shows_no_place() -> None:
-    text = progress_reply(RunView.of(wire_run(state="submitted", queue_position=None))).text
+    text = progress_reply(wire_run(state="submitted", queue_position=None)).text
 
     assert "in line" not in text and "Starting" in text
 
 
 def test_the_card_shows_the_plans_eta_start_up_included() -> None:
-    view = RunView.of(wire_run(state="queued", eta_s=26.0))
+    view = wire_run(state="queued", eta_s=26.0)
 
     assert view.eta_s == 26.0  # not 600 rows / 100/s = 6 s
 

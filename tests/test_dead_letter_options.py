@@ -28,7 +28,6 @@ from daemon.core.grammar import (
 from daemon.core.run_options import RunOptions, WindowKind
 from daemon.core.states import RunKind, RunState
 from daemon.slack.run_messages import final_reply, next_step, run_parent
-from daemon.slack.views import RunView
 from daemon.usecases.catalog import Catalog, Source
 from daemon.usecases.job_specs import build_spec
 from scripts.devtools.sample_table import write_sample_table
@@ -201,9 +200,9 @@ def _run_out(**fields: Any) -> RunOut:
 
 def test_a_dead_lettered_count_is_shown_in_the_thread_and_the_cli() -> None:
     run = _run_out(dead_lettered=3, dlq_topic="replay.dlq.orders")
-    reply = final_reply(RunView.of(run)).text
+    reply = final_reply(run).text
     assert "597" in reply and "3 set aside in `replay.dlq.orders` (dlq=3)" in reply
-    shown = dict(_fields(run_parent(RunView.of(run)).blocks))
+    shown = dict(_fields(run_parent(run).blocks))
     assert shown["Confirmed by the broker"] == "597 (of 600 selected); dlq=3 set aside"
     assert describe_run(run).endswith(", dlq=3 set aside in replay.dlq.orders")
 
@@ -211,9 +210,9 @@ def test_a_dead_lettered_count_is_shown_in_the_thread_and_the_cli() -> None:
 @pytest.mark.parametrize("dead_lettered", [None, 0])
 def test_an_unknown_or_zero_count_says_nothing(dead_lettered: int | None) -> None:
     run = _run_out(confirmed=600, dead_lettered=dead_lettered)
-    assert "set aside" not in final_reply(RunView.of(run)).text
+    assert "set aside" not in final_reply(run).text
     assert "dlq" not in describe_run(run)
-    shown = dict(_fields(run_parent(RunView.of(run)).blocks))
+    shown = dict(_fields(run_parent(run).blocks))
     assert shown["Confirmed by the broker"] == "600 (of 600 selected)"
 
 
@@ -222,8 +221,8 @@ def test_a_run_failed_by_a_bad_record_suggests_on_error_dlq() -> None:
         "event 'e-1' cannot be published to topic 't': Broker: Message size too large (MSG_SIZE_TOO_LARGE)"
     )
     run = _run_out(state=RunState.FAILED, confirmed=10, failure_reason=reason)
-    assert "on_error=dlq" in next_step(RunView.of(run))
-    assert "on_error=dlq" in final_reply(RunView.of(run)).text
+    assert "on_error=dlq" in next_step(run)
+    assert "on_error=dlq" in final_reply(run).text
 
 
 def _fields(blocks: list[dict[str, Any]]) -> list[tuple[str, str]]:

@@ -8,7 +8,6 @@ run with a long error still carries its reconcile samples at the end.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -19,12 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from slack_sdk.models.blocks import Block
 
-from daemon.contract.models import ReconcileOut
+from daemon.contract.models import ReconcileOut, RunOut
 from daemon.slack import blocks as kit
 from daemon.slack import pipeline_messages, run_messages, topic_messages, watch_messages
 from daemon.slack.blocks import Message
-from daemon.slack.views import PipelineView, RunView
-from tests.fixtures.slack import wire_pipeline, wire_run
+from daemon.slack.views import PipelineView
+from tests.fixtures.slack import changed, wire_pipeline, wire_run
 
 MAX_BLOCKS, MAX_SECTION, MAX_FIELD, MAX_HEADER, MAX_BUTTON_TEXT, MAX_VALUE = 50, 3000, 2000, 150, 75, 2000
 _ENTITY = re.compile(r"&(?!amp;|lt;|gt;)")  # an ampersand that does not start a whole entity
@@ -92,10 +91,10 @@ _reconcile = st.builds(
 )
 
 _view = st.builds(
-    lambda reason, source, topic, window, state, reconcile, kind: dataclasses.replace(
-        RunView.of(wire_run(source=source, topic=topic, window=window)),
+    lambda reason, source, topic, window, state, reconcile, kind: changed(
+        wire_run(source=source, topic=topic, window=window),
         state=state,
-        reason=reason,
+        failure_reason=reason,
         reconcile=reconcile,
         failure_kind=kind,
         confirmed=7,
@@ -110,7 +109,7 @@ _view = st.builds(
     st.sampled_from([None, "launch", "lost", "job"]),
 )
 
-_RUN_BUILDERS: list[Callable[[RunView], Message]] = [
+_RUN_BUILDERS: list[Callable[[RunOut], Message]] = [
     run_messages.run_parent,
     run_messages.progress_reply,
     run_messages.final_reply,
@@ -122,7 +121,7 @@ _RUN_BUILDERS: list[Callable[[RunView], Message]] = [
 @pytest.mark.parametrize("build", _RUN_BUILDERS, ids=lambda build: build.__name__)
 @settings(max_examples=60, deadline=None)
 @given(view=_view)
-def test_every_run_message_is_one_slack_accepts(build: Callable[[RunView], Message], view: RunView) -> None:
+def test_every_run_message_is_one_slack_accepts(build: Callable[[RunOut], Message], view: RunOut) -> None:
     check_message(build(view))
 
 
@@ -181,9 +180,7 @@ def test_a_long_failure_never_loses_the_reconcile_samples_at_its_tail(
         duplicates=len(duplicated),
         duplicates_sample=duplicated,
     )
-    failed = dataclasses.replace(
-        RunView.of(wire_run()), state="failed", reason=reason + "&" * 3_000, reconcile=reconcile
-    )
+    failed = changed(wire_run(), state="failed", failure_reason=reason + "&" * 3_000, reconcile=reconcile)
 
     reply = run_messages.final_reply(failed)
 

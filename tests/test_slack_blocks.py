@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from datetime import UTC, datetime, timedelta
@@ -12,25 +11,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.contract.models import ReconcileOut
+from daemon.contract.models import ReconcileOut, RunOut
 from daemon.core.run_options import RunOptions, WindowKind
 from daemon.slack import blocks, run_messages
 from daemon.slack.blocks import Message
-from daemon.slack.views import RunView
 from daemon.usecases.wire import run_out
 from store.models import Run
-from tests.fixtures.slack import CREATED, wire_plan, wire_run
+from tests.fixtures.slack import CREATED, changed, wire_plan, wire_run
 
-RUN = RunView(
-    run_id="r-0123456789ab",
-    source="orders",
+RUN = wire_run(
     window="2024-01-01..2024-01-07",
-    topic="replay.orders.r-0123456789ab",
     tps=10_000,
-    requester="U0ALICE",
-    state="running",
-    rows=2_100_000,  # the plan's count: the job has not reported its own yet
-    channel="C0REPLAYS",
+    rows_planned=2_100_000,  # the plan's count: the job has not reported its own yet
 )
 API_RUN = wire_run(
     state="succeeded",
@@ -109,13 +101,14 @@ def test_the_parent_names_source_window_rows_topic_rate_eta_and_requester() -> N
 
 
 def test_the_final_parent_shows_the_confirmed_count_rate_and_duration() -> None:
-    final = dataclasses.replace(
+    final = changed(
         RUN,
         state="succeeded",
         rows_selected=2_100_000,
         confirmed=2_100_000,
         achieved_tps=9_990.4,
-        duration_s=211,
+        started_at=CREATED,
+        ended_at=CREATED + timedelta(seconds=211),
     )
 
     shown = repr(run_messages.run_parent(final).blocks)
@@ -127,7 +120,7 @@ def test_the_final_parent_shows_the_confirmed_count_rate_and_duration() -> None:
 
 
 def test_progress_shows_share_rate_and_time_left() -> None:
-    message = run_messages.progress_reply(dataclasses.replace(RUN, confirmed=700_000, rate=9_800.0))
+    message = run_messages.progress_reply(changed(RUN, confirmed=700_000), rate_now=9_800.0)
 
     assert message.text == (
         ":hourglass_flowing_sand: *700,000* of 2,100,000 confirmed (33%) · 9,800/s · about 2m 23s left"
@@ -136,17 +129,15 @@ def test_progress_shows_share_rate_and_time_left() -> None:
 
 def test_progress_says_when_its_numbers_were_read() -> None:
     read = datetime(2024, 5, 1, 10, 4, 5, tzinfo=UTC)
-    message = run_messages.progress_reply(
-        dataclasses.replace(RUN, confirmed=700_000, rate=9_800.0, as_of=read)
-    )
+    message = run_messages.progress_reply(changed(RUN, confirmed=700_000), rate_now=9_800.0, as_of=read)
 
     assert message.text.endswith("· about 2m 23s left · updated 10:04:05 UTC")
 
 
 def test_progress_starts_as_a_starting_line_and_ends_in_the_runs_end_state() -> None:
-    starting = run_messages.progress_reply(dataclasses.replace(RUN, state="submitted"))
+    starting = run_messages.progress_reply(changed(RUN, state="submitted"))
     ended = run_messages.progress_reply(
-        dataclasses.replace(RUN, state="succeeded", rows_selected=2_100_000, confirmed=2_100_000)
+        changed(RUN, state="succeeded", rows_selected=2_100_000, confirmed=2_100_000)
     )
 
     assert starting.text.startswith(":hourglass_flowing_sand: Starting…")
@@ -156,13 +147,14 @@ def test_progress_starts_as_a_starting_line_and_ends_in_the_runs_end_state() -> 
 
 
 def test_success_gives_the_broker_confirmed_count_to_the_requester() -> None:
-    done = dataclasses.replace(
+    done = changed(
         RUN,
         state="succeeded",
         rows_selected=2_100_000,
         confirmed=2_099_998,
         achieved_tps=9_990.0,
-        duration_s=210.2,
+        started_at=CREATED,
+        ended_at=CREATED + timedelta(seconds=210.2),
     )
 
     assert run_messages.final_reply(done).text.startswith(
@@ -192,7 +184,7 @@ def test_success_gives_the_broker_confirmed_count_to_the_requester() -> None:
     ],
 )
 def test_a_failure_gives_the_reason_and_a_next_step(kind: str, reason: str, advice: str) -> None:
-    failed = dataclasses.replace(RUN, state="failed", confirmed=5, reason=reason, failure_kind=kind)
+    failed = changed(RUN, state="failed", confirmed=5, failure_reason=reason, failure_kind=kind)
     text = run_messages.final_reply(failed).text
 
     assert f"*Reason:* {reason}" in text
@@ -201,14 +193,14 @@ def test_a_failure_gives_the_reason_and_a_next_step(kind: str, reason: str, advi
 
 
 def test_out_of_memory_names_the_memory_settings_to_raise() -> None:
-    step = run_messages.next_step(dataclasses.replace(RUN, state="failed", reason="Java heap space"))
+    step = run_messages.next_step(changed(RUN, state="failed", failure_reason="Java heap space"))
 
     for setting in ("emr.executor_memory_gb", "spark.executor.memory", "workers="):
         assert setting in step
 
 
 def test_a_cancelled_run_suggests_the_command_to_start_again() -> None:
-    text = run_messages.final_reply(dataclasses.replace(RUN, state="cancelled", confirmed=42)).text
+    text = run_messages.final_reply(changed(RUN, state="cancelled", confirmed=42)).text
 
     assert "*42* of 2,100,000 events were confirmed before it stopped" in text
     assert "`/replay orders 2024-01-01..2024-01-07 tps=10000`" in text
@@ -226,10 +218,9 @@ def test_a_token_with_a_backtick_is_quoted_instead_of_breaking_the_code_span() -
     assert blocks.code("a`b") == "“a`b”"
 
 
-def test_the_view_of_an_api_run_computes_duration_and_eta() -> None:
-    view = RunView.of(API_RUN)
-
-    assert (view.duration_s, view.eta_s, view.thread_ts) == (6.5, 6.0, "1714557600.000100")
+def test_a_run_derives_its_duration_and_its_expected_duration() -> None:
+    assert (API_RUN.duration_s, API_RUN.duration_estimate_s) == (6.5, 6.0)  # no plan estimate: 600 / 100/s
+    assert changed(API_RUN, eta_s=26.0).duration_estimate_s == 26.0  # the plan's, start-up included
 
 
 def test_plan_summary_and_live_confirmation() -> None:
@@ -268,22 +259,28 @@ def test_mentions_only_for_slack_user_ids() -> None:
 
 any_text = st.text(min_size=0, max_size=5_000)
 run_views = st.builds(
-    RunView,
-    run_id=st.from_regex(r"r-[0-9a-f]{12}", fullmatch=True),
+    wire_run,
+    id=st.from_regex(r"r-[0-9a-f]{12}", fullmatch=True),
     source=st.text(min_size=1, max_size=80),
     window=any_text,
     topic=any_text,
     tps=st.integers(min_value=1, max_value=10_000_000),
     requester=st.one_of(st.from_regex(r"U[A-Z0-9]{8}", fullmatch=True), any_text),
     state=st.sampled_from(STATES),
-    rows=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
+    rows_planned=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
     rows_selected=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
     confirmed=st.integers(min_value=0, max_value=10**12),
-    rate=st.one_of(st.none(), st.floats(min_value=0, max_value=1e9)),
     achieved_tps=st.one_of(st.none(), st.floats(min_value=0, max_value=1e9)),
-    duration_s=st.one_of(st.none(), st.floats(min_value=0, max_value=1e9)),
-    reason=st.one_of(st.none(), any_text),
-    channel=st.one_of(st.none(), st.from_regex(r"[CD][A-Z0-9]{8}", fullmatch=True)),
+    started_at=st.one_of(st.none(), st.just(CREATED)),
+    ended_at=st.one_of(
+        st.none(),
+        st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=30_000)).map(
+            lambda took: CREATED + took
+        ),
+    ),
+    failure_reason=st.one_of(st.none(), any_text),
+    failure_kind=st.sampled_from([None, "launch", "lost", "job"]),
+    slack_channel=st.one_of(st.none(), st.from_regex(r"[CD][A-Z0-9]{8}", fullmatch=True)),
     failed_tasks=st.integers(min_value=0, max_value=10**6),
     duplicates=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
     on_topic_at_least=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
@@ -306,25 +303,29 @@ run_views = st.builds(
             error=st.one_of(st.none(), any_text),
         ),
     ),
-    as_of=st.one_of(st.none(), st.datetimes(timezones=st.just(UTC))),
 )
 
 
-@given(run_views)
-def test_every_thread_message_fits_slacks_limits_and_escapes_its_input(run: RunView) -> None:
-    for render in (
-        run_messages.run_parent,
-        run_messages.progress_reply,
-        run_messages.final_reply,
-        run_messages.reconcile_reply,
+@given(
+    run_views,
+    st.one_of(st.none(), st.floats(min_value=0, max_value=1e9)),
+    st.one_of(st.none(), st.datetimes(timezones=st.just(UTC))),
+)
+def test_every_thread_message_fits_slacks_limits_and_escapes_its_input(
+    run: RunOut, rate_now: float | None, as_of: datetime | None
+) -> None:
+    for message in (
+        run_messages.run_parent(run),
+        run_messages.progress_reply(run, rate_now=rate_now, as_of=as_of),
+        run_messages.final_reply(run),
+        run_messages.reconcile_reply(run),
     ):
-        message = render(run)
         assert_within_slack_limits(message)
         assert_no_unescaped_control(message)
 
 
 @given(run_views.filter(lambda r: r.state in ("failed", "cancelled")))
-def test_a_run_that_did_not_succeed_always_gets_a_next_step(run: RunView) -> None:
+def test_a_run_that_did_not_succeed_always_gets_a_next_step(run: RunOut) -> None:
     assert "*Next step:* " in run_messages.final_reply(run).text
 
 
@@ -345,7 +346,7 @@ def test_refusals_and_outages_escape_the_message(text: str) -> None:
 
 
 def test_progress_before_a_rate_is_known_shows_the_target_rate() -> None:
-    message = run_messages.progress_reply(dataclasses.replace(RUN, confirmed=10_000, rate=0.0))
+    message = run_messages.progress_reply(changed(RUN, confirmed=10_000), rate_now=0.0)
 
     assert "· target 10,000/s · about 3m 29s left" in message.text
 
@@ -378,7 +379,7 @@ def _row(**changes: object) -> Run:
 
 def test_the_jobs_own_count_wins_over_the_plan_and_the_final_count_is_the_brokers() -> None:
     wire = run_out(_row())
-    view = RunView.of(wire)
+    view = wire
 
     assert (wire.rows_planned, wire.rows_selected, wire.confirmed) == (600, 598, 597)
     assert (view.rows, view.confirmed) == (598, 597)
@@ -391,7 +392,7 @@ def test_the_jobs_own_count_wins_over_the_plan_and_the_final_count_is_the_broker
 
 
 def test_before_the_job_reports_the_plans_count_is_shown_and_named_as_planned() -> None:
-    view = RunView.of(run_out(_row(state="cancelled", rows_selected=None, confirmed_count=20)))
+    view = run_out(_row(state="cancelled", rows_selected=None, confirmed_count=20))
 
     assert view.rows == 600
     assert "*20* of 600 events were confirmed" in run_messages.final_reply(view).text
@@ -407,12 +408,12 @@ def test_an_unknown_row_count_is_shown_as_unknown_never_as_zero() -> None:
         confirmed_count=0,
         ended_at=None,
     )
-    view = RunView.of(run_out(pipeline_run))
+    view = run_out(pipeline_run)
 
-    assert (view.rows, view.eta_s) == (None, None)
+    assert (view.rows, view.duration_estimate_s) == (None, None)
     parent = repr(run_messages.run_parent(view).blocks)
     assert "*Rows*\\nunknown" in parent and "*ETA*\\nn/a" in parent
-    assert run_messages.progress_reply(dataclasses.replace(view, confirmed=5)).text.startswith(
+    assert run_messages.progress_reply(changed(view, confirmed=5)).text.startswith(
         ":hourglass_flowing_sand: *5* confirmed ·"
     )
     assert "0/unknown" in run_messages.run_line(run_out(pipeline_run))

@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.contract.models import IdlePipelineOut, PipelineDetailOut, PipelineOut, ScheduleBody
+from daemon.contract.models import IdlePipelineOut, PipelineDetailOut, PipelineOut, RunOut, ScheduleBody
 from daemon.slack import blocks, idle_messages, pipeline_messages
 from daemon.slack.blocks import Message
-from daemon.slack.views import PipelineView, RunView
+from daemon.slack.views import PipelineView
+from tests.fixtures.slack import changed
 from tests.test_slack_blocks import (
     API_RUN,
     RUN,
@@ -59,15 +60,15 @@ API_PIPELINE = PipelineOut.model_validate(
         "slack_ts": "1714557600.000100",
     }
 )
-PIPELINE_RUN = dataclasses.replace(
+PIPELINE_RUN = changed(
     RUN,
-    run_id="r-00000000beef",
+    id="r-00000000beef",
     window="(2024-01-07T00:00:00, 2024-01-08T00:00:00]",
     topic="replay.orders.p-0123456789ab",
     state="succeeded",
     confirmed=1_200,
     pipeline_id="p-0123456789ab",
-    thread_ts="1714557600.000100",
+    slack_ts="1714557600.000100",
 )
 
 
@@ -130,9 +131,7 @@ def test_a_pipeline_run_is_one_line_with_the_confirmed_count_and_the_new_waterma
 
 
 def test_a_failed_pipeline_run_gives_the_reason_and_says_the_next_run_retries() -> None:
-    failed = dataclasses.replace(
-        PIPELINE_RUN, state="failed", confirmed=7, reason="delivery failed: <timeout>"
-    )
+    failed = changed(PIPELINE_RUN, state="failed", confirmed=7, failure_reason="delivery failed: <timeout>")
 
     text = pipeline_messages.pipeline_run_line(failed).text
 
@@ -320,8 +319,8 @@ def test_every_pipeline_message_fits_slacks_limits_and_escapes_its_input(
 
 
 @given(run_views, st.from_regex(r"p-[0-9a-f]{12}", fullmatch=True))
-def test_every_pipeline_run_line_fits_and_escapes(run: RunView, pipeline_id: str) -> None:
-    message = pipeline_messages.pipeline_run_line(dataclasses.replace(run, pipeline_id=pipeline_id))
+def test_every_pipeline_run_line_fits_and_escapes(run: RunOut, pipeline_id: str) -> None:
+    message = pipeline_messages.pipeline_run_line(changed(run, pipeline_id=pipeline_id))
 
     assert_within_slack_limits(message)
     assert_no_unescaped_control(message)

@@ -4,7 +4,6 @@ command that replays the same window the run read."""
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
@@ -13,23 +12,19 @@ from hypothesis import strategies as st
 from daemon.contract.models import ReconcileOut, RunOut
 from daemon.core.windows import TimeWindow, parse_window
 from daemon.slack import run_messages, run_report
-from daemon.slack.views import RunView
-from tests.fixtures.slack import CREATED, wire_run
+from tests.fixtures.slack import CREATED, changed, wire_run
 
-RUN = RunView(
-    run_id="r-0123456789ab",
-    source="orders",
+RUN = wire_run(
     window="2024-01-01..2024-01-07",
-    topic="replay.orders.r-0123456789ab",
     tps=2_000,
-    requester="U0ALICE",
     state="succeeded",
-    rows=10_500,
+    rows_planned=10_500,
     rows_selected=10_500,
     confirmed=10_500,
     achieved_tps=1_996.3,
-    duration_s=39,
-    channel="C0REPLAYS",
+    started_at=CREATED,
+    ended_at=CREATED + timedelta(seconds=39),
+    duplicates=None,  # not measured
 )
 CLEAN = ReconcileOut(at=CREATED, selected=10_500, found=10_500, missing=0, unexpected=0, duplicates=0)
 
@@ -61,7 +56,7 @@ def _failed(**changes: object) -> RunOut:
 
 
 def test_a_measured_run_reports_every_count_it_measured() -> None:
-    run = dataclasses.replace(
+    run = changed(
         RUN,
         dead_lettered=3,
         dlq_topic="replay.dlq.orders",
@@ -103,7 +98,7 @@ def test_the_achieved_rate_says_which_span_it_divides_by() -> None:
 
 
 def test_a_failed_run_says_what_is_on_the_topic_at_least() -> None:
-    text = run_messages.final_reply(RunView.of(_failed())).text
+    text = run_messages.final_reply(_failed()).text
 
     assert (
         ":x: *Failed,* <@U0ALICE>, after *4,000* of 600 events were confirmed by its finished tasks." in text
@@ -113,7 +108,7 @@ def test_a_failed_run_says_what_is_on_the_topic_at_least() -> None:
 
 
 def test_a_failed_run_that_could_not_count_says_unknown_and_how_to_count() -> None:
-    text = run_messages.final_reply(RunView.of(_failed(on_topic_at_least=None))).text
+    text = run_messages.final_reply(_failed(on_topic_at_least=None)).text
 
     assert "How many of its records reached `replay.orders.r-0123456789ab` is unknown" in text
     assert "`/replay reconcile r-0123456789ab` counts them" in text
@@ -161,7 +156,7 @@ def test_an_on_demand_reconcile_replies_with_its_time_and_verdict() -> None:
         unexpected=1, unexpected_sample=["e-x"], at=datetime(2024, 5, 2, 8, 30, tzinfo=UTC)
     )
 
-    text = run_messages.reconcile_reply(dataclasses.replace(RUN, reconcile=reconcile)).text
+    text = run_messages.reconcile_reply(changed(RUN, reconcile=reconcile)).text
 
     assert text.startswith(
         ":mag: *Reconcile of `r-0123456789ab`* (2024-05-02 08:30 UTC), asked after the run:"
@@ -171,7 +166,7 @@ def test_an_on_demand_reconcile_replies_with_its_time_and_verdict() -> None:
 
 
 def test_the_final_parent_carries_the_verdict() -> None:
-    footer = run_messages.run_parent(dataclasses.replace(RUN, reconcile=CLEAN)).blocks[-1]
+    footer = run_messages.run_parent(changed(RUN, reconcile=CLEAN)).blocks[-1]
 
     assert "Reconcile: clean: every one of 10,500 event ids exactly once" in repr(footer)
 
@@ -192,11 +187,11 @@ def test_status_of_a_failed_run_gives_reason_counts_and_a_retry_of_the_same_wind
 def test_status_of_a_running_run_is_its_card() -> None:
     running = wire_run()
 
-    assert run_messages.run_status(running) == run_messages.run_parent(RunView.of(running))
+    assert run_messages.run_status(running) == run_messages.run_parent(running)
 
 
 def test_the_card_of_a_relative_window_shows_the_bounds_it_read() -> None:
-    fields = repr(run_messages.run_parent(RunView.of(_failed())).blocks[1])
+    fields = repr(run_messages.run_parent(_failed()).blocks[1])
 
     assert "*Window*\\n`last=6h` = `2024-01-01T00:00Z..2024-01-01T06:00Z`" in fields
 
@@ -207,7 +202,7 @@ def test_a_retry_command_keeps_a_fixed_window_as_typed() -> None:
 
 def test_a_retry_command_follows_the_recorded_facts_not_the_label_or_the_topic_name() -> None:
     # a live topic whose name starts like the platform's own, and a label that looks relative
-    live = dataclasses.replace(RUN, topic="replay.orders.live", live=True, window="last=6h")
+    live = changed(RUN, topic="replay.orders.live", topic_mode="live", window="last=6h")
     assert run_report.rerun_command(live) == "/replay orders last=6h tps=2000 topic=live"
 
 
@@ -216,9 +211,7 @@ def test_a_retry_command_follows_the_recorded_facts_not_the_label_or_the_topic_n
     st.timedeltas(min_value=timedelta(seconds=1), max_value=timedelta(days=3_000)),
 )
 def test_a_pinned_window_parses_back_to_the_bounds_the_run_read(start: datetime, span: timedelta) -> None:
-    view = dataclasses.replace(
-        RUN, window="last=6h", window_relative=True, window_start=start, window_end=start + span
-    )
+    view = changed(RUN, window="last=6h", window_relative=True, window_start=start, window_end=start + span)
 
     pinned = run_report.pinned_window(view)
 
@@ -229,7 +222,7 @@ def test_a_pinned_window_parses_back_to_the_bounds_the_run_read(start: datetime,
 
 
 def test_a_thread_moved_to_a_dm_says_which_channel_refused_and_why() -> None:
-    moved = dataclasses.replace(RUN, state="submitted", channel="D0ALICE")
+    moved = changed(RUN, state="submitted", slack_channel="D0ALICE")
 
     first = repr(run_messages.run_parent(moved, redirected=("C0SECRET", "not_in_channel")).blocks)
     later = repr(run_messages.run_parent(moved).blocks)

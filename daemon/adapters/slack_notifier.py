@@ -11,9 +11,9 @@ one thread too: its summary is the parent and each reported run is one line in i
 the pipeline's, never edited by a run). Idle-pipeline questions and farewells go to each owner by DM;
 a DM Slack will not deliver (deactivated user, bot user, DMs closed...) goes to the platform channel
 instead, mentioning the owner, so the question is never silently lost. Rendering is `daemon.slack`
-(from the wire models, through `RunView` / `PipelineView`); delivery is an injected `slack_sdk.WebClient`,
-given slack_sdk's retry handlers (`daemon.slack.web_client`) so a 429 waits for `Retry-After` and the
-message arrives once. Every `SlackApiError` is translated to
+(from the wire models: a run's `RunOut` itself, a pipeline through `PipelineView`); delivery is an
+injected `slack_sdk.WebClient`, given slack_sdk's retry handlers (`daemon.slack.web_client`) so a 429
+waits for `Retry-After` and the message arrives once. Every `SlackApiError` is translated to
 `SlackDeliveryError` in `_translated`, the one place this adapter touches the Web API.
 
 ReplayError
@@ -43,7 +43,7 @@ from daemon.slack.run_messages import final_reply, progress_reply, reconcile_rep
 from daemon.slack.run_report import chart_title
 from daemon.slack.topic_messages import topic_deleted, topic_expiring
 from daemon.slack.user_zones import UserZones
-from daemon.slack.views import PipelineView, RunView
+from daemon.slack.views import PipelineView
 from daemon.slack.watch_messages import watch_message, watch_outcome
 from daemon.slack.web_client import make_web_client, with_retries
 from daemon.usecases.ports import Notifier, RunThread
@@ -112,28 +112,27 @@ class SlackNotifier(Notifier):
     def _update(self, channel: str, ts: str, message: Message) -> None:
         self._call("chat.update", channel=channel, ts=ts, **message.payload())
 
-    def _open_thread(self, run: RunOut, view: RunView, channel: str) -> tuple[str, str]:
+    def _open_thread(self, run: RunOut, channel: str) -> tuple[str, str]:
         """Post the parent card in `channel`, or in the requester's DM when Slack refuses the channel;
         returns (channel, ts) of where it went."""
         try:
-            return channel, self._post(channel, run_parent(view))
+            return channel, self._post(channel, run_parent(run))
         except SlackDeliveryError as exc:
             if exc.error not in UNREACHABLE_CHANNEL or not is_user_id(run.requester):
                 raise  # another failure, or a requester with no Slack DM (a CLI user name)
             log.warning("slack channel unreachable: the thread goes to a DM", run_id=run.id, error=exc.error)
             dm = str(self._call("conversations.open", users=run.requester)["channel"]["id"])
-            moved = RunView.of(run.model_copy(update={"slack_channel": dm}))
+            moved = run.model_copy(update={"slack_channel": dm})
             return dm, self._post(dm, run_parent(moved, redirected=(channel, exc.error)))
 
     def run_started(self, run: RunOut) -> RunThread | None:
         channel = self._channel(run)
         if channel is None:
             return None
-        view = RunView.of(run, as_of=datetime.now(UTC))
-        channel, ts = self._open_thread(run, view, channel)
+        channel, ts = self._open_thread(run, channel)
         log.info("slack thread started", run_id=run.id, channel=channel, ts=ts)
         try:
-            progress = progress_reply(view, zone=self._zones.zone(run.requester))
+            progress = progress_reply(run, as_of=datetime.now(UTC), zone=self._zones.zone(run.requester))
             progress_ts: str | None = self._post(channel, progress, thread_ts=ts)
         except SlackDeliveryError as exc:  # the thread stands; only its progress line is missing
             log.warning("slack progress message not posted", run_id=run.id, error=str(exc))
@@ -144,16 +143,16 @@ class SlackNotifier(Notifier):
         channel = self._channel(run)
         if channel is None or run.slack_ts is None or run.pipeline_id is not None:
             return  # no card of its own to edit
-        self._update(channel, run.slack_ts, run_parent(RunView.of(run)))
+        self._update(channel, run.slack_ts, run_parent(run))
 
     def run_progress(self, run: RunOut, *, rate: float | None) -> None:
         """Edit the one progress message; never a new reply (without it, progress is not shown)."""
         channel = self._channel(run)
         if channel is None or run.slack_progress_ts is None:
             return
-        view = RunView.of(run, rate=rate, as_of=datetime.now(UTC))
         zone = self._zones.zone(run.requester)
-        self._update(channel, run.slack_progress_ts, progress_reply(view, zone=zone))
+        reply = progress_reply(run, rate_now=rate, as_of=datetime.now(UTC), zone=zone)
+        self._update(channel, run.slack_progress_ts, reply)
 
     def run_finished(
         self, run: RunOut, series: RateSeriesOut | None = None, delivered: Callable[[], None] | None = None
@@ -166,26 +165,28 @@ class SlackNotifier(Notifier):
         if channel is None:
             done()
             return
-        view = RunView.of(run, as_of=datetime.now(UTC))
+        as_of = datetime.now(UTC)
         if run.pipeline_id is not None:  # one line in the pipeline's thread; its parent is not the run's
-            self._post(channel, pipeline_run_line(view), thread_ts=run.slack_ts)
+            self._post(channel, pipeline_run_line(run), thread_ts=run.slack_ts)
             done()
             return
         thread_ts = run.slack_ts
         if thread_ts is None:  # the announcement never went out: post the final card as the parent
-            channel, thread_ts = self._open_thread(run, view, channel)
-            view = RunView.of(run.model_copy(update={"slack_channel": channel}), as_of=view.as_of)
+            channel, thread_ts = self._open_thread(run, channel)
+            run = run.model_copy(update={"slack_channel": channel})
         # The final reply first, and alone: if it fails the caller sends the whole report again later,
         # so nothing after it may have gone out; once it is out, the rest is best effort.
         zone = self._zones.zone(run.requester)
-        self._post(channel, final_reply(view, zone=zone), thread_ts=thread_ts)
+        self._post(channel, final_reply(run, zone=zone), thread_ts=thread_ts)
         done()
         steps: list[Callable[[], object]] = []
         if run.slack_progress_ts is not None:
             progress_ts = run.slack_progress_ts
-            steps.append(lambda: self._update(channel, progress_ts, progress_reply(view, zone=zone)))
+            final = progress_reply(run, as_of=as_of, zone=zone)
+            steps.append(lambda: self._update(channel, progress_ts, final))
         if run.slack_ts is not None:
-            steps.append(lambda: self._update(channel, thread_ts, run_parent(view)))
+            card = run_parent(run)
+            steps.append(lambda: self._update(channel, thread_ts, card))
         if series is not None:
             steps.append(lambda: self._upload_chart(run, series, channel, thread_ts))
         failures: list[SlackDeliveryError] = []
@@ -217,7 +218,7 @@ class SlackNotifier(Notifier):
         if channel is None:
             return
         zone = self._zones.zone(run.requester)
-        self._post(channel, reconcile_reply(RunView.of(run), zone=zone), thread_ts=run.slack_ts)
+        self._post(channel, reconcile_reply(run, zone=zone), thread_ts=run.slack_ts)
 
     def run_rate_changed(self, run: RunOut, *, actor: str, reason: str | None = None) -> None:
         """One line in the run's thread per change; a run without a thread has nowhere to say it."""

@@ -420,6 +420,22 @@ class RunOut(BaseModel):
         """The best count known: the job's own once it reported, the plan's until then, else None."""
         return self.rows_selected if self.rows_selected is not None else self.rows_planned
 
+    @property
+    def duration_s(self) -> float | None:
+        """From the job's start to the run's end; None until both are known."""
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return (self.ended_at - self.started_at).total_seconds()
+
+    @property
+    def duration_estimate_s(self) -> float | None:
+        """How long the run is expected to take: the plan's estimate (start-up included, `eta_s`),
+        else its rows at the asked rate; None when the count is unknown."""
+        if self.eta_s is not None:
+            return self.eta_s
+        rows = self.rows
+        return rows / self.tps if rows is not None and self.tps else None
+
 
 class RunCreated(RunOut):
     created: bool

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from daemon.contract.models import IdlePipelineOut, PipelineDetailOut, PipelineOut, ScheduleBody
+from daemon.contract.models import IdlePipelineOut, PipelineDetailOut, PipelineOut, RunOut, ScheduleBody
 from daemon.slack.blocks import (
     MAX_LINE,
     Message,
@@ -18,6 +18,7 @@ from daemon.slack.blocks import (
     count,
     escape,
     fields,
+    fit,
     header,
     human_duration,
     listing,
@@ -29,7 +30,7 @@ from daemon.slack.blocks import (
     when,
 )
 from daemon.slack.run_messages import run_icon, run_line
-from daemon.slack.views import PipelineView, RunView
+from daemon.slack.views import PipelineView
 
 MAX_LISTED_PIPELINES = 15
 MAX_DETAIL_RUNS = 5  # 5 run lines of at most MAX_LINE characters fit one section without cutting a mention
@@ -209,8 +210,8 @@ def watermark_high(window: str) -> str | None:
     return found["high"] if found else None
 
 
-def _next_step(run: RunView) -> str:
-    reason = (run.reason or "").lower()
+def _next_step(run: RunOut) -> str:
+    reason = (run.failure_reason or "").lower()
     pid = escape(run.pipeline_id or "")
     retry = "the watermark did not move, so the next scheduled run sends this range again"
     if run.failure_kind == "launch":
@@ -220,11 +221,11 @@ def _next_step(run: RunView) -> str:
     return f"see `/replay pipeline {pid}`; {retry} (`/replay pause {pid}` holds it meanwhile)"
 
 
-def pipeline_run_line(run: RunView) -> Message:
+def pipeline_run_line(run: RunOut) -> Message:
     """One line per reported run in the pipeline's thread: what landed, or why not and what next."""
-    head = f"{escape(run.pipeline_id or '')} run {escape(run.run_id)}"
+    head = f"{escape(run.pipeline_id or '')} run {escape(run.id)}"
     if run.state == "succeeded":
-        high = watermark_high(run.window)
+        high = watermark_high(run.window or "")
         moved = f" (watermark → {escape(clip(high, 120))})" if high else ""
         text = f":white_check_mark: {head}: {count(run.confirmed)} events confirmed{moved}"
         if run.reconcile is not None:  # every event id of the run, once: the proof, in one line
@@ -235,11 +236,12 @@ def pipeline_run_line(run: RunView) -> Message:
             "the watermark did not move, so the next run sends them again"
         )
     elif run.state == "failed":
-        reason = escape(clip(run.reason or "no reason was reported", 800))
+        reason = fit(escape(run.failure_reason or "no reason was reported"), 800)
         text = (
             f":x: {head} failed after {count(run.confirmed)} events were confirmed: {reason}\n"
             f"*Next step:* {_next_step(run)}"
         )
     else:
-        text = f"{run_icon(run.state)} {head}: {escape(run.state)} ({escape(clip(run.reason or '', 300))})"
+        why = fit(escape(run.failure_reason or ""), 300)
+        text = f"{run_icon(run.state)} {head}: {escape(run.state)} ({why})"
     return message(text, *sections(text))

@@ -1,7 +1,8 @@
 """A run's messages: its thread (announcement, progress, final word), status lines, and plans.
 
 The thread is posted by the daemon's notifier; the replies (`accepted`, `run_status`, lists, plans and
-the live-topic confirmation) by the bot. Both read a `RunView`, so a run looks the same everywhere.
+the live-topic confirmation) by the bot. Both read the wire's `RunOut`, so a run looks the same
+everywhere and each fact has the one name it has from the store to Slack.
 (Over 400 lines: a run's card, thread, status and plan share their helpers and are kept side by side.)
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import tzinfo
+from datetime import datetime, tzinfo
 from typing import Any
 
 from daemon.contract.models import PlanOut, RunOut
@@ -47,7 +48,6 @@ from daemon.slack.run_report import (
     times_line,
     verdict_lines,
 )
-from daemon.slack.views import RunView
 from daemon.slack.zones import clock_time
 
 MAX_LISTED_RUNS = 15
@@ -72,7 +72,7 @@ def run_icon(state: str) -> str:
     return _STATE_ICON.get(state, ":grey_question:")
 
 
-def _out_of(run: RunView) -> str:
+def _out_of(run: RunOut) -> str:
     """What the confirmed count is out of, saying whose count it is."""
     if run.rows_selected is not None:
         return f"of {count(run.rows_selected)} selected"
@@ -81,7 +81,7 @@ def _out_of(run: RunView) -> str:
     return "the job reported no row count"
 
 
-def set_aside(run: RunView) -> str | None:
+def set_aside(run: RunOut) -> str | None:
     """``dlq=N``: records the broker refused or the job could not encode or decrypt, parked on the
     dead-letter topic; None when there are none, or when nobody knows (never shown as 0)."""
     if not run.dead_lettered:
@@ -93,9 +93,9 @@ def set_aside(run: RunView) -> str | None:
     )
 
 
-def next_step(run: RunView) -> str:
+def next_step(run: RunOut) -> str:
     """A suggestion for a failed or cancelled run, from its reason; never empty."""
-    reason = (run.reason or "").lower()
+    reason = (run.failure_reason or "").lower()
     rerun = f"`{escape(rerun_command(run))}`"
     if run.state == "cancelled":
         return f"run {rerun} to start again (a new run publishes the whole window again)"
@@ -126,13 +126,13 @@ def next_step(run: RunView) -> str:
             "the broker refused or timed out: check the cluster, then re-run; duplicates of what was "
             f"already confirmed carry the same event ids and are absorbable: {rerun}"
         )
-    return f"see the job's output with `/replay status {escape(run.run_id)}`, then re-run {rerun}"
+    return f"see the job's output with `/replay status {escape(run.id)}`, then re-run {rerun}"
 
 
 # --- the run's thread -----------------------------------------------------------------------------------
 
 
-def _where_note(run: RunView, redirected: tuple[str, str] | None) -> str | None:
+def _where_note(run: RunOut, redirected: tuple[str, str] | None) -> str | None:
     """Why the thread is in a DM: the channel Slack refused and its answer, on the first post."""
     if redirected is not None:
         channel, error = redirected
@@ -141,19 +141,19 @@ def _where_note(run: RunView, redirected: tuple[str, str] | None) -> str | None:
             f":warning: I could not post in {shown} (Slack said `{escape(error)}`), so this run's thread "
             "is here. Invite me there (`/invite @replay`) for the next runs."
         )
-    if run.channel and run.channel.startswith("D"):
+    if run.slack_channel and run.slack_channel.startswith("D"):
         return "This run's thread is in your direct messages with me."
     return None
 
 
-def _window(run: RunView) -> str:
+def _window(run: RunOut) -> str:
     """The window as typed and, for a relative one, the bounds it was pinned to."""
     pinned = pinned_window(run)
-    shown = f"`{escape(run.window)}`"
-    return f"{shown} = `{escape(pinned)}`" if pinned != run.window else f"{shown} (UTC)"
+    shown = f"`{escape(run.window or '')}`"
+    return f"{shown} = `{escape(pinned)}`" if pinned != (run.window or "") else f"{shown} (UTC)"
 
 
-def run_parent(run: RunView, *, redirected: tuple[str, str] | None = None) -> Message:
+def run_parent(run: RunOut, *, redirected: tuple[str, str] | None = None) -> Message:
     """The channel message of a run: what, how much, where, how fast; final counts once it ended.
 
     `redirected` = (channel, Slack's error) when the thread went to the requester's DM instead."""
@@ -164,11 +164,11 @@ def run_parent(run: RunView, *, redirected: tuple[str, str] | None = None) -> Me
         ("Rows", count(run.rows)),
         ("Target topic", f"`{escape(run.topic)}`"),
         ("Rate", f"{run.tps:,}/s"),
-        ("ETA", human_duration(run.eta_s)),
+        ("ETA", human_duration(run.duration_estimate_s)),
         ("Requested by", mention(run.requester)),
         ("State", f"{icon} {escape(run.state)}{_place(run)}"),
     ]
-    footer = [f"Progress follows in the thread · `/replay cancel {escape(run.run_id)}` stops it."]
+    footer = [f"Progress follows in the thread · `/replay cancel {escape(run.id)}` stops it."]
     if final:
         pairs[5] = ("Took", human_duration(run.duration_s))
         confirmed = f"{count(run.confirmed)} ({_out_of(run)})"
@@ -181,24 +181,26 @@ def run_parent(run: RunView, *, redirected: tuple[str, str] | None = None) -> Me
             footer.append(f"Reconcile: {escape(clip(run_verdict(run.reconcile).text, MAX_LINE))}")
     if note := _where_note(run, redirected):
         footer.append(note)
-    title = f"Replay {run.run_id} · {run.source} · {run.state}"
+    title = f"Replay {run.id} · {run.source} · {run.state}"
     text = (
-        f"{icon} Replay {run.run_id}: {escape(run.source)} {escape(run.window)} → {escape(run.topic)} "
+        f"{icon} Replay {run.id}: {escape(run.source)} {escape(run.window or '')} → {escape(run.topic)} "
         f"at {run.tps:,}/s ({count(run.rows)} rows) — {run.state}"
     )
     return message(text, header(title), fields(pairs), context(*footer))
 
 
-def _place(run: RunView) -> str:
+def _place(run: RunOut) -> str:
     """`, 2nd in line` for a run waiting for a launcher slot; empty otherwise."""
     if run.state != "queued" or run.queue_position is None:
         return ""
     return f", {render_place(run.queue_position)}"
 
 
-def progress_reply(run: RunView, *, zone: tzinfo | None = None) -> Message:
-    """The one progress message, edited in place: confirmed so far, share, rate, time left, when read
-    (in `zone`, the requester's, with UTC beside)."""
+def progress_reply(
+    run: RunOut, *, rate_now: float | None = None, as_of: datetime | None = None, zone: tzinfo | None = None
+) -> Message:
+    """The one progress message, edited in place: confirmed so far, share, rate (`rate_now`, from the
+    watcher's last samples), time left, when read (`as_of`, in `zone`, the requester's, UTC beside)."""
     icon = run_icon(run.state) if run.state in TERMINAL_RUN_STATES else ":hourglass_flowing_sand:"
     rows = run.rows
     if run.state == "queued" and run.queue_position is not None:
@@ -222,27 +224,27 @@ def progress_reply(run: RunView, *, zone: tzinfo | None = None) -> Message:
         else:
             left = max(rows - run.confirmed, 0) if rows else 0
             target = run.current_tps or run.tps
-            speed = run.rate if run.rate else target
-            shown = rate(run.rate) if run.rate else f"target {target:,}/s"  # no rate before a 2nd sample
-            if run.rate and target != run.tps:
+            speed = rate_now if rate_now else target
+            shown = rate(rate_now) if rate_now else f"target {target:,}/s"  # no rate before a 2nd sample
+            if rate_now and target != run.tps:
                 shown += f" (set to {target:,}/s)"
             tail = f" · {shown}" + (f" · about {human_duration(left / speed)} left" if speed and left else "")
         text = f"{icon} {done}{tail}"
-    if run.as_of is not None:
-        text += f" · updated {clock_time(run.as_of, zone, seconds=True)}"
+    if as_of is not None:
+        text += f" · updated {clock_time(as_of, zone, seconds=True)}"
     return message(text, *sections(text))
 
 
-def _report(run: RunView, zone: tzinfo | None) -> list[str]:
+def _report(run: RunOut, zone: tzinfo | None) -> list[str]:
     """The lines every ended run's final word and status share: times, counts, verdict, dead letters."""
     lines = [line for line in (times_line(run, zone),) if line]
-    lines += [report_line(run), *verdict_lines(run.run_id, run.reconcile)]
+    lines += [report_line(run), *verdict_lines(run.id, run.reconcile)]
     if aside := set_aside(run):
         lines.append(aside)
     return lines
 
 
-def final_reply(run: RunView, *, zone: tzinfo | None = None) -> Message:
+def final_reply(run: RunOut, *, zone: tzinfo | None = None) -> Message:
     """The last word in the thread, to the requester: what the broker confirmed and what was measured,
     or why it stopped, what is on the topic anyway, and what to do; times in `zone` with UTC beside."""
     confirmed, rows, who = f"*{count(run.confirmed)}*", count(run.rows), mention(run.requester)
@@ -261,7 +263,7 @@ def final_reply(run: RunView, *, zone: tzinfo | None = None) -> Message:
             f"*Next step:* {next_step(run)}",
         ]
     else:
-        reason = fit(escape(run.reason or "no reason was reported"), 1500)
+        reason = fit(escape(run.failure_reason or "no reason was reported"), 1500)
         lines = [
             f"{run_icon(run.state)} *{escape(run.state.capitalize())},* {who}, after {confirmed} of {rows} "
             "events were confirmed by its finished tasks.",
@@ -273,11 +275,11 @@ def final_reply(run: RunView, *, zone: tzinfo | None = None) -> Message:
     return message(text, *sections(text))
 
 
-def reconcile_reply(run: RunView, *, zone: tzinfo | None = None) -> Message:
+def reconcile_reply(run: RunOut, *, zone: tzinfo | None = None) -> Message:
     """An on-demand reconcile's verdict, in the run's thread."""
     at = run.reconcile.at if run.reconcile is not None else None
-    head = f":mag: *Reconcile of `{escape(run.run_id)}`* ({when(at, zone=zone)}), asked after the run:"
-    text = "\n".join([head, *verdict_lines(run.run_id, run.reconcile)])
+    head = f":mag: *Reconcile of `{escape(run.id)}`* ({when(at, zone=zone)}), asked after the run:"
+    text = "\n".join([head, *verdict_lines(run.id, run.reconcile)])
     return message(text, *sections(text))
 
 
@@ -287,7 +289,6 @@ def reconcile_reply(run: RunView, *, zone: tzinfo | None = None) -> Message:
 def accepted(run: RunOut, *, created: bool, unreachable: str | None = None) -> Message:
     """The acknowledgement; `unreachable` is Slack's answer when the channel cannot be posted to
     (`not_in_channel`, `is_archived`...), so the person knows the thread comes to their DM."""
-    view = RunView.of(run)
     if created:
         where = (
             f"I cannot post in this channel (Slack says `{escape(unreachable)}`), so progress follows in "
@@ -296,35 +297,33 @@ def accepted(run: RunOut, *, created: bool, unreachable: str | None = None) -> M
             else "Progress follows in this channel, in the run's thread."
         )
         text = (
-            f":rocket: Accepted as `{escape(view.run_id)}`: {count(view.rows)} rows of "
-            f"{escape(view.source)} `{escape(view.window)}` → `{escape(view.topic)}` at {view.tps:,}/s. "
+            f":rocket: Accepted as `{escape(run.id)}`: {count(run.rows)} rows of "
+            f"{escape(run.source)} `{escape(run.window or '')}` → `{escape(run.topic)}` at {run.tps:,}/s. "
             + where
         )
     else:
-        text = f":repeat: Already accepted as `{escape(view.run_id)}` ({escape(view.state)}); nothing new."
+        text = f":repeat: Already accepted as `{escape(run.id)}` ({escape(run.state)}); nothing new."
     return message(text, *sections(text))
 
 
 def run_status(run: RunOut, *, zone: tzinfo | None = None) -> Message:
     """`/replay status`: the run's card and, once it ended, its report; a stopped run adds its reason,
     what reached the broker, and a next step with the window pinned. Times in `zone`, UTC beside."""
-    view = RunView.of(run)
-    card = run_parent(view)
-    if view.state not in TERMINAL_RUN_STATES:
+    card = run_parent(run)
+    if run.state not in TERMINAL_RUN_STATES:
         return card
     lines = []
-    if view.state in ("failed", "cancelled"):
-        reason = escape(clip(view.reason or "no reason was reported", 1500))
-        lines += [f"*Reason:* {reason}", on_topic_line(view), f"*Next step:* {next_step(view)}"]
-    lines += _report(view, zone)
-    return message(card.text, *card.blocks, section("\n".join(lines)))
+    if run.state in ("failed", "cancelled"):
+        reason = fit(escape(run.failure_reason or "no reason was reported"), 1500)
+        lines += [f"*Reason:* {reason}", on_topic_line(run), f"*Next step:* {next_step(run)}"]
+    lines += _report(run, zone)
+    return message(card.text, *card.blocks, *sections("\n".join(lines)))
 
 
 def run_line(run: RunOut) -> str:
-    view = RunView.of(run)
     line = (
-        f"{run_icon(view.state)} `{escape(view.run_id)}` {escape(view.source)} `{escape(view.window)}` "
-        f"→ `{escape(view.topic)}` · {count(view.confirmed)}/{count(view.rows)} · {mention(view.requester)}"
+        f"{run_icon(run.state)} `{escape(run.id)}` {escape(run.source)} `{escape(run.window or '')}` "
+        f"→ `{escape(run.topic)}` · {count(run.confirmed)}/{count(run.rows)} · {mention(run.requester)}"
     )
     return clip(line, MAX_LINE)
 

@@ -3,7 +3,7 @@
 A count nobody measured says so ("not measured", "unknown") and is never shown as 0; a failed run says
 how many of its records the broker holds at least, not only what finished tasks confirmed. The retry
 command pins the window the run actually read, so `last=6h` retried tomorrow replays the same hours.
-Pure: views in, mrkdwn lines out.
+Pure: runs (the wire's `RunOut`) in, mrkdwn lines out.
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from __future__ import annotations
 import re
 from datetime import tzinfo
 
-from daemon.contract.models import ReconcileOut
+from daemon.contract.models import ReconcileOut, RunOut
 from daemon.core.reconcile import Verdict, VerdictKind
 from daemon.core.windows import TimeWindow, label
 from daemon.slack.blocks import MAX_LINE, clip, code, count, escape, human_duration
-from daemon.slack.views import RunView
 from daemon.slack.zones import clock_time, date_time
 
 MAX_SAMPLE = 10  # sample ids shown per category: what the job keeps
@@ -77,73 +76,73 @@ def verdict_lines(run_id: str, reconcile: ReconcileOut | None) -> list[str]:
     return lines
 
 
-def _dead_lettered(view: RunView) -> str:
-    if view.dead_lettered is None:
-        return "no dead-letter topic" if view.dlq_topic is None else "dead-lettered unknown"
-    return f"dead-lettered {view.dead_lettered:,}"
+def _dead_lettered(run: RunOut) -> str:
+    if run.dead_lettered is None:
+        return "no dead-letter topic" if run.dlq_topic is None else "dead-lettered unknown"
+    return f"dead-lettered {run.dead_lettered:,}"
 
 
-def report_line(view: RunView) -> str:
+def report_line(run: RunOut) -> str:
     """What the job measured besides the confirmed count, each "not measured" when it was not."""
-    duplicates = "not measured" if view.duplicates is None else f"{view.duplicates:,}"
-    skew = "not measured" if view.partition_skew is None else f"{view.partition_skew:,.1f}x"
-    behind = view.behind_schedule_s
+    duplicates = "not measured" if run.duplicates is None else f"{run.duplicates:,}"
+    skew = "not measured" if run.partition_skew is None else f"{run.partition_skew:,.1f}x"
+    behind = run.behind_schedule_s
     schedule = (
         "behind schedule: not measured"
         if behind is None
         else ("on schedule" if behind < 1 else f"{human_duration(behind)} behind schedule")
     )
     parts = [
-        _dead_lettered(view),
+        _dead_lettered(run),
         f"duplicates {duplicates}",
-        f"failed task attempts {view.failed_tasks:,}",
+        f"failed task attempts {run.failed_tasks:,}",
         f"partition skew {skew}",
         schedule,
     ]
     return "*Report:* " + " · ".join(parts)
 
 
-def times_line(view: RunView, zone: tzinfo | None) -> str | None:
+def times_line(run: RunOut, zone: tzinfo | None) -> str | None:
     """When the run's job started and ended, in the reader's zone with UTC beside; None before a start."""
-    if view.started_at is None:
+    if run.started_at is None:
         return None
-    line = f"Started {date_time(view.started_at, zone)}"
-    if view.ended_at is not None:
-        same_day = view.ended_at.date() == view.started_at.date()
-        end = clock_time(view.ended_at, zone) if same_day else date_time(view.ended_at, zone)
+    line = f"Started {date_time(run.started_at, zone)}"
+    if run.ended_at is not None:
+        same_day = run.ended_at.date() == run.started_at.date()
+        end = clock_time(run.ended_at, zone) if same_day else date_time(run.ended_at, zone)
         line += f", ended {end}"
     return line + "."
 
 
-def on_topic_line(view: RunView) -> str:
+def on_topic_line(run: RunOut) -> str:
     """A stopped run: what is on the topic at least, never "0" when nobody counted."""
-    topic = f"`{escape(view.topic)}`"
-    if view.on_topic_at_least is None:
+    topic = f"`{escape(run.topic)}`"
+    if run.on_topic_at_least is None:
         return (
             f"How many of its records reached {topic} is unknown: "
-            f"`/replay reconcile {escape(view.run_id)}` counts them."
+            f"`/replay reconcile {escape(run.id)}` counts them."
         )
     return (
-        f"At least *{count(view.on_topic_at_least)}* are on the topic {topic} "
+        f"At least *{count(run.on_topic_at_least)}* are on the topic {topic} "
         "(confirmed by the broker before it stopped, unfinished tasks included)."
     )
 
 
-def pinned_window(view: RunView) -> str:
+def pinned_window(run: RunOut) -> str:
     """The window to retry with: a relative or zoned one (`last=6h`, `today`, `tz=`) pinned to the
     UTC bounds this run read."""
-    if view.window_relative and view.window_start is not None and view.window_end is not None:
+    if run.window_relative and run.window_start is not None and run.window_end is not None:
         try:
-            start, _, end = label(TimeWindow(view.window_start, view.window_end)).partition("..")
+            start, _, end = label(TimeWindow(run.window_start, run.window_end)).partition("..")
         except (TypeError, ValueError):  # bounds the grammar cannot express: keep what was typed
-            return view.window
+            return run.window or ""
         return f"{start}Z..{end}Z"
-    return view.window
+    return run.window or ""
 
 
-def rerun_command(view: RunView) -> str:
-    live = " topic=live" if view.live else ""
-    return f"/replay {view.source} {pinned_window(view)} tps={view.tps}{live}"
+def rerun_command(run: RunOut) -> str:
+    live = " topic=live" if run.topic_mode == "live" else ""
+    return f"/replay {run.source} {pinned_window(run)} tps={run.tps}{live}"
 
 
 def out_of_memory(reason: str) -> bool:
