@@ -42,7 +42,7 @@ _options = st.builds(
 
 @given(_options)
 def test_what_is_encoded_decodes_to_the_same_options(options: RunOptions) -> None:
-    document = json.loads(options.dumps())  # through JSON, as the store keeps it
+    document = json.loads(json.dumps(options.encode()))  # through JSON, as the store keeps it
     assert document["v"] == VERSION
     assert RunOptions.decode(document) == options
 

@@ -16,7 +16,6 @@ topic's name: ``WindowKind.DAYS`` reads whole partitions, ``RANGE`` an event-tim
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
@@ -79,9 +78,6 @@ class RunOptions:
             return cls(**values)
         except (KeyError, TypeError) as exc:
             raise ValueError(f"run options malformed ({exc})") from None
-
-    def dumps(self) -> str:
-        return json.dumps(self.encode(), sort_keys=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
