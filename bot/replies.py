@@ -7,28 +7,25 @@ never Slack's "operation_timeout". Refusals carry the daemon's own words (they n
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Callable
+from typing import TypeVar
 
 import structlog
 
-from daemon.contract.client import DaemonClient
-from daemon.contract.models import ReplayBody, RunCreated
 from daemon.core.errors import BadRequest, DependencyDown, ReplayError, Unavailable
 from daemon.slack.blocks import Message, escape, notice, refusal, unavailable
 
 log = structlog.get_logger(__name__)
 
-CREATE_ATTEMPTS = 2
-RETRY_PAUSE_S = 1.0
+Answer = TypeVar("Answer", Message, Message | None)  # None: nothing to add to the ack
 
 
-def answer_with(work: Callable[[], Message], *, usage: str | None = None) -> Message:
+def answer_with(work: Callable[[], Answer], *, usage: str | None = None) -> Answer | Message:
     """Run `work`; a domain error becomes a refusal (with the usage line for bad input)."""
     return outcome_of(work, usage=usage)[0]
 
 
-def outcome_of(work: Callable[[], Message], *, usage: str | None = None) -> tuple[Message, bool]:
+def outcome_of(work: Callable[[], Answer], *, usage: str | None = None) -> tuple[Answer | Message, bool]:
     """`answer_with`, also saying whether `work` went through: a button whose action was refused or
     could not reach the daemon stays in place for the next try, one that did its job is replaced."""
     try:
@@ -49,26 +46,6 @@ def outcome_of(work: Callable[[], Message], *, usage: str | None = None) -> tupl
 def dependency_down(detail: str) -> Message:
     """The Replay Service is up and says which of its own dependencies is not (and where it looked)."""
     return notice(f":electric_plug: The Replay Service is up, but could not do that: {escape(detail)}.")
-
-
-def create_once(
-    daemon: DaemonClient, actor: str, body: ReplayBody, *, key: str, pause_s: float = RETRY_PAUSE_S
-) -> RunCreated:
-    """`create_replay`, retried once on Unavailable: the Idempotency-Key makes the retry safe.
-
-    A timeout leaves the user unsure whether a run exists; asking again with the same key
-    answers that (the daemon returns the first run, `created: false`) without starting a second.
-    """
-    for attempt in range(1, CREATE_ATTEMPTS + 1):
-        try:
-            return daemon.create_replay(actor, body, idempotency_key=key)
-        except DependencyDown:  # the daemon answered: no run exists, and asking again now finds the same
-            raise
-        except Unavailable:
-            if attempt == CREATE_ATTEMPTS:
-                raise
-            time.sleep(pause_s)
-    raise AssertionError("unreachable")
 
 
 def key_for(prefix: str, *parts: str) -> str:

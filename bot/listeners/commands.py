@@ -2,13 +2,16 @@
 
 The ack itself answers what needs no daemon: a grammar error (the token, why, the usage line) and
 `help`. Everything else is answered by `respond()` from a lazy listener, ephemeral, within Slack's
-30-minute response_url window; pipeline commands are answered by `bot.listeners.pipeline_actions`. The run's
-(and the pipeline's) channel message and thread are posted by the daemon's notifier, not here, so a bot
-restart never loses or doubles them.
+30-minute response_url window: the command's call is the shared table's (`daemon.contract.commands`),
+and `RENDERERS` turns its result into a message (pipeline and consumer-group results are drawn by their
+listener modules, which also own the buttons). The run's (and the pipeline's) channel message and
+thread are posted by the daemon's notifier, not here, so a bot restart never loses or doubles them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any
 
@@ -18,31 +21,46 @@ from slack_sdk import WebClient
 from bot.channels import channel_problem
 from bot.deps import BotDeps
 from bot.listeners import confirmations, consumer_groups, pipeline_actions
-from bot.replies import answer_with, create_once, key_for
-from daemon.contract.models import ReplayBody
+from bot.replies import answer_with, key_for
+from daemon.contract.commands import (
+    Asker,
+    Cancelling,
+    ChartDrawn,
+    HelpShown,
+    IdlePipelinesListed,
+    LagMeasured,
+    LiveReplayToConfirm,
+    LiveScheduleToConfirm,
+    PipelineChanged,
+    PipelineShown,
+    PipelinesListed,
+    Planned,
+    RateChanged,
+    ReconcileQueued,
+    ReplayCreated,
+    RewindToConfirm,
+    Rewound,
+    RunShown,
+    RunsListed,
+    Scheduled,
+    SourcesShown,
+    Unscheduled,
+    UnscheduleToConfirm,
+    execute,
+)
 from daemon.core.grammar import (
     USAGE,
-    CancelCommand,
-    ChartCommand,
     Command,
     GrammarError,
     HelpCommand,
     Limits,
-    ListCommand,
-    PauseRunCommand,
     PlanCommand,
-    ReconcileCommand,
     ReplayCommand,
-    ResumeRunCommand,
     ScheduleCommand,
-    SourcesCommand,
-    StatusCommand,
-    TpsCommand,
     help_text,
     parse,
     render,
 )
-from daemon.core.grammar.run_control import CONTROL_WORDS
 from daemon.slack import run_messages, source_messages
 from daemon.slack.blocks import Message, code, help_message, input_error, notice
 from daemon.slack.control_messages import rate_changed_notice
@@ -76,84 +94,89 @@ def acknowledgement(text: str, limits: Limits | None = None) -> Message | None:
         return input_error(err.token, err.reason, err.usage)
 
 
-def _replay(
-    deps: BotDeps, parsed: ReplayCommand, command: dict[str, Any], slack: WebClient | None
-) -> Message:
-    if parsed.topic == "live":
-        return confirmations.ask(deps, parsed, command)
-    user = command["user_id"]
-    body = ReplayBody.of(parsed, slack_channel=command.get("channel_id"))
-    key = key_for("slack-cmd", str(command.get("trigger_id") or command.get("response_url") or ""))
-    run = create_once(deps.daemon, user, body, key=key)
-    unreachable = channel_problem(slack, command.get("channel_id")) if slack is not None else None
-    return run_messages.accepted(run, created=run.created, unreachable=unreachable)
+@dataclass(frozen=True)
+class Reply:
+    """What an answer may need besides its result: who asked, where, and in which time zone."""
+
+    deps: BotDeps
+    command: dict[str, Any]  # the slash command's payload
+    slack: WebClient | None  # checks that the run's thread can go to the command's channel
+    zone: Callable[[], tzinfo | None]  # the asker's zone, asked only by the answers that show a time
+
+    @property
+    def user(self) -> str:
+        return str(self.command["user_id"])
 
 
-def _plan(deps: BotDeps, parsed: PlanCommand, user: str) -> Message:
-    return run_messages.plan_summary(deps.daemon.plan(user, ReplayBody.of(parsed)))
+def _accepted(reply: Reply, result: ReplayCreated) -> Message:
+    channel = reply.command.get("channel_id")
+    unreachable = channel_problem(reply.slack, channel) if reply.slack is not None else None
+    return run_messages.accepted(result.run, created=result.run.created, unreachable=unreachable)
 
 
-def _cancel(deps: BotDeps, parsed: CancelCommand, user: str) -> Message:
-    return run_messages.cancelling(deps.daemon.cancel_replay(user, parsed.run_id))
-
-
-def _reconcile(deps: BotDeps, parsed: ReconcileCommand, user: str) -> Message:
-    job = deps.daemon.reconcile(user, parsed.run_id)
+def _reconciling(_reply: Reply, result: ReconcileQueued) -> Message:
     return notice(
-        f":mag: Reconciling `{parsed.run_id}` (as `{job.id}`): its event ids against its topic, in a Spark "
-        "job. The verdict follows in the run's thread; `/replay status` shows it too."
+        f":mag: Reconciling `{result.run_id}` (as `{result.job.id}`): its event ids against its topic, in "
+        "a Spark job. The verdict follows in the run's thread; `/replay status` shows it too."
     )
 
 
-def _chart(deps: BotDeps, parsed: ChartCommand, user: str) -> Message:
-    run = deps.daemon.get_replay(user, parsed.run_id)
-    where = "is in the run's thread" if run.has_series else "is not there yet: the run has no rate series"
+def _chart(_reply: Reply, result: ChartDrawn) -> Message:
     return notice(
-        f":chart_with_upwards_trend: The rate chart of `{run.id}` {where}. From a terminal: "
-        f"`replay chart {run.id} -o {run.id}.png`."
+        f":chart_with_upwards_trend: The rate chart of `{result.run_id}` is in the run's thread. From a "
+        f"terminal: `replay chart {result.run_id} -o {result.run_id}.png`."
     )
 
 
-def _control(
-    deps: BotDeps, parsed: TpsCommand | PauseRunCommand | ResumeRunCommand, user: str, zone: tzinfo | None
-) -> Message:
-    """Live control of a running replay; the run's thread gets the same line from the daemon."""
-    if isinstance(parsed, TpsCommand):
-        run = deps.daemon.set_tps(user, parsed.run_id, parsed.tps)
-    elif isinstance(parsed, PauseRunCommand):
-        run = deps.daemon.pause_replay(user, parsed.run_id)
-    else:
-        run = deps.daemon.resume_replay(user, parsed.run_id)
-    return rate_changed_notice(run, actor=user, zone=zone)
-
-
-def _status(deps: BotDeps, parsed: StatusCommand, user: str, zone: tzinfo | None) -> Message:
-    run_id = parsed.run_id
-    if run_id is None:
-        runs = deps.daemon.list_replays(user, requester=user, limit=1).runs
-        if not runs:
-            return notice("You have no runs yet.")
-        run_id = runs[0].id
-    return run_messages.run_status(deps.daemon.get_replay(user, run_id), zone=zone)
-
-
-def _list(deps: BotDeps, parsed: ListCommand, user: str) -> Message:
-    page = deps.daemon.list_replays(
-        user,
-        requester=user if parsed.filter == "mine" else None,
-        state="running" if parsed.filter == "running" else None,
-    )
-    return run_messages.run_list(page.runs, _LIST_TITLES[parsed.filter])
-
-
-def _sources(deps: BotDeps, parsed: SourcesCommand, user: str) -> Message:
-    sources = deps.daemon.sources(user)
-    if parsed.source is None:
-        return source_messages.sources_list(sources)
-    found = [s for s in sources if s.name == parsed.source]
+def _sources(_reply: Reply, result: SourcesShown) -> Message:
+    if result.name is None:
+        return source_messages.sources_list(result.sources)
+    found = [s for s in result.sources if s.name == result.name]
     if not found:
-        return source_messages.unknown_source(parsed.source, sources)
+        return source_messages.unknown_source(result.name, result.sources)
     return source_messages.source_card(found[0])
+
+
+def _in_groups(reply: Reply, result: Any) -> Message:
+    return consumer_groups.message_for(reply.deps, result, reply.command)
+
+
+def _in_pipelines(reply: Reply, result: Any) -> Message:
+    return pipeline_actions.message_for(reply.deps, result, reply.command)
+
+
+# One answer per result of the shared command table (`tests/contract` checks none is missing).
+RENDERERS: dict[type[Any], Callable[[Reply, Any], Message | None]] = {
+    HelpShown: lambda _reply, _result: None,  # the ack showed the help
+    Planned: lambda _reply, r: run_messages.plan_summary(r.plan),
+    ReplayCreated: _accepted,
+    RunShown: lambda reply, r: run_messages.run_status(r.run, zone=reply.zone()),
+    RunsListed: lambda _reply, r: run_messages.run_list(r.page.runs, _LIST_TITLES[r.filter]),
+    Cancelling: lambda _reply, r: run_messages.cancelling(r.run),
+    # the run's thread gets the same line from the daemon
+    RateChanged: lambda reply, r: rate_changed_notice(r.run, actor=reply.user, zone=reply.zone()),
+    ReconcileQueued: _reconciling,
+    ChartDrawn: _chart,
+    SourcesShown: _sources,
+    LiveReplayToConfirm: lambda reply, r: confirmations.ask(reply.deps, r, reply.command),
+    LagMeasured: _in_groups,
+    RewindToConfirm: _in_groups,
+    Rewound: _in_groups,
+    Scheduled: _in_pipelines,
+    PipelinesListed: _in_pipelines,
+    IdlePipelinesListed: _in_pipelines,
+    PipelineShown: _in_pipelines,
+    PipelineChanged: _in_pipelines,
+    Unscheduled: _in_pipelines,
+    LiveScheduleToConfirm: _in_pipelines,
+    UnscheduleToConfirm: _in_pipelines,
+}
+
+
+def usage_of(parsed: Command) -> str | None:
+    """The usage line shown with a refusal of bad input to this command."""
+    word = "replay" if isinstance(parsed, ReplayCommand) else render(parsed).split(" ", 1)[0]
+    return USAGE.get(word)
 
 
 def answer(
@@ -165,37 +188,28 @@ def answer(
 ) -> Message | None:
     """The daemon's answer to a parsed command, as a message; None when the ack said it all.
 
+    The command's call is the shared table's (`daemon.contract.commands`); this only renders it.
     `slack` (the bot's Web API client) checks that the run's thread can go to the command's channel;
     `zones` gives the asker's time zone, for the times an answer shows (UTC only without it)."""
+    if isinstance(parsed, HelpCommand):
+        return None  # the ack answered it
     user = command["user_id"]
+    asker = Asker(
+        actor=user,
+        key=key_for("slack-cmd", str(command.get("trigger_id") or command.get("response_url") or "")),
+        channel=command.get("channel_id"),
+    )
 
     def zone() -> tzinfo | None:  # asked only by the answers that show a time
         return zones.zone(user) if zones is not None else None
 
-    if isinstance(parsed, ReplayCommand):
-        return answer_with(lambda: _replay(deps, parsed, command, slack), usage=USAGE["replay"])
-    if isinstance(parsed, PlanCommand):
-        return answer_with(lambda: _plan(deps, parsed, user), usage=USAGE["plan"])
-    if isinstance(parsed, StatusCommand):
-        return answer_with(lambda: _status(deps, parsed, user, zone()), usage=USAGE["status"])
-    if isinstance(parsed, ListCommand):
-        return answer_with(lambda: _list(deps, parsed, user))
-    if isinstance(parsed, CancelCommand):
-        return answer_with(lambda: _cancel(deps, parsed, user), usage=USAGE["cancel"])
-    if isinstance(parsed, ReconcileCommand):
-        return answer_with(lambda: _reconcile(deps, parsed, user), usage=USAGE["reconcile"])
-    if isinstance(parsed, ChartCommand):
-        return answer_with(lambda: _chart(deps, parsed, user), usage=USAGE["chart"])
-    if isinstance(parsed, SourcesCommand):
-        return answer_with(lambda: _sources(deps, parsed, user))
-    if isinstance(parsed, TpsCommand | PauseRunCommand | ResumeRunCommand):
-        usage = USAGE[CONTROL_WORDS[type(parsed)]]
-        return answer_with(lambda: _control(deps, parsed, user, zone()), usage=usage)
-    if isinstance(parsed, pipeline_actions.PIPELINE_COMMANDS):
-        return pipeline_actions.answer(deps, parsed, command)
-    if isinstance(parsed, consumer_groups.GROUP_COMMANDS):
-        return consumer_groups.answer(deps, parsed, command)
-    return None
+    reply = Reply(deps, command, slack, zone)
+
+    def work() -> Message | None:
+        result = execute(deps.daemon, parsed, asker)
+        return RENDERERS[type(result)](reply, result)
+
+    return answer_with(work, usage=usage_of(parsed))
 
 
 def register(app: App, deps: BotDeps) -> None:

@@ -24,9 +24,9 @@ from slack_sdk.errors import SlackClientError
 
 from bot.confirmation import LiveRequest
 from bot.deps import BotDeps
-from bot.replies import answer_with, create_once, key_for
-from daemon.contract.models import PlanOut, ReplayBody, RunCreated
-from daemon.core.errors import OverlappingReplay
+from bot.replies import answer_with, key_for
+from daemon.contract.commands import LiveReplayToConfirm, refuse_overlap
+from daemon.contract.models import ReplayBody, RunCreated
 from daemon.core.grammar import CEILINGS, USAGE, GrammarError, ReplayCommand, parse, render
 from daemon.core.quantities import render_duration
 from daemon.slack.blocks import MAX_BUTTON_VALUE, Message, escape, mention, notice, refusal
@@ -40,36 +40,20 @@ from daemon.slack.run_messages import (
 )
 
 
-def _refuse_overlap(plan: PlanOut, parsed: ReplayCommand) -> None:
-    """The daemon's own refusal, said before any button: the window repeats a going or recent run."""
-    if plan.overlapping and not parsed.force:
-        other = plan.overlapping[0]
-        raise OverlappingReplay(
-            run_id=other.run_id,
-            requester=other.requester,
-            state=other.state,
-            window=other.window,
-            topic=plan.topic,
-        )
-
-
-def ask(deps: BotDeps, parsed: ReplayCommand, command: dict[str, Any]) -> Message:
-    """The plan and the buttons; the daemon is only asked to plan, so nothing can start yet."""
-    user = command["user_id"]
-    plan = deps.daemon.plan(user, ReplayBody.of(parsed))
-    _refuse_overlap(plan, parsed)
+def ask(deps: BotDeps, result: LiveReplayToConfirm, command: dict[str, Any]) -> Message:
+    """The plan and the buttons; the daemon was only asked to plan, so nothing can start yet."""
     request = LiveRequest(
-        command=render(parsed),
-        requester=user,
+        command=render(result.command),
+        requester=command["user_id"],
         channel=str(command.get("channel_id") or ""),
         issued_at=int(deps.clock()),
         nonce=key_for("n", str(command.get("trigger_id") or command.get("response_url") or "")),
-        approvals=plan.live_approvals,
+        approvals=result.plan.live_approvals,
     )
     value = request.encode()
     if len(value) > MAX_BUTTON_VALUE:
         return refusal("this command is too long for a confirmation button; shorten its headers")
-    return live_confirmation(plan, value=value, expires_in_s=deps.confirm_ttl_s)
+    return live_confirmation(result.plan, value=value, expires_in_s=deps.confirm_ttl_s)
 
 
 def _replay_of(request: LiveRequest) -> ReplayCommand:
@@ -80,10 +64,11 @@ def _replay_of(request: LiveRequest) -> ReplayCommand:
 
 
 def _create(deps: BotDeps, request: LiveRequest, approved_by: str | None = None) -> RunCreated:
+    """The confirmed run (the client retries it with the confirmation's key: a double click is one run)."""
     body = ReplayBody.of(
         _replay_of(request), confirm_live=True, approved_by=approved_by, slack_channel=request.channel or None
     )
-    return create_once(deps.daemon, request.requester, body, key=request.idempotency_key())
+    return deps.daemon.create_replay(request.requester, body, idempotency_key=request.idempotency_key())
 
 
 def _already(run: RunCreated) -> Message:
@@ -102,7 +87,7 @@ def _ask_for_approval(deps: BotDeps, request: LiveRequest, client: WebClient) ->
     """Post the approval request in the channel; the requester is told where it went."""
     parsed = _replay_of(request)
     plan = deps.daemon.plan(request.requester, ReplayBody.of(parsed))
-    _refuse_overlap(plan, parsed)
+    refuse_overlap(plan, parsed)
     if not request.channel:
         return notice(":no_entry: No channel to ask for approval in; nothing was published.")
     asked = replace(request, issued_at=int(deps.clock()))

@@ -17,9 +17,10 @@ from slack_bolt import Ack, App, Respond
 
 from bot.confirmation import LiveRequest
 from bot.deps import BotDeps
-from bot.replies import answer_with, key_for, outcome_of
+from bot.replies import key_for, outcome_of
+from daemon.contract.commands import LagMeasured, RewindToConfirm, Rewound
 from daemon.contract.groups import RewindBody
-from daemon.core.grammar import CEILINGS, USAGE, GrammarError, LagCommand, RewindCommand, parse, render
+from daemon.core.grammar import CEILINGS, USAGE, GrammarError, RewindCommand, parse, render
 from daemon.core.quantities import render_duration
 from daemon.slack.blocks import MAX_BUTTON_VALUE, Message, escape, mention, notice, refusal
 from daemon.slack.group_messages import (
@@ -30,16 +31,12 @@ from daemon.slack.group_messages import (
     rewound,
 )
 
-GROUP_COMMANDS = (LagCommand, RewindCommand)
 
-
-def _ask(deps: BotDeps, parsed: RewindCommand, command: dict[str, Any]) -> Message:
+def _ask(deps: BotDeps, result: RewindToConfirm, command: dict[str, Any]) -> Message:
     """The daemon's preview and the buttons; nothing moves before the click."""
-    user = command["user_id"]
-    found = deps.daemon.rewind(user, parsed.group, RewindBody.of(parsed, preview=True))
     request = LiveRequest(
-        command=render(parsed),
-        requester=user,
+        command=render(result.command),
+        requester=command["user_id"],
         channel=str(command.get("channel_id") or ""),
         issued_at=int(deps.clock()),
         nonce=key_for("n", str(command.get("trigger_id") or command.get("response_url") or "")),
@@ -47,17 +44,18 @@ def _ask(deps: BotDeps, parsed: RewindCommand, command: dict[str, Any]) -> Messa
     value = request.encode()
     if len(value) > MAX_BUTTON_VALUE:
         return refusal("this command is too long for a confirmation button; shorten the group or topic")
-    return rewind_preview(found, value=value, expires_in_s=deps.confirm_ttl_s)
+    return rewind_preview(result.preview, value=value, expires_in_s=deps.confirm_ttl_s)
 
 
-def answer(deps: BotDeps, parsed: LagCommand | RewindCommand, command: dict[str, Any]) -> Message:
-    user = command["user_id"]
-    if isinstance(parsed, LagCommand):
-        return answer_with(
-            lambda: lag_message(deps.daemon.group_lag(user, parsed.group, topic=parsed.topic)),
-            usage=USAGE["lag"],
-        )
-    return answer_with(lambda: _ask(deps, parsed, command), usage=USAGE["rewind"])
+def message_for(
+    deps: BotDeps, result: LagMeasured | RewindToConfirm | Rewound, command: dict[str, Any]
+) -> Message:
+    """The answer to a `lag` or `rewind` result (from the shared command table)."""
+    if isinstance(result, LagMeasured):
+        return lag_message(result.lag)
+    if isinstance(result, Rewound):
+        return rewound(result.rewind)
+    return _ask(deps, result, command)
 
 
 def _apply(deps: BotDeps, request: LiveRequest) -> Message:

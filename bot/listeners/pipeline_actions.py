@@ -22,18 +22,23 @@ from slack_bolt import Ack, App, Respond
 from bot.confirmation import LiveRequest
 from bot.deps import BotDeps
 from bot.replies import answer_with, key_for
-from daemon.contract.client import PipelineAction
+from daemon.contract.commands import (
+    IdlePipelinesListed,
+    LiveScheduleToConfirm,
+    PipelineChanged,
+    PipelineShown,
+    PipelinesListed,
+    Scheduled,
+    Unscheduled,
+    UnscheduleToConfirm,
+)
 from daemon.contract.models import PipelineOut, ScheduleBody
-from daemon.core.errors import BadRequest, Conflict, UnknownSource
+from daemon.core.errors import Conflict
 from daemon.core.grammar import (
     CEILINGS,
     USAGE,
     Command,
     GrammarError,
-    PauseCommand,
-    PipelineCommand,
-    PipelinesCommand,
-    ResumeCommand,
     ScheduleCommand,
     UnscheduleCommand,
     parse,
@@ -56,18 +61,17 @@ from daemon.slack.pipeline_messages import (
 )
 from daemon.slack.views import PipelineView
 
-PIPELINE_COMMANDS = (
-    ScheduleCommand,
-    PipelinesCommand,
-    PipelineCommand,
-    PauseCommand,
-    ResumeCommand,
-    UnscheduleCommand,
-)
 _LIST_TITLES = {"all": "scheduled", "mine": "yours", "idle": "idle: de-provisioned unless kept"}
 
-PipelineCommandType = (
-    ScheduleCommand | PipelinesCommand | PipelineCommand | PauseCommand | ResumeCommand | UnscheduleCommand
+PipelineResult = (
+    Scheduled
+    | PipelinesListed
+    | IdlePipelinesListed
+    | PipelineShown
+    | PipelineChanged
+    | Unscheduled
+    | LiveScheduleToConfirm
+    | UnscheduleToConfirm
 )
 C = TypeVar("C", UnscheduleCommand, ScheduleCommand)
 
@@ -89,77 +93,45 @@ def _scheduled(pipeline: PipelineOut) -> Message:
     return pipeline_scheduled_reply(PipelineView.of(pipeline), announced=pipeline.slack_ts is not None)
 
 
-def _schedule(deps: BotDeps, parsed: ScheduleCommand, command: dict[str, Any]) -> Message:
-    if parsed.topic == "live":
-        return _ask_live(deps, parsed, command)
-    body = ScheduleBody.of(parsed, slack_channel=command.get("channel_id"))
-    key = key_for("slack-schedule", str(command.get("trigger_id") or command.get("response_url") or ""))
-    return _scheduled(deps.daemon.schedule(command["user_id"], body, idempotency_key=key))
-
-
-def _live_topic(deps: BotDeps, user: str, source: str) -> str:
-    """The source's live topic, from the catalog; refused when it has none."""
-    sources = {s.name: s for s in deps.daemon.sources(user)}
-    found = sources.get(source)
-    if found is None:
-        raise UnknownSource(source, list(sources))
-    if not found.live_topic:
-        raise BadRequest(f"source '{source}' has no live topic; use topic=auto")
-    return found.live_topic
-
-
-def _ask_live(deps: BotDeps, parsed: ScheduleCommand, command: dict[str, Any]) -> Message:
-    """The schedule and the buttons; only the catalog is read, so nothing can be created yet."""
-    live_topic = _live_topic(deps, command["user_id"], parsed.source)
-    value = _request(deps, parsed, command).encode()
+def _ask_live(deps: BotDeps, result: LiveScheduleToConfirm, command: dict[str, Any]) -> Message:
+    """The schedule and the buttons; only the catalog was read, so nothing can be created yet."""
+    value = _request(deps, result.command, command).encode()
     if len(value) > MAX_BUTTON_VALUE:
         return refusal("this command is too long for a confirmation button; shorten its headers")
     return live_schedule_confirmation(
-        ScheduleBody.of(parsed), live_topic=live_topic, value=value, expires_in_s=deps.confirm_ttl_s
+        ScheduleBody.of(result.command),
+        live_topic=result.live_topic,
+        value=value,
+        expires_in_s=deps.confirm_ttl_s,
     )
 
 
-def _list(deps: BotDeps, parsed: PipelinesCommand, user: str) -> Message:
-    found: list[PipelineOut]
-    if parsed.filter == "idle":
-        found = list(deps.daemon.idle_pipelines(user))
-    else:
-        owner = user if parsed.filter == "mine" else None
-        found = [p for p in deps.daemon.list_pipelines(user, owner=owner) if p.state != "archived"]
-    return pipeline_list(found, _LIST_TITLES[parsed.filter])
-
-
-def _change(deps: BotDeps, parsed: PauseCommand | ResumeCommand, user: str) -> Message:
-    action: PipelineAction = "pause" if isinstance(parsed, PauseCommand) else "resume"
-    pipeline = deps.daemon.pipeline_action(user, parsed.pipeline_id, action)
-    return pipeline_changed(PipelineView.of(pipeline), action)
-
-
-def _ask_unschedule(deps: BotDeps, parsed: UnscheduleCommand, command: dict[str, Any]) -> Message:
-    pipeline = PipelineView.of(deps.daemon.get_pipeline(command["user_id"], parsed.pipeline_id))
+def _ask_unschedule(deps: BotDeps, result: UnscheduleToConfirm, command: dict[str, Any]) -> Message:
+    pipeline = PipelineView.of(result.pipeline)
     if pipeline.state == "archived":
-        return notice(f"Pipeline `{parsed.pipeline_id}` is already unscheduled.")
-    value = _request(deps, parsed, command).encode()
+        return notice(f"Pipeline `{result.command.pipeline_id}` is already unscheduled.")
+    value = _request(deps, result.command, command).encode()
     return unschedule_confirmation(pipeline, value=value, expires_in_s=deps.confirm_ttl_s)
 
 
-def _work(deps: BotDeps, parsed: PipelineCommandType, command: dict[str, Any]) -> Message:
-    user = command["user_id"]
-    if isinstance(parsed, ScheduleCommand):
-        return _schedule(deps, parsed, command)
-    if isinstance(parsed, PipelinesCommand):
-        return _list(deps, parsed, user)
-    if isinstance(parsed, PipelineCommand):
-        return pipeline_detail(deps.daemon.get_pipeline(user, parsed.pipeline_id))
-    if isinstance(parsed, PauseCommand | ResumeCommand):
-        return _change(deps, parsed, user)
-    return _ask_unschedule(deps, parsed, command)
-
-
-def answer(deps: BotDeps, parsed: PipelineCommandType, command: dict[str, Any]) -> Message:
-    """The daemon's answer to a pipeline command (called after the ack)."""
-    word = render(parsed).split(" ", 1)[0]
-    return answer_with(lambda: _work(deps, parsed, command), usage=USAGE[word])
+def message_for(deps: BotDeps, result: PipelineResult, command: dict[str, Any]) -> Message:
+    """The answer to a pipeline command's result (from the shared command table)."""
+    if isinstance(result, Scheduled):
+        return _scheduled(result.pipeline)
+    if isinstance(result, PipelinesListed):
+        shown = [p for p in result.pipelines if p.state != "archived"]
+        return pipeline_list(shown, _LIST_TITLES[result.filter])
+    if isinstance(result, IdlePipelinesListed):
+        return pipeline_list(list(result.pipelines), _LIST_TITLES["idle"])
+    if isinstance(result, PipelineShown):
+        return pipeline_detail(result.detail)
+    if isinstance(result, PipelineChanged):
+        return pipeline_changed(PipelineView.of(result.pipeline), result.action)
+    if isinstance(result, Unscheduled):
+        return unscheduled(PipelineView.of(result.pipeline))
+    if isinstance(result, LiveScheduleToConfirm):
+        return _ask_live(deps, result, command)
+    return _ask_unschedule(deps, result, command)
 
 
 # --- buttons -------------------------------------------------------------------------------------------

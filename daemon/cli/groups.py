@@ -4,21 +4,13 @@
     replay rewind orders-service orders to=2024-01-01T10:00 [--yes] [--json]
 
 `rewind` prints the daemon's preview, then asks `Rewind? [y/N]` unless `--yes` (a refusal, such as a
-group with members, is printed with the preview and exits 1 without asking).
+group with members, is printed with the preview and exits 1 without asking); `daemon.cli.main` does
+the asking, these functions only describe.
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable
-from typing import TextIO
-
-from daemon.contract.client import DaemonClient
-from daemon.contract.groups import LagOut, RewindBody, RewindOut
-from daemon.core.errors import GroupHasMembers
-from daemon.core.grammar import LagCommand, RewindCommand
-
-EXIT_OK, EXIT_FAILED = 0, 1
+from daemon.contract.groups import LagOut, RewindOut
 
 
 def _offset(value: int | None) -> str:
@@ -78,30 +70,3 @@ def describe_rewind(rewind: RewindOut) -> str:
     elif rewind.applied:
         lines.append("applied: the group's consumers start from the new offsets")
     return "\n".join(lines)
-
-
-def run_group_command(
-    client: DaemonClient,
-    actor: str,
-    command: LagCommand | RewindCommand,
-    *,
-    emit: Callable[[LagOut | RewindOut, str], None],
-    confirmed: bool,
-    ask: Callable[[str], str],
-    out: TextIO,
-) -> int:
-    if isinstance(command, LagCommand):
-        lag = client.group_lag(actor, command.group, topic=command.topic)
-        emit(lag, describe_lag(lag))
-        return EXIT_OK
-    found = client.rewind(actor, command.group, RewindBody.of(command, preview=True))
-    emit(found, describe_rewind(found))
-    if found.blocked:
-        raise GroupHasMembers(command.group, found.blocked)
-    if not confirmed and ask("Rewind? [y/N] ").strip().lower() not in ("y", "yes"):
-        print("not rewound: nothing moved", file=out)
-        return EXIT_FAILED
-    key = f"cli-{uuid.uuid4().hex}"  # a retry of this call cannot move the offsets twice
-    done = client.rewind(actor, command.group, RewindBody.of(command, preview=False), idempotency_key=key)
-    emit(done, describe_rewind(done))
-    return EXIT_OK

@@ -24,10 +24,11 @@ import shlex
 import sys
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC
 from functools import partial
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from pydantic import BaseModel
 from rich.console import Console
@@ -38,7 +39,7 @@ from daemon.cli.follow import (
     stopped_waiting_for_reconcile,
     wait_until_terminal,
 )
-from daemon.cli.groups import run_group_command
+from daemon.cli.groups import describe_lag, describe_rewind
 from daemon.cli.login import credentials_path, load_login, login, logout
 from daemon.cli.self_help import answer_without_settings
 from daemon.cli.sources import chosen_sources, describe_sources
@@ -51,33 +52,37 @@ from daemon.cli.usage import EXIT_OK as EXIT_OK
 from daemon.cli.usage import cli_help, parse_arguments, topic_help, version_text
 from daemon.cli.watch import watch_lines
 from daemon.config.client_settings import DEFAULT_DAEMON_URL, load_client_settings
-from daemon.contract.client import DaemonClient, PipelineAction
-from daemon.contract.models import PipelineOut, PlanOut, ReplayBody, RunOut, ScheduleBody
-from daemon.core.errors import BadRequest, ConfigError, ReplayError
-from daemon.core.grammar import (
-    CancelCommand,
-    ChartCommand,
-    Command,
-    HelpCommand,
-    LagCommand,
-    ListCommand,
-    PauseCommand,
-    PauseRunCommand,
-    PipelineCommand,
-    PipelinesCommand,
-    PlanCommand,
-    ReconcileCommand,
-    ReplayCommand,
-    ResumeCommand,
-    ResumeRunCommand,
-    RewindCommand,
-    ScheduleCommand,
-    SourcesCommand,
-    StatusCommand,
-    TpsCommand,
-    UnscheduleCommand,
-    parse,
+from daemon.contract.client import DaemonClient
+from daemon.contract.commands import (
+    Asker,
+    Cancelling,
+    ChartDrawn,
+    HelpShown,
+    IdlePipelinesListed,
+    LagMeasured,
+    LiveReplayToConfirm,
+    LiveScheduleToConfirm,
+    PipelineChanged,
+    PipelineShown,
+    PipelinesListed,
+    Planned,
+    RateChanged,
+    ReconcileQueued,
+    ReplayCreated,
+    Result,
+    RewindToConfirm,
+    Rewound,
+    RunShown,
+    RunsListed,
+    Scheduled,
+    SourcesShown,
+    Unscheduled,
+    UnscheduleToConfirm,
+    execute,
 )
+from daemon.contract.models import PipelineOut, PlanOut, RunOut
+from daemon.core.errors import BadRequest, ConfigError, GroupHasMembers, ReplayError
+from daemon.core.grammar import ChartCommand, Command, parse
 from daemon.core.grammar.limits import CEILINGS
 from daemon.core.quantities import render_place
 from daemon.core.states import RunKind, RunState
@@ -182,86 +187,60 @@ class Cli:
         print(as_json(answer) if self._json else text, file=self._out)
 
     def run(self, command: Command, *, follow: bool, confirm_live: bool) -> int:
-        if isinstance(command, HelpCommand):
-            print(topic_help(command.topic), file=self._out)
-            return EXIT_OK
-        if isinstance(command, PlanCommand):
-            plan = self._client.plan(self._actor, ReplayBody.of(command))
-            self._emit(plan, describe_plan(plan))
-            return EXIT_OK
-        if isinstance(command, ReplayCommand):
-            created = self._client.create_replay(
-                self._actor,
-                ReplayBody.of(command, confirm_live=confirm_live),
-                idempotency_key=f"cli-{uuid.uuid4().hex}",  # a retry of this call cannot start a second run
-            )
-            self._emit(created, f"created {describe_run(created)}")
-            return self._follow(created) if follow else EXIT_OK
-        if isinstance(command, StatusCommand):
-            run = self._client.get_replay(self._actor, command.run_id or self._latest_run_id())
-            self._emit(run, describe_run(run))
-            return self._follow(run) if follow else EXIT_OK
-        if isinstance(command, ListCommand):
-            page = self._client.list_replays(
-                self._actor,
-                requester=self._actor if command.filter == "mine" else None,
-                state="running" if command.filter == "running" else None,
-            )
-            self._emit(page, "\n".join(describe_run(r) for r in page.runs) or "no runs")
-            return EXIT_OK
-        if isinstance(command, CancelCommand):
-            run = self._client.cancel_replay(self._actor, command.run_id)
-            self._emit(run, f"cancelling {describe_run(run)}")
-            return EXIT_OK
-        if isinstance(command, TpsCommand | PauseRunCommand | ResumeRunCommand):
-            return self._control(command)
-        if isinstance(command, ReconcileCommand):
-            return self._reconcile(command, follow=follow)
-        if isinstance(command, ChartCommand):
-            return self._chart(command)
-        if isinstance(command, SourcesCommand):
-            sources = chosen_sources(self._client.sources(self._actor), command.source)
-            self._emit(sources, describe_sources(sources))
-            return EXIT_OK
-        if isinstance(command, LagCommand | RewindCommand):
-            return run_group_command(
-                self._client,
-                self._actor,
-                command,
-                emit=self._emit,
-                confirmed=confirm_live,
-                ask=self._ask,
-                out=self._out,
-            )
-        return self._pipelines(command, confirm=confirm_live)
-
-    def _control(self, command: TpsCommand | PauseRunCommand | ResumeRunCommand) -> int:
-        """Live control: the run as it now stands (its rate changes a moment later, on every task)."""
-        if isinstance(command, TpsCommand):
-            run = self._client.set_tps(self._actor, command.run_id, command.tps)
-        elif isinstance(command, PauseRunCommand):
-            run = self._client.pause_replay(self._actor, command.run_id)
-        else:
-            run = self._client.resume_replay(self._actor, command.run_id)
-        change = run.rate_changes[-1] if run.rate_changes else None
-        when = f" from {change.at.astimezone(UTC):%H:%M:%S} UTC" if change is not None else ""
-        self._emit(run, f"{describe_run(run)}{when}")
+        """The command's one call (the shared table), rendered as text or `--json`; the exit code."""
+        if isinstance(command, ChartCommand) and self._output is None:
+            raise BadRequest("where should the chart go? add -o <file>.png")
+        key = f"cli-{uuid.uuid4().hex}"  # a retry of this call cannot start, schedule or rewind twice
+        asker = Asker(actor=self._actor, key=key, confirmed=confirm_live)
+        result = execute(self._client, command, asker)
+        if isinstance(result, RewindToConfirm):
+            if not self._rewind_confirmed(result):
+                return EXIT_FAILED
+            result = execute(self._client, command, replace(asker, confirmed=True))
+        if isinstance(result, ReconcileQueued):
+            return self._reconciled(result, follow=follow)
+        self._render(result)
+        if follow and isinstance(result, ReplayCreated | RunShown):
+            return self._follow(result.run)
         return EXIT_OK
 
-    def _reconcile(self, command: ReconcileCommand, *, follow: bool) -> int:
-        """Queue a reconcile; with --follow wait for it and print the run with its verdict."""
-        job = self._client.reconcile(self._actor, command.run_id)
+    def _render(self, result: Result) -> None:
+        """Print one result (a confirmation the command line cannot give is refused as bad input)."""
+        RENDERERS[type(result)](self, result)
+
+    def emit(self, answer: Answer, text: str) -> None:
+        self._emit(answer, text)
+
+    def say(self, text: str) -> None:
+        print(text, file=self._out)
+
+    def write_chart(self, drawn: ChartDrawn) -> None:
+        assert self._output is not None  # checked before the call
+        Path(self._output).write_bytes(drawn.png)
+        self.say(f"wrote the rate chart of {drawn.run_id} to {self._output} ({len(drawn.png):,} bytes)")
+
+    def _rewind_confirmed(self, result: RewindToConfirm) -> bool:
+        """The preview, then `Rewind? [y/N]` (a group with members is refused before the question)."""
+        self._render(result)
+        if result.preview.blocked:
+            raise GroupHasMembers(result.command.group, result.preview.blocked)
+        if self._ask("Rewind? [y/N] ").strip().lower() in ("y", "yes"):
+            return True
+        print("not rewound: nothing moved", file=self._out)
+        return False
+
+    def _reconciled(self, queued: ReconcileQueued, *, follow: bool) -> int:
+        """A queued reconcile; with --follow wait for it and print the run with its verdict."""
+        job, run_id = queued.job, queued.run_id
         if not follow:
-            self._emit(
-                job, f"reconciling {command.run_id} as {job.id}; `replay status {command.run_id}` shows it"
-            )
+            self._render(queued)
             return EXIT_OK
         try:
             job = wait_until_terminal(self._client, self._actor, job)
         except KeyboardInterrupt:
-            print(stopped_waiting_for_reconcile(job.id, command.run_id), file=self._err)
+            print(stopped_waiting_for_reconcile(job.id, run_id), file=self._err)
             return EXIT_INTERRUPTED
-        run = self._client.get_replay(self._actor, command.run_id)
+        run = self._client.get_replay(self._actor, run_id)
         self._emit(run, describe_run(run))
         verdict = run.reconcile.verdict() if run.reconcile is not None else None
         return (
@@ -269,61 +248,6 @@ class Cli:
             if job.state == RunState.SUCCEEDED and verdict is not None and verdict.clean
             else EXIT_FAILED
         )
-
-    def _chart(self, command: ChartCommand) -> int:
-        if self._output is None:
-            raise BadRequest("where should the chart go? add -o <file>.png")
-        png = self._client.chart_png(self._actor, command.run_id)
-        Path(self._output).write_bytes(png)
-        print(
-            f"wrote the rate chart of {command.run_id} to {self._output} ({len(png):,} bytes)", file=self._out
-        )
-        return EXIT_OK
-
-    def _pipelines(self, command: Command, *, confirm: bool) -> int:
-        if isinstance(command, ScheduleCommand):
-            pipeline = self._client.schedule(
-                self._actor,
-                ScheduleBody.of(command, confirm_live=confirm),
-                idempotency_key=f"cli-{uuid.uuid4().hex}",  # a retry of this call cannot schedule twice
-            )
-            self._emit(pipeline, f"scheduled {describe_pipeline(pipeline)}")
-        elif isinstance(command, PipelinesCommand):
-            if command.filter == "idle":
-                idle = self._client.idle_pipelines(self._actor)
-                lines = [
-                    f"{describe_pipeline(p)}; removed after {p.deadline.isoformat()} unless kept"
-                    for p in idle
-                ]
-                self._emit(idle, "\n".join(lines) or "no idle pipelines")
-                return EXIT_OK
-            owner = self._actor if command.filter == "mine" else None
-            found = self._client.list_pipelines(self._actor, owner=owner)
-            self._emit(found, "\n".join(describe_pipeline(p) for p in found) or "no pipelines")
-        elif isinstance(command, PipelineCommand):
-            detail = self._client.get_pipeline(self._actor, command.pipeline_id)
-            runs = "\n".join(f"  {describe_run(r)}" for r in detail.runs) or "  no runs yet"
-            self._emit(detail, f"{describe_pipeline(detail)}\nlast runs:\n{runs}")
-        elif isinstance(command, PauseCommand | ResumeCommand):
-            action: PipelineAction = "pause" if isinstance(command, PauseCommand) else "resume"
-            pipeline = self._client.pipeline_action(self._actor, command.pipeline_id, action)
-            self._emit(pipeline, describe_pipeline(pipeline))
-        elif isinstance(command, UnscheduleCommand):
-            if not confirm:
-                raise BadRequest(
-                    f"unscheduling {command.pipeline_id} stops it for good: add --yes to confirm"
-                )
-            pipeline = self._client.unschedule(self._actor, command.pipeline_id, confirm=True)
-            self._emit(pipeline, describe_pipeline(pipeline))
-        else:
-            raise BadRequest(f"'{type(command).__name__}' is not available from this command line")
-        return EXIT_OK
-
-    def _latest_run_id(self) -> str:
-        runs = self._client.list_replays(self._actor, requester=self._actor, limit=1).runs
-        if not runs:
-            raise BadRequest("you have no runs yet")
-        return runs[0].id
 
     def _follow(self, run: RunOut) -> int:
         """Until the run ends; Ctrl-C leaves it running and prints how to cancel it."""
@@ -334,6 +258,85 @@ class Cli:
             return EXIT_INTERRUPTED
         self._emit(run, describe_run(run))
         return EXIT_OK if run.state == RunState.SUCCEEDED else EXIT_FAILED
+
+
+def _rate_changed(cli: Cli, result: RateChanged) -> None:
+    run = result.run
+    change = run.rate_changes[-1] if run.rate_changes else None
+    when = f" from {change.at.astimezone(UTC):%H:%M:%S} UTC" if change is not None else ""
+    cli.emit(run, f"{describe_run(run)}{when}")
+
+
+def _idle(cli: Cli, result: IdlePipelinesListed) -> None:
+    idle = result.pipelines
+    lines = [f"{describe_pipeline(p)}; removed after {p.deadline.isoformat()} unless kept" for p in idle]
+    cli.emit(idle, "\n".join(lines) or "no idle pipelines")
+
+
+def _pipeline_detail(cli: Cli, result: PipelineShown) -> None:
+    detail = result.detail
+    runs = "\n".join(f"  {describe_run(r)}" for r in detail.runs) or "  no runs yet"
+    cli.emit(detail, f"{describe_pipeline(detail)}\nlast runs:\n{runs}")
+
+
+def _sources(cli: Cli, result: SourcesShown) -> None:
+    sources = chosen_sources(result.sources, result.name)
+    cli.emit(sources, describe_sources(sources))
+
+
+def _refuse(why: str) -> Callable[[Cli, Any], None]:
+    """A confirmation the command line gives only with --yes: refused, naming the flag."""
+
+    def refuse(_cli: Cli, result: Any) -> None:
+        raise BadRequest(why.format(result=result))
+
+    return refuse
+
+
+def _unschedule_unconfirmed(_cli: Cli, result: UnscheduleToConfirm) -> None:
+    if result.pipeline.state == "archived":
+        raise BadRequest(f"{result.command.pipeline_id} is already unscheduled")
+    raise BadRequest(f"unscheduling {result.command.pipeline_id} stops it for good: add --yes to confirm")
+
+
+def _rewind_preview(cli: Cli, result: RewindToConfirm) -> None:
+    """The preview; `Cli.run` then asks `Rewind? [y/N]` (or takes --yes) and applies it."""
+    cli.emit(result.preview, describe_rewind(result.preview))
+
+
+# One renderer per result of the shared command table (`tests/contract` checks none is missing).
+RENDERERS: dict[type[Any], Callable[[Cli, Any], None]] = {
+    HelpShown: lambda cli, r: cli.say(topic_help(r.topic)),
+    Planned: lambda cli, r: cli.emit(r.plan, describe_plan(r.plan)),
+    ReplayCreated: lambda cli, r: cli.emit(r.run, f"created {describe_run(r.run)}"),
+    RunShown: lambda cli, r: cli.emit(r.run, describe_run(r.run)),
+    RunsListed: lambda cli, r: cli.emit(r.page, "\n".join(describe_run(x) for x in r.page.runs) or "no runs"),
+    Cancelling: lambda cli, r: cli.emit(r.run, f"cancelling {describe_run(r.run)}"),
+    RateChanged: _rate_changed,
+    ReconcileQueued: lambda cli, r: cli.emit(
+        r.job, f"reconciling {r.run_id} as {r.job.id}; `replay status {r.run_id}` shows it"
+    ),
+    ChartDrawn: lambda cli, r: cli.write_chart(r),
+    SourcesShown: _sources,
+    Scheduled: lambda cli, r: cli.emit(r.pipeline, f"scheduled {describe_pipeline(r.pipeline)}"),
+    PipelinesListed: lambda cli, r: cli.emit(
+        r.pipelines, "\n".join(describe_pipeline(p) for p in r.pipelines) or "no pipelines"
+    ),
+    IdlePipelinesListed: _idle,
+    PipelineShown: _pipeline_detail,
+    PipelineChanged: lambda cli, r: cli.emit(r.pipeline, describe_pipeline(r.pipeline)),
+    Unscheduled: lambda cli, r: cli.emit(r.pipeline, describe_pipeline(r.pipeline)),
+    LagMeasured: lambda cli, r: cli.emit(r.lag, describe_lag(r.lag)),
+    Rewound: lambda cli, r: cli.emit(r.rewind, describe_rewind(r.rewind)),
+    LiveReplayToConfirm: _refuse(
+        "publishing into the live topic '{result.plan.topic}' needs a confirmation: add --yes"
+    ),
+    LiveScheduleToConfirm: _refuse(
+        "scheduling into the live topic '{result.live_topic}' needs a confirmation: add --yes"
+    ),
+    UnscheduleToConfirm: _unschedule_unconfirmed,
+    RewindToConfirm: _rewind_preview,
+}
 
 
 def _login_command(words: Sequence[str], out: TextIO) -> int:

@@ -4,11 +4,17 @@ Every call sends a request model and returns an answer model of `daemon.contract
 untyped crosses between a client and the daemon. HTTP failures are translated here into the same domain
 errors the service raises, so the edges (an ephemeral Slack reply, a CLI exit code) handle a refusal the
 same way whether it was local or remote.
+
+Creating calls (a replay, a pipeline, an applied rewind) carry an Idempotency-Key, and only those are
+retried, by the client's declared policy `KEYED_RETRY`: a timeout leaves the caller unsure whether the
+thing exists, and asking again with the same key answers that (the daemon gives back the first one)
+without making a second. A call without a key is never retried.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any, Literal, TypeVar
 
 import httpx
@@ -47,6 +53,11 @@ from daemon.core.errors import (
     TooManyRuns,
     Unavailable,
 )
+from daemon.core.retry import RetryPolicy, Sleep
+
+# An unreachable or timed-out daemon is worth one more try with the same key; a daemon that answered
+# "a dependency is down" has answered (asking again at once finds the same), as has any refusal.
+KEYED_RETRY = RetryPolicy(attempts=2, pause_s=1.0, transient=(Unavailable,), permanent=(DependencyDown,))
 
 Model = TypeVar("Model")
 _Paged = TypeVar("_Paged", PipelinePageOut, IdlePipelinePageOut)
@@ -86,7 +97,11 @@ class DaemonClient:
         token: str,
         timeout_s: float = 10.0,
         transport: httpx.BaseTransport | None = None,
+        keyed_retry: RetryPolicy = KEYED_RETRY,
+        sleep: Sleep = time.sleep,
     ) -> None:
+        self._keyed_retry = keyed_retry
+        self._sleep = sleep
         self._base_url = base_url.rstrip("/")
         self._http = httpx.Client(
             base_url=self._base_url,
@@ -116,6 +131,12 @@ class DaemonClient:
             yield page
             if (cursor := page.next_cursor) is None:
                 return
+
+    def _keyed(self, idempotency_key: str | None, work: Callable[[], Model]) -> Model:
+        """``work()``, retried by ``KEYED_RETRY`` when the call carries a key (and only then)."""
+        if idempotency_key is None:
+            return work()
+        return self._keyed_retry.call(work, sleep=self._sleep)
 
     def _call(
         self,
@@ -179,7 +200,10 @@ class DaemonClient:
         self, actor: str, request: ReplayBody, *, idempotency_key: str | None = None
     ) -> RunCreated:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-        return self._call(_CREATED, "POST", "/v1/replays", actor=actor, body=request, headers=headers)
+        return self._keyed(
+            idempotency_key,
+            lambda: self._call(_CREATED, "POST", "/v1/replays", actor=actor, body=request, headers=headers),
+        )
 
     def get_replay(self, actor: str, run_id: str) -> RunOut:
         return self._call(_RUN, "GET", f"/v1/replays/{run_id}", actor=actor)
@@ -241,7 +265,10 @@ class DaemonClient:
     ) -> tuple[PipelineOut, bool]:
         """`schedule`, and whether this call created the pipeline (False: the key's first create did)."""
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-        response = self._send("POST", "/v1/pipelines", actor=actor, body=request, headers=headers)
+        response = self._keyed(
+            idempotency_key,
+            lambda: self._send("POST", "/v1/pipelines", actor=actor, body=request, headers=headers),
+        )
         try:
             pipeline = _PIPELINE.validate_json(response.content)
         except ValidationError as exc:
@@ -294,4 +321,7 @@ class DaemonClient:
         """Preview a rewind of a consumer group (`request.preview`), or apply it."""
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         path = f"/v1/groups/{group}/rewind"
-        return self._call(_REWIND, "POST", path, actor=actor, body=request, headers=headers)
+        return self._keyed(
+            idempotency_key,
+            lambda: self._call(_REWIND, "POST", path, actor=actor, body=request, headers=headers),
+        )
