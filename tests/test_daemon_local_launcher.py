@@ -47,6 +47,7 @@ def test_the_monitor_wakes_the_watcher_at_the_result_line_then_at_exit(tmp_path:
     monitor = threading.Thread(
         target=_watch_job,
         args=(stdout, lambda: process.poll() is None, lambda: wakes.append(time.monotonic())),
+        kwargs={"clock": time.monotonic, "sleep": time.sleep},
     )
     started = time.monotonic()
     monitor.start()

@@ -80,7 +80,7 @@ def test_wait_for_exit_polls_at_the_interval_until_the_timeout(
     set_job_run_state(handle["application_id"], handle["job_run_id"], "RUNNING")
 
     assert launcher.wait_for_exit(handle, timeout_s=20) == JobState.RUNNING
-    assert clock.calls == [7.0, 7.0]  # a third interval would overrun the timeout
+    assert clock.calls == [7.0, 7.0, 6.0]  # the last look is at the deadline, never past it
 
 
 # -- outcome ---------------------------------------------------------------------------------

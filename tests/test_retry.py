@@ -131,3 +131,64 @@ def test_poll_raises_an_undeclared_error() -> None:
             sleep=clock.sleep,
             transient=(Unavailable,),
         )
+
+
+def test_poll_waits_out_transient_errors_only_for_its_patience() -> None:
+    clock = FakeClock()
+
+    def check() -> None:
+        raise Unavailable("daemon gone")
+
+    with pytest.raises(Unavailable):
+        poll(
+            check,
+            every_s=5,
+            timeout_s=None,
+            clock=lambda: clock.now,
+            sleep=clock.sleep,
+            transient=(Unavailable,),
+            patience_s=60,
+        )
+    assert clock.now == 60  # twelve pauses of 5 s, then the error is said
+
+
+def test_a_good_look_resets_the_patience() -> None:
+    clock = FakeClock()
+    looks: list[object] = [Unavailable("blip")] * 10 + [None] + [Unavailable("blip")] * 10 + ["done"]
+
+    def check() -> str | None:
+        look = looks.pop(0)
+        if isinstance(look, BaseException):
+            raise look
+        return look  # type: ignore[return-value]
+
+    found = poll(
+        check,
+        every_s=5,
+        timeout_s=None,
+        clock=lambda: clock.now,
+        sleep=clock.sleep,
+        transient=(Unavailable,),
+        permanent=(DependencyDown,),
+        patience_s=60,
+    )
+    assert found == "done"  # 50 s of errors, a good look, 50 s more: never 60 in a row
+
+
+def test_poll_raises_a_permanent_subclass_of_a_transient_error_at_once() -> None:
+    clock = FakeClock()
+
+    def check() -> None:
+        raise DependencyDown("database", "db:5432", "down")
+
+    with pytest.raises(DependencyDown):
+        poll(
+            check,
+            every_s=1,
+            timeout_s=None,
+            clock=lambda: clock.now,
+            sleep=clock.sleep,
+            transient=(Unavailable,),
+            permanent=(DependencyDown,),
+        )
+    assert clock.sleeps == []

@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from daemon.core.errors import BadRequest, GroupHasMembers, NotFound, ReplayError, Unavailable
 from daemon.core.lag import GroupState
+from daemon.core.retry import RetryPolicy, Sleep
 from daemon.usecases.ports import ConsumerGroupAdmin, GroupDescription, GroupMember
 
 log = structlog.get_logger(__name__)
@@ -62,6 +63,21 @@ _COORDINATOR_STARTING = frozenset(
     }
 )
 COORDINATOR_SETTLE_S = 5.0
+
+
+def _coordinator_starting(exc: BaseException) -> bool:
+    error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+    return error is not None and error.code() in _COORDINATOR_STARTING
+
+
+# A broker's first group request creates `__consumer_offsets`, and a moved coordinator answers "not
+# coordinator" once: those codes (only those) are asked again, for about COORDINATOR_SETTLE_S.
+COORDINATOR_RETRY = RetryPolicy(
+    attempts=int(COORDINATOR_SETTLE_S / 0.25) + 1,
+    pause_s=0.25,
+    transient=(KafkaException,),
+    when=_coordinator_starting,
+)
 _NO_TOPIC = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._NOENT})
 # What Kafka answers an offset commit for a group with members (it does not know our admin "member").
 _HAS_MEMBERS = frozenset(
@@ -98,7 +114,10 @@ def _translate(error: KafkaError, what: str, *, group: str | None, where: str) -
 class KafkaConsumerGroups(ConsumerGroupAdmin):
     """Describe groups, read and move their committed offsets; every call has a timeout."""
 
-    def __init__(self, *, config: Mapping[str, str], timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, *, config: Mapping[str, str], timeout_s: float = 10.0, sleep: Sleep = time.sleep
+    ) -> None:
+        self._sleep = sleep
         self._where = config.get("bootstrap.servers", "?")
         self._timeout_s = timeout_s
         self._client = AdminClient({**dict(config), "socket.timeout.ms": int(timeout_s * 1000)})
@@ -120,18 +139,9 @@ class KafkaConsumerGroups(ConsumerGroupAdmin):
                 raise _translate(tp.error, what, group=group, where=self._where)
 
     def _settled(self, call: Callable[[], T]) -> T:
-        """``call()``, again for a few seconds while the group coordinator is still starting: a
-        broker's first group request creates ``__consumer_offsets``, and a moved coordinator answers
-        "not coordinator" once. A broker that stays busy is reported (``_translate``)."""
-        deadline = time.monotonic() + COORDINATOR_SETTLE_S
-        while True:
-            try:
-                return call()
-            except KafkaException as exc:
-                error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-                if error is None or error.code() not in _COORDINATOR_STARTING or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.25)
+        """``call()``, by ``COORDINATOR_RETRY`` while the group coordinator is still starting; a
+        broker that stays busy is reported (``_translate``)."""
+        return COORDINATOR_RETRY.call(call, sleep=self._sleep)
 
     def describe_group(self, group: str) -> GroupDescription:
         what = f"describing consumer group '{group}'"

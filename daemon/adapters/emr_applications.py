@@ -26,6 +26,7 @@ from daemon.adapters.emr_states import (
 )
 from daemon.config.emr_settings import EmrSettings
 from daemon.core.errors import ConfigError, NotFound, Unavailable
+from daemon.core.retry import poll
 
 log = structlog.get_logger(__name__)
 
@@ -145,12 +146,14 @@ class EmrApplications:
         default `timeout_s=0` this takes one step and returns False when it must be called again;
         with a timeout it polls every `poll_interval_s` until done or out of time.
         """
-        deadline = self._monotonic() + timeout_s
-        while not self._teardown(app_id):
-            if self._monotonic() + self._poll_interval_s > deadline:
-                return False
-            self._sleep(self._poll_interval_s)
-        return True
+        gone = poll(
+            lambda: True if self._teardown(app_id) else None,
+            every_s=self._poll_interval_s,
+            timeout_s=timeout_s,
+            clock=self._monotonic,
+            sleep=self._sleep,
+        )
+        return gone is not None
 
     def describe(self, app_id: str) -> dict[str, Any]:
         with aws_errors("get EMR Serverless application"):

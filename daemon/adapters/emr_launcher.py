@@ -37,6 +37,7 @@ from daemon.adapters.emr_run_files import EmrRunFiles
 from daemon.adapters.emr_states import EmrJobRunState, exit_outcome, is_terminal, job_run_state, job_state
 from daemon.config.emr_settings import EmrSettings, spark_heap
 from daemon.core.errors import BadRequest, ConfigError, NotFound, ReplayError
+from daemon.core.retry import poll
 from daemon.usecases.ports import ApplicationDeleter, Handle, JobOutcome, JobState, Launcher, parse_outcome
 
 log = structlog.get_logger(__name__)
@@ -240,15 +241,20 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
 
     def wait_for_exit(self, handle: Handle, *, timeout_s: float) -> JobState:
         """Poll `state` every `poll_interval_s` until the job exits or `timeout_s` passes (CLI, tests)."""
-        deadline = self._monotonic() + timeout_s
-        while True:
-            state = self.state(handle)
-            if (
-                state in (JobState.EXITED, JobState.LOST)
-                or self._monotonic() + self._poll_interval_s > deadline
-            ):
-                return state
-            self._sleep(self._poll_interval_s)
+        last: list[JobState] = []
+
+        def exited() -> JobState | None:
+            last.append(self.state(handle))
+            return last[-1] if last[-1] in (JobState.EXITED, JobState.LOST) else None
+
+        poll(
+            exited,
+            every_s=self._poll_interval_s,
+            timeout_s=timeout_s,
+            clock=self._monotonic,
+            sleep=self._sleep,
+        )
+        return last[-1]
 
     # -- job runs ----------------------------------------------------------------------------
 

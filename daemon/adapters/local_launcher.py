@@ -30,6 +30,7 @@ from pathlib import Path
 import structlog
 
 import spark_job
+from daemon.core.retry import Clock, Sleep, poll
 from daemon.usecases.ports import (
     FAILED_PREFIX,
     RESULT_PREFIX,
@@ -109,11 +110,15 @@ def default_max_concurrent_runs(cores: int | None = None, memory_bytes: int | No
     return max(1, min(cores // CORES_PER_JOB, memory_bytes // MEMORY_PER_JOB))
 
 
-def _watch_job(stdout: Path, alive: Callable[[], bool], wake: Callable[[], None]) -> None:
+def _watch_job(
+    stdout: Path, alive: Callable[[], bool], wake: Callable[[], None], *, clock: Clock, sleep: Sleep
+) -> None:
     """Wake the watcher once the job printed its result line, and once its process is gone."""
     markers = (RESULT_PREFIX.encode(), FAILED_PREFIX.encode())
     offset, carry, said = 0, b"", False
-    while True:
+
+    def gone() -> bool | None:
+        nonlocal offset, carry, said
         running = alive()
         if not said:
             try:
@@ -129,8 +134,10 @@ def _watch_job(stdout: Path, alive: Callable[[], bool], wake: Callable[[], None]
                 wake()
         if not running:
             wake()
-            return
-        time.sleep(MONITOR_EVERY_S)
+            return True
+        return None
+
+    poll(gone, every_s=MONITOR_EVERY_S, timeout_s=None, clock=clock, sleep=sleep)
 
 
 def default_spark_submit() -> str:
@@ -167,7 +174,10 @@ class LocalSparkLauncher(Launcher):
         task_retries: int = 2,
         extra_conf: dict[str, str] | None = None,
         max_concurrent_runs: int | None = None,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = time.sleep,
     ) -> None:
+        self._clock, self._sleep = clock, sleep
         self._runs_dir = runs_dir
         self._spark_submit = spark_submit or default_spark_submit()
         self._task_retries = task_retries
@@ -208,7 +218,7 @@ class LocalSparkLauncher(Launcher):
 
         def follow() -> None:
             try:
-                _watch_job(Path(handle["stdout"]), alive, wake)
+                _watch_job(Path(handle["stdout"]), alive, wake, clock=self._clock, sleep=self._sleep)
             finally:
                 self._monitored.discard(handle["run_id"])
 
@@ -329,9 +339,13 @@ class LocalSparkLauncher(Launcher):
         pid = int(handle["pid"])
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and self._alive(handle):
-            time.sleep(0.2)
+        poll(
+            lambda: True if not self._alive(handle) else None,
+            every_s=0.2,
+            timeout_s=grace_s,
+            clock=self._clock,
+            sleep=self._sleep,
+        )
         if self._alive(handle):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)

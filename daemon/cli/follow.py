@@ -7,6 +7,7 @@ that show and cancel it, and the CLI exits 130 (`EXIT_INTERRUPTED`) rather than 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
@@ -14,10 +15,60 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from daemon.cli.usage import PROG
 from daemon.contract.client import DaemonClient
 from daemon.contract.models import RunOut
+from daemon.core.errors import DependencyDown, Unavailable
+from daemon.core.retry import Clock, Sleep, poll
+
+# While following, a daemon that restarts or blinks is "not yet", not the end: the run goes on there.
+# One unreachable for a minute is said (exit 1, the run still goes on); a daemon that answered "my
+# database is down" has answered, and is said at once.
+FOLLOW_TRANSIENT, FOLLOW_PERMANENT, FOLLOW_PATIENCE_S = (Unavailable,), (DependencyDown,), 60.0
+
+
+def _until_terminal(
+    client: DaemonClient,
+    actor: str,
+    run: RunOut,
+    *,
+    poll_s: float,
+    seen: Callable[[RunOut], None],
+    clock: Clock,
+    sleep: Sleep,
+) -> RunOut:
+    latest = [run]
+
+    def ended() -> RunOut | None:
+        if not latest[-1].terminal:
+            latest.append(client.get_replay(actor, run.id))
+            seen(latest[-1])
+        return latest[-1] if latest[-1].terminal else None
+
+    if run.terminal:
+        return run
+    sleep(poll_s)
+    found = poll(
+        ended,
+        every_s=poll_s,
+        timeout_s=None,
+        clock=clock,
+        sleep=sleep,
+        transient=FOLLOW_TRANSIENT,
+        permanent=FOLLOW_PERMANENT,
+        patience_s=FOLLOW_PATIENCE_S,
+    )
+    assert found is not None  # no timeout: poll answers or raises
+    return found
 
 
 def follow_run(
-    client: DaemonClient, actor: str, run: RunOut, *, console: Console, show_bar: bool, poll_s: float = 1.0
+    client: DaemonClient,
+    actor: str,
+    run: RunOut,
+    *,
+    console: Console,
+    show_bar: bool,
+    poll_s: float = 1.0,
+    clock: Clock = time.monotonic,
+    sleep: Sleep = time.sleep,
 ) -> RunOut:
     """The run once it is terminal; a KeyboardInterrupt (Ctrl-C) goes through to the caller."""
     columns = (
@@ -29,19 +80,24 @@ def follow_run(
     )
     with Progress(*columns, console=console, disable=not show_bar) as bar:
         task = bar.add_task(run.id, total=run.rows or None, completed=run.confirmed)
-        while not run.terminal:
-            time.sleep(poll_s)
-            run = client.get_replay(actor, run.id)
-            bar.update(task, completed=run.confirmed, description=f"{run.id} {run.state}")
-    return run
+
+        def seen(now: RunOut) -> None:
+            bar.update(task, completed=now.confirmed, description=f"{now.id} {now.state}")
+
+        return _until_terminal(client, actor, run, poll_s=poll_s, seen=seen, clock=clock, sleep=sleep)
 
 
-def wait_until_terminal(client: DaemonClient, actor: str, run: RunOut, *, poll_s: float = 1.0) -> RunOut:
+def wait_until_terminal(
+    client: DaemonClient,
+    actor: str,
+    run: RunOut,
+    *,
+    poll_s: float = 1.0,
+    clock: Clock = time.monotonic,
+    sleep: Sleep = time.sleep,
+) -> RunOut:
     """A job (such as a reconcile) once it is terminal, without a bar."""
-    while not run.terminal:
-        time.sleep(poll_s)
-        run = client.get_replay(actor, run.id)
-    return run
+    return _until_terminal(client, actor, run, poll_s=poll_s, seen=lambda _: None, clock=clock, sleep=sleep)
 
 
 def stopped_following(run_id: str) -> str:

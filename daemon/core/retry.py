@@ -28,7 +28,9 @@ class RetryPolicy:
     """``attempts`` tries at most, ``pause_s`` apart (doubled each time up to ``max_pause_s``).
 
     Only ``transient`` errors are tried again; ``permanent`` names subclasses of them that are not (a
-    daemon that answered "the broker is down" has answered: asking again at once finds the same).
+    daemon that answered "the broker is down" has answered: asking again at once finds the same), and
+    ``when``, if given, narrows them further (a library that raises one exception type for every error
+    code: only the codes that mean "not yet").
     """
 
     attempts: int
@@ -37,13 +39,16 @@ class RetryPolicy:
     permanent: tuple[type[BaseException], ...] = ()
     backoff: float = 1.0
     max_pause_s: float = 30.0
+    when: Callable[[BaseException], bool] | None = None
 
     def __post_init__(self) -> None:
         if self.attempts < 1 or self.pause_s < 0 or self.backoff < 1:
             raise ValueError(f"not a retry policy: {self}")
 
     def is_transient(self, error: BaseException) -> bool:
-        return isinstance(error, self.transient) and not isinstance(error, self.permanent)
+        if not isinstance(error, self.transient) or isinstance(error, self.permanent):
+            return False
+        return self.when is None or self.when(error)
 
     def pauses(self) -> list[float]:
         """The pauses between the tries, in order (``attempts - 1`` of them)."""
@@ -69,18 +74,28 @@ def poll(
     clock: Clock,
     sleep: Sleep,
     transient: tuple[type[BaseException], ...] = (),
+    permanent: tuple[type[BaseException], ...] = (),
+    patience_s: float | None = None,
 ) -> T | None:
     """The first non-None answer of ``check()``, asked every ``every_s``; None once ``timeout_s`` passed.
 
-    A ``transient`` error counts as "not yet" (the next look may succeed); any other is raised. With
-    ``timeout_s=None`` it asks until ``check`` answers (a caller's Ctrl-C or cancel ends it).
+    A ``transient`` error counts as "not yet" (the next look may succeed); any other, and any of the
+    ``permanent`` subclasses of a transient one, is raised; so is a transient one once they have gone
+    on for ``patience_s`` with no good look in between (a daemon restarting, not one gone). With
+    ``timeout_s=None`` it asks until ``check`` answers (a caller's Ctrl-C or cancel ends it). The last
+    look is at the deadline, never after it: the pause before it is cut short.
     """
     deadline = None if timeout_s is None else clock() + timeout_s
+    failing_since: float | None = None
     while True:
         try:
             answer = check()
+            failing_since = None
         except BaseException as error:
-            if not isinstance(error, transient):
+            if not isinstance(error, transient) or isinstance(error, permanent):
+                raise
+            failing_since = clock() if failing_since is None else failing_since
+            if patience_s is not None and clock() - failing_since >= patience_s:
                 raise
             answer = None
         if answer is not None:

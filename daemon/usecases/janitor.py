@@ -29,6 +29,7 @@ import structlog
 from daemon.contract.models import IdlePrompt
 from daemon.core.authz import may_manage_pipeline
 from daemon.core.errors import Conflict, Forbidden, InvalidTransition, StaleUpdate
+from daemon.core.retry import Clock, Sleep, poll
 from daemon.core.states import TERMINAL_RUN_STATES, PipelineState, RunState
 from daemon.usecases.catalog import Catalog
 from daemon.usecases.ports import ApplicationDeleter, Notifier, TopicAdmin
@@ -93,7 +94,10 @@ class Janitor:
         wake_watcher: Callable[[], None] = lambda: None,
         stop_timeout_s: float = 120.0,
         release_timeout_s: float = 300.0,
+        monotonic: Clock = time.monotonic,
+        sleep: Sleep = time.sleep,
     ) -> None:
+        self._monotonic, self._sleep = monotonic, sleep
         """`stop_timeout_s`: how long de-provisioning waits for a cancelled run's job to stop before
         leaving the rest to the next pass; `release_timeout_s`: the same for deleting an application."""
         self._store = store
@@ -290,12 +294,12 @@ class Janitor:
     def _stop_runs(self, pipeline: Pipeline) -> bool:
         """Cancel the pipeline's unfinished runs as a user's cancel does (CANCELLING; the watcher stops
         the job) and wait for them to end; False when one is still going after `stop_timeout_s`."""
-        deadline = time.monotonic() + self._stop_timeout_s
-        asked = False
-        while True:
+
+        def stopped() -> bool | None:
             going = self._store.runs.list(pipeline_id=pipeline.id, state=UNFINISHED_RUN_STATES, limit=50)[0]
             if not going:
                 return True
+            asked = False
             for run in going:
                 if run.state == RunState.CANCELLING:
                     continue
@@ -308,10 +312,12 @@ class Janitor:
                 asked = True
             if asked:
                 self._wake_watcher()
-                asked = False
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.2)
+            return None
+
+        done = poll(
+            stopped, every_s=0.2, timeout_s=self._stop_timeout_s, clock=self._monotonic, sleep=self._sleep
+        )
+        return done is not None
 
     def _release(self, pipeline: Pipeline, *, timeout_s: float) -> bool:
         """Delete the pipeline's recorded EMR application; it stays recorded until it is gone."""
