@@ -202,7 +202,7 @@ class Run(_AwareTimestamps, Base):
     last_delivery_at: Mapped[datetime | None]
     # live control: the rate changes so far, [{at, tps, paused}] in time order; None: the rate is fixed
     control: Mapped[list[dict[str, Any]] | None] = mapped_column(JsonType)
-    # consumer groups watched drain after the run (``daemon.core.watch``); ``watching`` while unfinished
+    # consumer groups watched drain after the run (``daemon.core.drain``); ``watching`` while unfinished
     watch: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
     watching: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false(), index=True)
 

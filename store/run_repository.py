@@ -24,9 +24,9 @@ from daemon.core.states import TERMINAL_RUN_STATES, FailureKind, RunKind, RunSta
 from store.live_guard import LiveGuard, overlapping_runs, refuse_overlap
 from store.models import Pipeline, Run, RunProgress
 from store.pagination import decode_cursor, encode_cursor
+from store.run_drains import RunDrains
 from store.run_queue import RunQueue
 from store.run_releases import RunReleases
-from store.run_watches import RunWatches
 from store.transitions import COUNTERS, apply_transition, check_version, lock_run, set_fields, touch
 
 if TYPE_CHECKING:
@@ -42,9 +42,9 @@ def _run_state(value: str) -> RunState:
         raise BadRequest(f"{value!r} is not a valid RunState") from None
 
 
-class RunRepository(RunWatches, RunQueue, RunReleases):  # RunWatches extends RunLeases
+class RunRepository(RunDrains, RunQueue, RunReleases):  # RunDrains extends RunLeases
     """All reads and writes of ``runs`` and ``run_progress`` (leases: ``store.leases``; the launch
-    queue and launcher timings: ``store.run_queue``; consumer-group watches: ``store.run_watches``;
+    queue and launcher timings: ``store.run_queue``; consumer-group watches: ``store.run_drains``;
     releases still to do: ``store.run_releases``)."""
 
     def __init__(self, store: Store) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from daemon.adapters.consumer_groups import KafkaConsumerGroups
+from daemon.adapters.kafka_consumer_group_admin import KafkaConsumerGroupAdmin
 from daemon.core.errors import GroupNotFound, NotFound
 from daemon.core.lag import DrainState, GroupState
 from daemon.usecases.catalog import Catalog
@@ -82,7 +82,7 @@ def kafka_describe(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[st
 def groups(tmp_path: Path, kafka_bootstrap: str) -> Iterator[ConsumerGroups]:
     store = Store(f"sqlite:///{tmp_path / 'store.db'}")
     upgrade(store.engine)
-    admin = KafkaConsumerGroups(config={"bootstrap.servers": kafka_bootstrap})
+    admin = KafkaConsumerGroupAdmin(config={"bootstrap.servers": kafka_bootstrap})
     yield ConsumerGroups(
         groups=admin, catalog=Catalog(path="-", sources={}), store=store, admins=[], sample_s=0.0
     )

@@ -12,7 +12,7 @@ import pyarrow.dataset as ds
 import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME
 
-from daemon.adapters.kafka_admin import KafkaAdmin
+from daemon.adapters.kafka_topic_admin import KafkaTopicAdmin
 from daemon.contract.client import DaemonClient
 from daemon.contract.models import ReplayBody, RunOut
 from tests.fixtures.daemon import OWNER, DaemonProcess
@@ -41,7 +41,7 @@ def wait_for(client: DaemonClient, run_id: str, timeout_s: float = 240.0) -> Run
 
 
 def topic_config(bootstrap: str, topic: str) -> dict[str, str]:
-    info = KafkaAdmin(config={"bootstrap.servers": bootstrap}).describe(topic)
+    info = KafkaTopicAdmin(config={"bootstrap.servers": bootstrap}).describe(topic)
     assert info is not None, f"topic {topic} does not exist"
     return info.config
 

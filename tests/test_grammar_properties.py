@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daemon.core.auto_rate import AutoRate
+from daemon.core.drain import MAX_WATCHED_GROUPS
 from daemon.core.grammar import (
     CEILINGS,
     MAX_HEADERS,
@@ -39,7 +40,6 @@ from daemon.core.grammar import (
     render,
 )
 from daemon.core.quantities import MAX_DURATION_SECONDS
-from daemon.core.watch import MAX_WATCHED_GROUPS
 from daemon.core.windows import MAX_DAYS, DayWindow, RecentDayWindow, RelativeWindow, TimeWindow
 from tests.test_grammar import PIPE, RUN
 

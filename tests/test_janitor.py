@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from daemon.adapters.kafka_admin import KafkaAdmin
+from daemon.adapters.kafka_topic_admin import KafkaTopicAdmin
 from daemon.core.errors import Forbidden
 from tests.fixtures.daemon import ADMIN, OWNER
 from tests.fixtures.janitor import (
@@ -130,7 +130,7 @@ def test_a_crash_between_topic_deletion_and_archiving_is_finished_by_the_next_ru
     world.janitor.run_once()
     world.clock.advance(days=8)
     # The crashed run got this far: the topic was deleted and the first owner was told.
-    KafkaAdmin(config={"bootstrap.servers": world.bootstrap}).delete(pipeline.topic)
+    KafkaTopicAdmin(config={"bootstrap.servers": world.bootstrap}).delete(pipeline.topic)
     told = f"deprovisioned:{pipeline.id}:{OWNER}"
     world.store.notifications.record_once(told, kind="deprovisioned")
     world.store.notifications.mark_delivered(told, "D0OWNER1")

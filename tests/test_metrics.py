@@ -7,7 +7,7 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from daemon.core.watch import WatchedGroup, WatchState
+from daemon.core.drain import DrainStage, GroupDrain
 from daemon.runtime.metrics import render_metrics
 from store import Store
 from store.models import Run
@@ -48,7 +48,7 @@ def test_a_running_run_shows_its_target_and_achieved_rate_confirmed_and_watched_
     store.runs.transition(run.id, "running")
     store.runs.update_progress(run.id, confirmed=1200, rate=480.5)
     store.runs.update(run.id, dead_lettered=3)
-    watched = WatchedGroup(group="orders-consumer", state=WatchState.BASELINE, baseline=40, lag=950)
+    watched = GroupDrain(group="orders-consumer", state=DrainStage.BASELINE, baseline=40, lag=950)
     store.runs.set_watch(run.id, {"groups": [watched.to_dict()]}, watching=False)
 
     samples = _samples(store)

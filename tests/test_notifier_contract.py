@@ -12,8 +12,8 @@ from structlog.testing import capture_logs
 
 from daemon.adapters.log_notifier import LogNotifier
 from daemon.adapters.slack_notifier import SlackNotifier
-from daemon.contract.models import IdlePrompt, RateSeriesOut, ReconcileOut, WatchOut
-from daemon.core.watch import WatchState
+from daemon.contract.models import GroupDrainOut, IdlePrompt, RateSeriesOut, ReconcileOut
+from daemon.core.drain import DrainStage
 from daemon.slack.web_client import make_web_client
 from daemon.usecases.ports import Notifier, RunThread
 from scripts.devtools.slack_standin import SlackStandin
@@ -75,7 +75,9 @@ def test_a_watch_and_a_topics_expiry_answer_where_they_went(notifier: Notifier) 
     watched = changed(
         run,
         state="succeeded",
-        watch=[WatchOut(group="billing", state=WatchState.WATCHING, baseline=10, lag=400, last_at=CREATED)],
+        watch=[
+            GroupDrainOut(group="billing", state=DrainStage.WATCHING, baseline=10, lag=400, last_at=CREATED)
+        ],
     )
 
     posted = notifier.watch_started(watched)

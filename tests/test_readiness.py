@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from daemon.adapters.kafka_admin import KafkaAdmin
+from daemon.adapters.kafka_topic_admin import KafkaTopicAdmin
 from daemon.config.settings import load_settings
 from daemon.runtime.readiness import Readiness, readiness_for
 from daemon.usecases.catalog import load_catalog
@@ -89,8 +89,8 @@ def test_probes_run_at_once_and_a_silent_one_is_down_after_its_bound(silent_port
     silent = {"bootstrap.servers": f"127.0.0.1:{silent_port}"}
     readiness = Readiness(
         probes={
-            "kafka": KafkaAdmin(config=silent, timeout_s=1.0).ping,
-            "table_storage": KafkaAdmin(config=silent, timeout_s=1.0).ping,
+            "kafka": KafkaTopicAdmin(config=silent, timeout_s=1.0).ping,
+            "table_storage": KafkaTopicAdmin(config=silent, timeout_s=1.0).ping,
             "hangs": lambda: time.sleep(30),
             "kms": None,
         },

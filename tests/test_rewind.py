@@ -17,7 +17,7 @@ import yaml
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from daemon.adapters.consumer_groups import KafkaConsumerGroups
+from daemon.adapters.kafka_consumer_group_admin import KafkaConsumerGroupAdmin
 from daemon.cli.main import EXIT_FAILED, EXIT_OK, main
 from daemon.contract.groups import RewindBody
 from daemon.contract.models import ReplayBody
@@ -167,7 +167,7 @@ def test_a_group_with_active_members_is_refused_with_a_clear_message(
 def test_kafkas_own_refusal_in_a_race_is_translated_to_the_same_error(
     kafka_bootstrap: str, live_topic: str, member: str
 ) -> None:
-    admin = KafkaConsumerGroups(config={"bootstrap.servers": kafka_bootstrap})
+    admin = KafkaConsumerGroupAdmin(config={"bootstrap.servers": kafka_bootstrap})
 
     with pytest.raises(GroupHasMembers, match="has active members"):
         admin.alter_offsets(member, live_topic, {0: 0})  # past our own check, straight to Kafka

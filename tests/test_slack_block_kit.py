@@ -20,7 +20,7 @@ from slack_sdk.models.blocks import Block
 
 from daemon.contract.models import ReconcileOut, RunOut
 from daemon.slack import blocks as kit
-from daemon.slack import pipeline_messages, run_messages, topic_messages, watch_messages
+from daemon.slack import drain_messages, pipeline_messages, run_messages, topic_messages
 from daemon.slack.blocks import Message
 from daemon.slack.views import PipelineView
 from tests.fixtures.slack import changed, wire_pipeline, wire_run
@@ -134,7 +134,7 @@ def test_every_answer_about_a_run_is_one_slack_accepts(reason: str, source: str,
         run_messages.run_status(run),
         run_messages.run_list([run] * 30, title=source),
         run_messages.cancelling(run),
-        watch_messages.watch_message(run),
+        drain_messages.drain_message(run),
         topic_messages.topic_deleted(run),
     ):
         check_message(message)

@@ -45,7 +45,7 @@ class Operator(threading.Thread):
         self.changes: list[RateChange] = []
         self.send_s: list[float] = []  # how long each change took to reach the broker
         self.error: BaseException | None = None
-        # Long-lived and connected before the first change, as the daemon's `KafkaRunControl` is: a
+        # Long-lived and connected before the first change, as the daemon's `KafkaRunControlChannel` is: a
         # producer built per change spends part of the lead on its connection and producer id.
         self._producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
         self._producer.list_topics(timeout=10)

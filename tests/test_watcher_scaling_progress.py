@@ -14,7 +14,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from daemon.adapters.progress_reader import ProgressProbe
+from daemon.adapters.kafka_progress_source import KafkaProgressSource
 from spark_job.progress import Beacon, ProgressReader
 from tests.fixtures.kafka import create_topic, unique_topic
 
@@ -60,7 +60,7 @@ def test_a_new_runs_reader_starts_at_its_submission_not_at_the_topics_beginning(
     assert (first.confirmed, first.beacons) == (10 + 20 + 30, 3)
     assert (second.confirmed, second.partitions_done) == (40 + 20 + 30, 1)
 
-    restarted = ProgressProbe(kafka_config=kafka, topic=topic)  # a daemon restarted mid-run
+    restarted = KafkaProgressSource(kafka_config=kafka, topic=topic)  # a daemon restarted mid-run
     try:
         sample = restarted.sample("r-new", since=submitted)
         assert sample is not None

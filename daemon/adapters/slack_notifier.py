@@ -37,6 +37,7 @@ from daemon.core.errors import ReplayError
 from daemon.slack import idle_messages
 from daemon.slack.blocks import Message, is_user_id
 from daemon.slack.control_messages import rate_changed_reply
+from daemon.slack.drain_messages import drain_message, drain_outcome
 from daemon.slack.pipeline_messages import pipeline_run_line, pipeline_summary
 from daemon.slack.rate_chart import render_run_chart
 from daemon.slack.run_messages import final_reply, progress_reply, reconcile_reply, run_parent
@@ -44,7 +45,6 @@ from daemon.slack.run_report import chart_title
 from daemon.slack.topic_messages import topic_deleted, topic_expiring
 from daemon.slack.user_zones import UserZones
 from daemon.slack.views import PipelineView
-from daemon.slack.watch_messages import watch_message, watch_outcome
 from daemon.slack.web_client import make_web_client, with_retries
 from daemon.usecases.ports import Notifier, RunThread
 
@@ -232,18 +232,18 @@ class SlackNotifier(Notifier):
         channel = self._channel(run)
         if channel is None or run.slack_ts is None:
             return None
-        return self._post(channel, watch_message(run), thread_ts=run.slack_ts)
+        return self._post(channel, drain_message(run), thread_ts=run.slack_ts)
 
     def watch_progress(self, run: RunOut, *, message_ts: str) -> None:
         channel = self._channel(run)
         if channel is not None:
-            self._update(channel, message_ts, watch_message(run))
+            self._update(channel, message_ts, drain_message(run))
 
     def watch_concluded(self, run: RunOut, group: str) -> None:
         """In the run's thread (a pipeline run's: its pipeline's thread), or the channel without one."""
         channel = self._channel(run)
         if channel is not None:
-            self._post(channel, watch_outcome(run, group), thread_ts=run.slack_ts)
+            self._post(channel, drain_outcome(run, group), thread_ts=run.slack_ts)
 
     def topic_expiry(self, run: RunOut, *, deletes_at: datetime | None) -> str:
         """In the run's thread; a run with no channel at all goes to its requester's DM."""

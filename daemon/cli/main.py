@@ -33,6 +33,7 @@ from typing import Any, TextIO
 from pydantic import BaseModel
 from rich.console import Console
 
+from daemon.cli.drains import drain_lines
 from daemon.cli.follow import (
     follow_run,
     stopped_following,
@@ -50,7 +51,6 @@ from daemon.cli.usage import EXIT_FAILED as EXIT_FAILED
 from daemon.cli.usage import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from daemon.cli.usage import EXIT_OK as EXIT_OK
 from daemon.cli.usage import cli_help, parse_arguments, topic_help, version_text
-from daemon.cli.watch import watch_lines
 from daemon.config.client_settings import DEFAULT_DAEMON_URL, load_client_settings
 from daemon.contract.client import DaemonClient
 from daemon.contract.commands import (
@@ -124,7 +124,7 @@ def describe_run(run: RunOut) -> str:
         text += f", at least {run.on_topic_at_least:,} are on the topic"
     if run.failure_reason:
         text += f" — {run.failure_reason}"
-    text += watch_lines(run)
+    text += drain_lines(run)
     if run.reconcile is not None:
         text += f"\n  reconcile: {run.reconcile.verdict().text}"
         for name in ("missing", "unexpected", "duplicates"):

@@ -18,13 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from daemon.core.auto_rate import AutoRate
 from daemon.core.cron import parse_cron
+from daemon.core.drain import DrainStage
 from daemon.core.errors import BadRequest
 from daemon.core.grammar import OnError, PlanCommand, ReplayCommand, ScheduleCommand, Timestamp, Topic
 from daemon.core.quantities import parse_duration, render_duration
 from daemon.core.reconcile import Tally, Verdict, verdict
 from daemon.core.run_options import WindowKind
 from daemon.core.states import FailureKind, PipelineState, RunKind, RunState
-from daemon.core.watch import WatchState
 from daemon.core.windows import label, parse_window
 
 T = TypeVar("T")
@@ -318,13 +318,13 @@ class RateSeriesOut(BaseModel):
     target_tps: int
 
 
-class WatchOut(BaseModel):
+class GroupDrainOut(BaseModel):
     """A consumer group a run watches drain (`watch=`): its lag on the run's topic against its baseline.
 
     Lags are None when unknown (no committed offset on the topic), never 0; `note` says why."""
 
     group: str
-    state: WatchState
+    state: DrainStage
     baseline: int | None = Field(description="the group's lag when the run started")
     lag: int | None = Field(description="its lag at `last_at`")
     last_at: datetime | None = None
@@ -398,7 +398,7 @@ class RunOut(BaseModel):
     eta_s: float | None = Field(
         default=None, description="the plan's estimate from the command to the final state, start-up included"
     )
-    watch: list[WatchOut] = Field(
+    watch: list[GroupDrainOut] = Field(
         default_factory=list, description="consumer groups watched drain after the run (`watch=`)"
     )
     watch_deadline: datetime | None = Field(default=None, description="when an unfinished watch gives up")

@@ -24,9 +24,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, StateSetMetricFamily
 from sqlalchemy import func, select
 
+from daemon.core.drain import groups_from
 from daemon.core.run_control import changes_from, latest_rate
 from daemon.core.states import TERMINAL_RUN_STATES, RunState
-from daemon.core.watch import groups_from
 from store.models import Run
 
 if TYPE_CHECKING:

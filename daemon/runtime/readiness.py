@@ -20,7 +20,7 @@ from botocore.config import Config
 from sqlalchemy import text
 
 from daemon.adapters.aws_errors import aws_errors
-from daemon.adapters.kafka_admin import KafkaAdmin
+from daemon.adapters.kafka_topic_admin import KafkaTopicAdmin
 from daemon.adapters.table_stats import ParquetTableStats
 from daemon.config.settings import Settings
 from daemon.usecases.catalog import Catalog
@@ -111,7 +111,7 @@ def readiness_for(
 ) -> Readiness:
     """The probes this daemon's settings and catalog call for; the tables probed are read from the
     catalog at each check (a reload may move them)."""
-    kafka = KafkaAdmin(config=settings.kafka_config(), timeout_s=timeout_s)
+    kafka = KafkaTopicAdmin(config=settings.kafka_config(), timeout_s=timeout_s)
     stats = ParquetTableStats()
 
     def database() -> None:

@@ -29,14 +29,14 @@ import structlog
 import uvicorn
 from fastapi import FastAPI
 
-from daemon.adapters.consumer_groups import KafkaConsumerGroups
 from daemon.adapters.emr_launcher import EmrServerlessLauncher
-from daemon.adapters.kafka_admin import KafkaAdmin
+from daemon.adapters.kafka_consumer_group_admin import KafkaConsumerGroupAdmin
+from daemon.adapters.kafka_progress_source import KafkaProgressSource
+from daemon.adapters.kafka_run_control import KafkaRunControlChannel
+from daemon.adapters.kafka_topic_admin import KafkaTopicAdmin
 from daemon.adapters.local_launcher import LocalSparkLauncher
 from daemon.adapters.log_notifier import LogNotifier
 from daemon.adapters.packaging import package_and_upload
-from daemon.adapters.progress_reader import ProgressProbe
-from daemon.adapters.run_control import KafkaRunControl
 from daemon.adapters.slack_notifier import slack_notifier_from_settings
 from daemon.adapters.table_stats import ParquetTableStats
 from daemon.config.logs import configure_logging
@@ -53,7 +53,7 @@ from daemon.runtime.watcher import Watcher, WatcherTiming
 from daemon.usecases.auto_steer import AutoSteer
 from daemon.usecases.catalog import Catalog, CatalogChange, load_catalog
 from daemon.usecases.consumer_groups import ConsumerGroups
-from daemon.usecases.drain_watch import DrainWatch, WatchTiming
+from daemon.usecases.drains import DrainFollower, DrainTiming
 from daemon.usecases.janitor import IdlePolicy, Janitor
 from daemon.usecases.job_specs import build_spec
 from daemon.usecases.pipeline_service import PipelineService
@@ -134,8 +134,8 @@ def build_daemon(
     catalog = catalog or load_catalog(settings.catalog_path)
     upgrade(settings.db_url)
     store = Store(settings.db_url)
-    topics = KafkaAdmin(config=settings.kafka_config())
-    group_admin = KafkaConsumerGroups(config=settings.kafka_config())
+    topics = KafkaTopicAdmin(config=settings.kafka_config())
+    group_admin = KafkaConsumerGroupAdmin(config=settings.kafka_config())
     groups = ConsumerGroups(
         groups=group_admin,
         catalog=catalog,
@@ -146,11 +146,11 @@ def build_daemon(
     table_stats = ParquetTableStats()
     launcher = launcher or build_launcher(settings)
     notifier = notifier or slack_notifier_from_settings(settings) or LogNotifier()
-    progress = ProgressProbe(kafka_config=settings.kafka_config(), topic=settings.progress_topic)
+    progress = KafkaProgressSource(kafka_config=settings.kafka_config(), topic=settings.progress_topic)
     owner = settings.instance_id or f"{socket.gethostname()}:{settings.daemon_port}"
     result_dir = settings.state_dir / "runs"
 
-    control = KafkaRunControl(
+    control = KafkaRunControlChannel(
         config=settings.kafka_config(),
         topic=settings.control_topic,
         topics=topics,
@@ -174,12 +174,12 @@ def build_daemon(
     run_control = RunControlService(
         settings=settings, catalog=catalog, store=store, channel=control, notifier=notifier, clock=clock
     )
-    drain_watch = DrainWatch(
+    drain_watch = DrainFollower(
         store=store,
         groups=group_admin,
         notifier=notifier,
         owner=owner,
-        timing=WatchTiming(
+        timing=DrainTiming(
             interval_s=settings.watch_interval_s,
             timeout_s=settings.watch_timeout_s,
             notify_every_s=settings.progress_notify_every_s,

@@ -7,12 +7,12 @@ knows every implementation) builds the adapters and injects them.
   (`LocalSparkLauncher`, `EmrServerlessLauncher`). A handle is a plain JSON-able dict stored with the
   run, so a restarted daemon can re-attach to a job it did not start.
 - `ApplicationDeleter`: frees a pipeline's own compute (an EMR Serverless application).
-- `TopicAdmin`: creates, describes and deletes Kafka topics (`KafkaAdmin`).
-- `ConsumerGroupAdmin`: reads a consumer group's members and offsets and moves them (`KafkaConsumerGroups`).
+- `TopicAdmin`: creates, describes and deletes Kafka topics (`KafkaTopicAdmin`).
+- `ConsumerGroupAdmin`: reads a group's members and offsets, moves them (`KafkaConsumerGroupAdmin`).
 - `TableStats`: cheap facts about a lake table, read without a Spark job (`ParquetTableStats`).
-- `ProgressSource`: a running job's confirmed count, from its progress beacons (`ProgressProbe`).
+- `ProgressSource`: a running job's confirmed count, from its progress beacons (`KafkaProgressSource`).
 - `Notifier`: tells people what their runs and pipelines do (`SlackNotifier`, `LogNotifier`).
-- `RunControlChannel`: tells running jobs of rate changes, pauses and resumes (`KafkaRunControl`).
+- `RunControlChannel`: tells running jobs of rate changes, pauses and resumes (`KafkaRunControlChannel`).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from daemon.contract.models import (
 )
 from daemon.core.run_control import changes_from, latest_rate
 from daemon.core.states import PipelineState, RunKind, RunState
-from daemon.usecases.watch_wire import watch_deadline, watch_out
+from daemon.usecases.drain_wire import drain_deadline, drain_out
 from store.models import Pipeline, Run
 
 if TYPE_CHECKING:  # type names only: the use cases import this module, so no import back at run time
@@ -83,8 +83,8 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         slack_progress_ts=run.slack_progress_ts,
         queue_position=queue_position if run.state == RunState.QUEUED else None,
         eta_s=options.planned_eta_s,
-        watch=watch_out(run),
-        watch_deadline=watch_deadline(run),
+        watch=drain_out(run),
+        watch_deadline=drain_deadline(run),
     )
 
 

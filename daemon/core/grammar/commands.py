@@ -12,6 +12,7 @@ from typing import Literal, TypeAlias
 from daemon.core.auto_rate import AutoRate
 from daemon.core.cron import parse_cron
 from daemon.core.grammar.auto import AUTO_OPTIONS, check_auto
+from daemon.core.grammar.drain import check_drain_groups
 from daemon.core.grammar.groups import LagCommand, RewindCommand
 from daemon.core.grammar.help import USAGE
 from daemon.core.grammar.run_control import PauseRunCommand, ResumeRunCommand, TpsCommand
@@ -29,7 +30,6 @@ from daemon.core.grammar.values import (
     check_range,
     check_source,
 )
-from daemon.core.grammar.watch import check_watch
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
 from daemon.core.quantities import MAX_DURATION_SECONDS, MINUTE, InvalidValue
 from daemon.core.windows import (
@@ -120,7 +120,7 @@ class ReplaySpec:
                 check_choice("timestamp", self.timestamp, ("event", "replay"))
             if self.on_error is not None:
                 check_choice("on_error", self.on_error, ON_ERROR_CHOICES)
-            check_watch(self.watch)
+            check_drain_groups(self.watch)
             if self.auto is not None:
                 if not isinstance(self.auto, AutoRate):
                     raise InvalidValue(None, "auto must be an AutoRate")
@@ -230,7 +230,7 @@ class ScheduleCommand:
             check_range("idle_after days", self.idle_after_days, 1, MAX_IDLE_DAYS)
             if self.on_error is not None:
                 check_choice("on_error", self.on_error, ON_ERROR_CHOICES)
-            check_watch(self.watch)
+            check_drain_groups(self.watch)
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from daemon.core.grammar.commands import (
     Timestamp,
     Topic,
 )
+from daemon.core.grammar.drain import parse_drain_groups
 from daemon.core.grammar.forgiving import corrected_window, stray_mark, window_text
 from daemon.core.grammar.groups import parse_lag, parse_rewind
 from daemon.core.grammar.help import GENERAL_USAGE, USAGE
@@ -58,7 +59,6 @@ from daemon.core.grammar.values import (
     check_source,
     parse_headers,
 )
-from daemon.core.grammar.watch import parse_watch
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
 from daemon.core.quantities import DAY, MINUTE, InvalidValue, parse_count, parse_duration
 from daemon.core.windows import is_point, parse_window, parse_zone
@@ -218,7 +218,7 @@ def _parse_spec(cls: type[ReplaySpec], command: str, args: list[str], limits: Li
         force=_value(options, "force", _choice(("yes", "no")), usage) == "yes",
         timestamp=cast(Timestamp | None, _value(options, "timestamp", _choice(("event", "replay")), usage)),
         on_error=cast(OnError | None, _value(options, "on_error", _choice(ON_ERROR_CHOICES), usage)),
-        watch=_value(options, "watch", parse_watch, usage) or (),
+        watch=_value(options, "watch", parse_drain_groups, usage) or (),
     )
 
 
@@ -249,7 +249,7 @@ def _parse_schedule(args: list[str], limits: Limits) -> ScheduleCommand:
         headers=_value(options, "headers", parse_headers, usage) or (),
         idle_after_days=_value(options, "idle_after", _idle_days, usage),
         on_error=cast(OnError | None, _value(options, "on_error", _choice(ON_ERROR_CHOICES), usage)),
-        watch=_value(options, "watch", parse_watch, usage) or (),
+        watch=_value(options, "watch", parse_drain_groups, usage) or (),
     )
 
 

@@ -22,6 +22,7 @@ from daemon.core.grammar.commands import (
     ScheduleCommand,
     StatusCommand,
 )
+from daemon.core.grammar.drain import render_drain_groups
 from daemon.core.grammar.groups import LagCommand, RewindCommand, render_group_command
 from daemon.core.grammar.run_control import (
     PauseRunCommand,
@@ -31,7 +32,6 @@ from daemon.core.grammar.run_control import (
 )
 from daemon.core.grammar.sources import SourcesCommand, render_sources
 from daemon.core.grammar.values import render_headers
-from daemon.core.grammar.watch import render_watch
 from daemon.core.quantities import render_duration
 from daemon.core.windows import label
 
@@ -68,7 +68,7 @@ def _render_spec(spec: ReplaySpec) -> list[str]:
     if spec.on_error is not None:
         parts.append(f"on_error={spec.on_error}")
     if spec.watch:
-        parts.append(f"watch={render_watch(spec.watch)}")
+        parts.append(f"watch={render_drain_groups(spec.watch)}")
     return parts
 
 
@@ -92,7 +92,7 @@ def _render_schedule(command: ScheduleCommand) -> list[str]:
     if command.on_error is not None:
         parts.append(f"on_error={command.on_error}")
     if command.watch:
-        parts.append(f"watch={render_watch(command.watch)}")
+        parts.append(f"watch={render_drain_groups(command.watch)}")
     return parts
 
 

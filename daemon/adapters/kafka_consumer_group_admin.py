@@ -1,6 +1,6 @@
-"""`KafkaConsumerGroups`: consumer groups' members and offsets, through Kafka's admin API.
+"""`KafkaConsumerGroupAdmin`: consumer groups' members and offsets, through Kafka's admin API.
 
-The companion of `KafkaAdmin` (topics): together they are the daemon's only use of the admin API.
+The companion of `KafkaTopicAdmin` (topics): together they are the daemon's only use of the admin API.
 `KafkaException`, and the per-partition errors Kafka answers inside a result, are translated once,
 in `_translate`: an unreachable broker is `Unavailable`, an unknown topic `NotFound`, a refusal
 because the group has members `GroupHasMembers`, anything else Kafka refused `BadRequest`.
@@ -111,7 +111,7 @@ def _translate(error: KafkaError, what: str, *, group: str | None, where: str) -
     return BadRequest(f"{what}: Kafka refused ({error.str()})")
 
 
-class KafkaConsumerGroups(ConsumerGroupAdmin):
+class KafkaConsumerGroupAdmin(ConsumerGroupAdmin):
     """Describe groups, read and move their committed offsets; every call has a timeout."""
 
     def __init__(

@@ -2,8 +2,8 @@
 
 The watcher calls ``baseline`` just before it submits a run's job (the run's topic is known, none of
 its records is there yet) and ``tick`` at every poll. A tick leases the finished runs whose watch is
-unfinished (``store.run_watches``) and samples each group due (every ``interval_s``) on the run's
-topic, judging it with ``daemon.core.watch``; every state is written back to the run, so a restarted
+unfinished (``store.run_drains``) and samples each group due (every ``interval_s``) on the run's
+topic, judging it with ``daemon.core.drain``; every state is written back to the run, so a restarted
 daemon resumes where the last one stopped. The run's thread gets one dedicated message, edited at
 most every ``notify_every_s``, and one line per group when it caught up or timed out (each at most
 once, through the notification dedup keys). A pipeline run says only those lines, in its
@@ -19,10 +19,10 @@ from typing import Any
 
 import structlog
 
+from daemon.core.drain import DrainStage, GroupDrain, advance, baseline_of, groups_from, skipped
 from daemon.core.errors import ReplayError
 from daemon.core.lag import OffsetSample, PartitionOffsets
 from daemon.core.states import RunKind
-from daemon.core.watch import WatchedGroup, WatchState, advance, baseline_of, groups_from, skipped
 from daemon.usecases.ports import ConsumerGroupAdmin, Notifier
 from daemon.usecases.wire import run_out
 from store import Store
@@ -32,14 +32,14 @@ log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
-class WatchTiming:
+class DrainTiming:
     interval_s: float = 5.0  # between two samples of a group
     timeout_s: float = 1800.0  # after the run's end, an unfinished watch gives up
     notify_every_s: float = 10.0  # the watch message is edited at most this often
     lease_ttl_s: float = 15.0
 
 
-class DrainWatch:
+class DrainFollower:
     def __init__(
         self,
         *,
@@ -47,14 +47,14 @@ class DrainWatch:
         groups: ConsumerGroupAdmin,
         notifier: Notifier,
         owner: str,
-        timing: WatchTiming | None = None,
+        timing: DrainTiming | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
         self._store = store
         self._groups = groups
         self._notifier = notifier
         self._owner = owner
-        self._timing = timing or WatchTiming()
+        self._timing = timing or DrainTiming()
         self._clock = clock or (lambda: store.now().timestamp())
 
     # -- sampling ------------------------------------------------------------------------------
@@ -94,7 +94,7 @@ class DrainWatch:
             except Exception as exc:  # one run's trouble must not stop the others' watches
                 log.exception("watch step failed", run_id=run.id, error=str(exc))
 
-    def _due(self, watched: WatchedGroup, now: float, ended_at: float) -> bool:
+    def _due(self, watched: GroupDrain, now: float, ended_at: float) -> bool:
         if watched.state.concluded:
             return False
         return (
@@ -128,8 +128,8 @@ class DrainWatch:
             self._store.runs.release_lease(run.id, self._owner)
 
     def _advance(
-        self, watched: WatchedGroup, topic: str, *, now: float, ended_at: float, deadline: float
-    ) -> WatchedGroup:
+        self, watched: GroupDrain, topic: str, *, now: float, ended_at: float, deadline: float
+    ) -> GroupDrain:
         sample, why = self._sample(watched.group, topic)
         return advance(
             watched,
@@ -147,18 +147,18 @@ class DrainWatch:
         self,
         run: Run,
         stored: dict[str, Any],
-        before: tuple[WatchedGroup, ...],
-        after: tuple[WatchedGroup, ...],
+        before: tuple[GroupDrain, ...],
+        after: tuple[GroupDrain, ...],
         now: float,
     ) -> None:
         """The watch message (posted once, then edited at most every `notify_every_s`), then one line
         per group that concluded this step."""
-        if all(g.state == WatchState.SKIPPED for g in after):
+        if all(g.state == DrainStage.SKIPPED for g in after):
             return  # nothing was published: nothing to say
         concluded = [
             g.group
             for g, was in zip(after, before, strict=True)
-            if g.state in (WatchState.CAUGHT_UP, WatchState.TIMED_OUT) and not was.state.concluded
+            if g.state in (DrainStage.CAUGHT_UP, DrainStage.TIMED_OUT) and not was.state.concluded
         ]
         if run.kind == RunKind.REPLAY and run.slack_ts is not None:
             self._message(run, stored, now, final=not run.watching)

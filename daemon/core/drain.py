@@ -8,7 +8,7 @@ last event, so the replay is not in it): a group on a busy live topic is never e
 baseline, it is within one interval of it. An unknown baseline (no committed offset when the run
 started) counts as 0 for the verdict and is shown as unknown; an unknown lag is never caught up.
 
-Pure: the use case takes the samples and stores ``WatchedGroup.to_dict()`` on the run; this module
+Pure: the use case takes the samples and stores ``GroupDrain.to_dict()`` on the run; this module
 only decides. Times are epoch seconds.
 """
 
@@ -26,7 +26,7 @@ MAX_WATCHED_GROUPS = 5
 BASELINE_UNKNOWN = "no committed offsets on this topic when the run started (counted as 0)"
 
 
-class WatchState(StrEnum):
+class DrainStage(StrEnum):
     BASELINE = "baseline"  # the run is still publishing: only the baseline is known
     WATCHING = "watching"  # the run ended; the group is not back to its baseline yet
     CAUGHT_UP = "caught_up"  # back to at most its baseline (plus the tolerance)
@@ -35,15 +35,15 @@ class WatchState(StrEnum):
 
     @property
     def concluded(self) -> bool:
-        return self in (WatchState.CAUGHT_UP, WatchState.TIMED_OUT, WatchState.SKIPPED)
+        return self in (DrainStage.CAUGHT_UP, DrainStage.TIMED_OUT, DrainStage.SKIPPED)
 
 
 @dataclass(frozen=True)
-class WatchedGroup:
+class GroupDrain:
     """One group's watch, as stored on the run (``watch`` column) and shown by every front end."""
 
     group: str
-    state: WatchState
+    state: DrainStage
     baseline: int | None  # known lag at launch; None: no committed offset then (or Kafka did not say)
     note: str | None = None  # why a figure is unknown ("no committed offsets on this topic yet", ...)
     lag: int | None = None  # the latest known lag
@@ -76,7 +76,7 @@ class WatchedGroup:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> WatchedGroup:
+    def from_dict(cls, data: Mapping[str, Any]) -> GroupDrain:
         raw = data.get("sample")
         sample = None
         if isinstance(raw, Mapping):
@@ -89,7 +89,7 @@ class WatchedGroup:
             )
         return cls(
             group=str(data["group"]),
-            state=WatchState(data["state"]),
+            state=DrainStage(data["state"]),
             baseline=_int(data.get("baseline")),
             note=data.get("note"),
             lag=_int(data.get("lag")),
@@ -110,11 +110,11 @@ def _float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def groups_from(stored: Mapping[str, Any] | None) -> tuple[WatchedGroup, ...]:
+def groups_from(stored: Mapping[str, Any] | None) -> tuple[GroupDrain, ...]:
     """The groups of a run's ``watch`` column (None: the run watches nothing)."""
     if not stored:
         return ()
-    return tuple(WatchedGroup.from_dict(item) for item in stored.get("groups", ()))
+    return tuple(GroupDrain.from_dict(item) for item in stored.get("groups", ()))
 
 
 def tolerance(produced_per_s: float | None, interval_s: float) -> int:
@@ -133,14 +133,14 @@ def caught_up(lag: int | None, baseline: int | None, allowance: int) -> bool:
     return lag <= (baseline or 0) + allowance
 
 
-def baseline_of(group: str, sample: OffsetSample | None, note: str | None = None) -> WatchedGroup:
+def baseline_of(group: str, sample: OffsetSample | None, note: str | None = None) -> GroupDrain:
     """The group as the run starts: its known lag then (unknown, never 0, without a committed offset)."""
     baseline = known_total(sample.partitions) if sample is not None else None
     if baseline is None and note is None:
         note = BASELINE_UNKNOWN
-    return WatchedGroup(
+    return GroupDrain(
         group=group,
-        state=WatchState.BASELINE,
+        state=DrainStage.BASELINE,
         baseline=baseline,
         note=note,
         lag=baseline,
@@ -150,7 +150,7 @@ def baseline_of(group: str, sample: OffsetSample | None, note: str | None = None
 
 
 def advance(
-    watched: WatchedGroup,
+    watched: GroupDrain,
     sample: OffsetSample | None,
     *,
     now: float,
@@ -158,13 +158,13 @@ def advance(
     deadline: float,
     interval_s: float,
     note: str | None = None,
-) -> WatchedGroup:
+) -> GroupDrain:
     """One step after the run ended: the new sample (None: Kafka did not answer, ``note`` says why)
     judged against the baseline; at or past ``deadline`` an unfinished watch times out."""
     if watched.state.concluded:
         return watched
     if sample is None:
-        state = WatchState.TIMED_OUT if now >= deadline else WatchState.WATCHING
+        state = DrainStage.TIMED_OUT if now >= deadline else DrainStage.WATCHING
         return replace(watched, state=state, note=note or watched.note)
     lag = known_total(sample.partitions)
     previous = watched.sample
@@ -183,9 +183,9 @@ def advance(
         note = note or "no committed offsets on this topic yet"
     elif watched.baseline is None:
         note = BASELINE_UNKNOWN
-    state = WatchState.CAUGHT_UP if done else WatchState.WATCHING
+    state = DrainStage.CAUGHT_UP if done else DrainStage.WATCHING
     if not done and max(now, sample.at) >= deadline:
-        state = WatchState.TIMED_OUT
+        state = DrainStage.TIMED_OUT
     return replace(
         watched,
         state=state,
@@ -200,9 +200,9 @@ def advance(
     )
 
 
-def skipped(groups: Iterable[WatchedGroup]) -> tuple[WatchedGroup, ...]:
+def skipped(groups: Iterable[GroupDrain]) -> tuple[GroupDrain, ...]:
     """The run published nothing: every unfinished watch ends without waiting."""
     return tuple(
-        g if g.state.concluded else replace(g, state=WatchState.SKIPPED, note="the run published nothing")
+        g if g.state.concluded else replace(g, state=DrainStage.SKIPPED, note="the run published nothing")
         for g in groups
     )

@@ -6,13 +6,13 @@ Group ids are held to the same characters as ``lag`` and ``rewind`` (``GROUP_ID_
 
 from __future__ import annotations
 
+from daemon.core.drain import MAX_WATCHED_GROUPS
 from daemon.core.ids import GROUP_ID_PATTERN
 from daemon.core.quantities import InvalidValue
-from daemon.core.watch import MAX_WATCHED_GROUPS
 
 
-def check_watch(groups: tuple[str, ...]) -> None:
-    """Validate already-split groups (what ``parse_watch`` returns, or a caller builds)."""
+def check_drain_groups(groups: tuple[str, ...]) -> None:
+    """Validate already-split groups (what ``parse_drain_groups`` returns, or a caller builds)."""
     if not isinstance(groups, tuple):
         raise InvalidValue(None, "watch must be a tuple of consumer group ids")
     if len(groups) > MAX_WATCHED_GROUPS:
@@ -28,7 +28,7 @@ def check_watch(groups: tuple[str, ...]) -> None:
         seen.add(group)
 
 
-def parse_watch(text: str) -> tuple[str, ...]:
+def parse_drain_groups(text: str) -> tuple[str, ...]:
     """``g1,g2`` -> ("g1", "g2"), in the order given."""
     if not text:
         raise InvalidValue(text, "no group given (write watch=<group>[,<group>])")
@@ -36,11 +36,11 @@ def parse_watch(text: str) -> tuple[str, ...]:
     if "" in groups:
         raise InvalidValue(text, "empty group entry (a stray comma?)")
     try:
-        check_watch(groups)
+        check_drain_groups(groups)
     except InvalidValue as exc:
         raise InvalidValue(text, exc.reason) from None
     return groups
 
 
-def render_watch(groups: tuple[str, ...]) -> str:
+def render_drain_groups(groups: tuple[str, ...]) -> str:
     return ",".join(groups)

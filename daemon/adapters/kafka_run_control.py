@@ -1,4 +1,4 @@
-"""`KafkaRunControl`: live rate changes on the control topic, the channel the running jobs read.
+"""`KafkaRunControlChannel`: live rate changes on the control topic, the channel the running jobs read.
 
 One partition (one order for every run's changes), key = run id; every message carries the run's whole
 list of changes (``spark_job.control.ControlMessage``), so the newest one is the whole truth. The topic
@@ -25,7 +25,7 @@ from spark_job.spec import model
 log = structlog.get_logger(__name__)
 
 
-class KafkaRunControl(RunControlChannel):
+class KafkaRunControlChannel(RunControlChannel):
     def __init__(
         self,
         *,

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from store.db import Store
 
 
-class RunWatches(RunLeases):
+class RunDrains(RunLeases):
     """Watch methods of ``RunRepository`` (kept apart to keep modules small); leases as ``RunLeases``."""
 
     _store: Store

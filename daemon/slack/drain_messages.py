@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from daemon.contract.models import RunOut, WatchOut
-from daemon.core.watch import WatchState
+from daemon.contract.models import GroupDrainOut, RunOut
+from daemon.core.drain import DrainStage
 from daemon.slack.blocks import (
     Message,
     context,
@@ -45,7 +45,7 @@ def _after(seconds: float | None) -> str:
     return f"{secs} s"
 
 
-def _drain(watched: WatchOut) -> str:
+def _drain(watched: GroupDrainOut) -> str:
     if watched.drain_per_s is None:
         return "drain not measured yet"
     if watched.drain_per_s <= 0:
@@ -54,24 +54,24 @@ def _drain(watched: WatchOut) -> str:
     return f"draining {watched.drain_per_s:,.1f}/s, back to baseline in about {eta}"
 
 
-def group_line(watched: WatchOut) -> str:
+def group_line(watched: GroupDrainOut) -> str:
     """One group in the watch message."""
     name = f"`{escape(watched.group)}`"
     baseline = f"baseline {_lag(watched.baseline)}"
-    if watched.state == WatchState.CAUGHT_UP and watched.caught_up_at is not None:
+    if watched.state == DrainStage.CAUGHT_UP and watched.caught_up_at is not None:
         at = clock_time(watched.caught_up_at)
         return f":white_check_mark: {name}: caught up at {at} (lag {_lag(watched.lag)}, {baseline})"
-    if watched.state == WatchState.TIMED_OUT:
+    if watched.state == DrainStage.TIMED_OUT:
         return f":hourglass: {name}: watch timed out with lag {_lag(watched.lag)} left ({baseline})"
-    if watched.state == WatchState.SKIPPED:
+    if watched.state == DrainStage.SKIPPED:
         return f"{name}: not watched ({escape(watched.note or 'nothing to catch up on')})"
-    if watched.state == WatchState.BASELINE:
+    if watched.state == DrainStage.BASELINE:
         return f":mag: {name}: {baseline}; watched once the run ends"
     text = f":mag: {name}: lag {_lag(watched.lag)} ({baseline}); {_drain(watched)}"
     return text + (f" — {escape(watched.note)}" if watched.note and watched.lag is None else "")
 
 
-def watch_message(run: RunOut) -> Message:
+def drain_message(run: RunOut) -> Message:
     """The dedicated message in the run's thread, edited while the groups drain."""
     open_ = [w for w in run.watch if not w.state.concluded]
     head = f"Consumers catching up on `{escape(run.topic)}` after {escape(run.id)}"
@@ -85,11 +85,11 @@ def watch_message(run: RunOut) -> Message:
     return message(text, *blocks)
 
 
-def watch_outcome(run: RunOut, group: str) -> Message:
+def drain_outcome(run: RunOut, group: str) -> Message:
     """The thread line when one group caught up, or its watch timed out."""
     watched = next(w for w in run.watch if w.group == group)
     name = f"`{escape(group)}`"
-    if watched.state == WatchState.CAUGHT_UP and watched.caught_up_at is not None:
+    if watched.state == DrainStage.CAUGHT_UP and watched.caught_up_at is not None:
         text = (
             f":white_check_mark: {name} caught up at {clock_time(watched.caught_up_at)}, "
             f"{_after(watched.caught_up_after_s)} after the last event (lag {_lag(watched.lag)}, "

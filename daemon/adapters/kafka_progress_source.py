@@ -1,4 +1,4 @@
-"""`ProgressProbe`: the confirmed count of a running job, read from its progress beacons.
+"""`KafkaProgressSource`: the confirmed count of a running job, read from its progress beacons.
 
 Each sample carries the newest beacon's own timestamp, so rates divide by the job's clock, not by
 when the daemon happened to poll.
@@ -23,7 +23,7 @@ from spark_job.progress import ProgressReader
 log = structlog.get_logger(__name__)
 
 
-class ProgressProbe(ProgressSource):
+class KafkaProgressSource(ProgressSource):
     def __init__(self, *, kafka_config: Mapping[str, str], topic: str, timeout_s: float = 5.0) -> None:
         self._kafka = dict(kafka_config)
         self._topic = topic

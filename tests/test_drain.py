@@ -9,15 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.cli.watch import watch_line
-from daemon.contract.models import ReplayBody, ScheduleBody, WatchOut
-from daemon.core.grammar import GrammarError, ReplayCommand, ScheduleCommand, parse
-from daemon.core.lag import OffsetSample, PartitionOffsets
-from daemon.core.watch import (
+from daemon.cli.drains import drain_line
+from daemon.contract.models import GroupDrainOut, ReplayBody, ScheduleBody
+from daemon.core.drain import (
     BASELINE_UNKNOWN,
     MAX_WATCHED_GROUPS,
-    WatchedGroup,
-    WatchState,
+    DrainStage,
+    GroupDrain,
     advance,
     baseline_of,
     caught_up,
@@ -25,8 +23,10 @@ from daemon.core.watch import (
     skipped,
     tolerance,
 )
+from daemon.core.grammar import GrammarError, ReplayCommand, ScheduleCommand, parse
+from daemon.core.lag import OffsetSample, PartitionOffsets
 from daemon.core.windows import RelativeWindow
-from daemon.slack.watch_messages import group_line, watch_message, watch_outcome
+from daemon.slack.drain_messages import drain_message, drain_outcome, group_line
 from tests.fixtures.slack import wire_run
 
 TOPIC = "orders"
@@ -39,8 +39,8 @@ def _sample(at: float, *parts: tuple[int | None, int]) -> OffsetSample:
 
 
 def _step(
-    watched: WatchedGroup, sample: OffsetSample | None, *, now: float = 0.0, note: str | None = None
-) -> WatchedGroup:
+    watched: GroupDrain, sample: OffsetSample | None, *, now: float = 0.0, note: str | None = None
+) -> GroupDrain:
     now = sample.at if sample is not None else now
     return advance(watched, sample, now=now, ended_at=END, deadline=DEADLINE, interval_s=5.0, note=note)
 
@@ -71,7 +71,7 @@ def test_the_allowance_is_one_interval_of_the_topics_own_producers_never_negativ
 def test_a_group_without_committed_offsets_has_an_unknown_baseline_not_zero() -> None:
     watched = baseline_of("g", _sample(END - 60, (None, 10), (None, 4)))
 
-    assert (watched.state, watched.baseline, watched.note) == (WatchState.BASELINE, None, BASELINE_UNKNOWN)
+    assert (watched.state, watched.baseline, watched.note) == (DrainStage.BASELINE, None, BASELINE_UNKNOWN)
 
 
 def test_the_baseline_is_the_known_lag_before_the_run() -> None:
@@ -84,10 +84,10 @@ def test_lag_above_the_baseline_is_watched_with_its_drain_then_caught_up() -> No
     second = _step(first, _sample(END + 6, (110, 310), (105, 305)))  # consumed 200 in 5 s, none produced
     third = _step(second, _sample(END + 21, (310, 310), (305, 305)))
 
-    assert (first.state, first.lag, first.drain_per_s) == (WatchState.WATCHING, 600, None)
-    assert (second.state, second.lag, second.drain_per_s) == (WatchState.WATCHING, 400, 40.0)
+    assert (first.state, first.lag, first.drain_per_s) == (DrainStage.WATCHING, 600, None)
+    assert (second.state, second.lag, second.drain_per_s) == (DrainStage.WATCHING, 400, 40.0)
     assert second.seconds_to_baseline == 10.0
-    assert (third.state, third.lag, third.caught_up_at) == (WatchState.CAUGHT_UP, 0, END + 21)
+    assert (third.state, third.lag, third.caught_up_at) == (DrainStage.CAUGHT_UP, 0, END + 21)
 
 
 def test_a_busy_topic_is_caught_up_within_one_interval_of_its_own_production() -> None:
@@ -97,15 +97,15 @@ def test_a_busy_topic_is_caught_up_within_one_interval_of_its_own_production() -
 
     third = _step(second, _sample(END + 11, (510, 540)))  # lag 30 = baseline 10 + 20 allowed
 
-    assert second.state == WatchState.WATCHING
-    assert (third.state, third.lag) == (WatchState.CAUGHT_UP, 30)
+    assert second.state == DrainStage.WATCHING
+    assert (third.state, third.lag) == (DrainStage.CAUGHT_UP, 30)
 
 
 def test_the_deadline_times_an_unfinished_watch_out_with_its_lag() -> None:
     start = baseline_of("g", _sample(END - 60, (0, 0)))
     late = _step(start, _sample(DEADLINE + 1, (0, 50)))
 
-    assert (late.state, late.lag, late.caught_up_at) == (WatchState.TIMED_OUT, 50, None)
+    assert (late.state, late.lag, late.caught_up_at) == (DrainStage.TIMED_OUT, 50, None)
     assert _step(late, _sample(DEADLINE + 9, (50, 50))) == late  # concluded: it stays as it ended
 
 
@@ -115,15 +115,15 @@ def test_kafka_not_answering_keeps_watching_with_the_reason_until_the_deadline()
     waiting = _step(start, None, now=END + 5, note="Kafka did not answer: down")
     given_up = _step(waiting, None, now=DEADLINE, note="Kafka did not answer: down")
 
-    assert (waiting.state, waiting.note) == (WatchState.WATCHING, "Kafka did not answer: down")
-    assert given_up.state == WatchState.TIMED_OUT
+    assert (waiting.state, waiting.note) == (DrainStage.WATCHING, "Kafka did not answer: down")
+    assert given_up.state == DrainStage.TIMED_OUT
 
 
 def test_a_run_that_published_nothing_skips_what_is_unfinished() -> None:
-    done = WatchedGroup("a", WatchState.CAUGHT_UP, 0)
-    open_ = WatchedGroup("b", WatchState.BASELINE, 3)
+    done = GroupDrain("a", DrainStage.CAUGHT_UP, 0)
+    open_ = GroupDrain("b", DrainStage.BASELINE, 3)
 
-    assert [g.state for g in skipped((done, open_))] == [WatchState.CAUGHT_UP, WatchState.SKIPPED]
+    assert [g.state for g in skipped((done, open_))] == [DrainStage.CAUGHT_UP, DrainStage.SKIPPED]
 
 
 def test_a_watch_round_trips_through_its_stored_form() -> None:
@@ -158,9 +158,9 @@ AT = datetime(2024, 5, 1, 12, 3, 4, tzinfo=UTC)
 
 
 def test_slack_says_when_a_group_caught_up_and_how_long_after_the_last_event() -> None:
-    watched = WatchOut(
+    watched = GroupDrainOut(
         group="orders-consumer",
-        state=WatchState.CAUGHT_UP,
+        state=DrainStage.CAUGHT_UP,
         baseline=0,
         lag=0,
         caught_up_at=AT,
@@ -168,17 +168,17 @@ def test_slack_says_when_a_group_caught_up_and_how_long_after_the_last_event() -
     )
     run = wire_run(state="succeeded", watch=[watched], slack_ts="1.0")
 
-    assert watch_outcome(run, "orders-consumer").text == (
+    assert drain_outcome(run, "orders-consumer").text == (
         ":white_check_mark: `orders-consumer` caught up at 12:03:04 UTC, 2 min 3 s after the last event "
         "(lag 0, baseline 0)."
     )
 
 
 def test_slack_shows_a_draining_group_and_an_unknown_lag_as_unknown() -> None:
-    draining = WatchOut(
-        group="a", state=WatchState.WATCHING, baseline=5, lag=1205, drain_per_s=40.0, seconds_to_baseline=30
+    draining = GroupDrainOut(
+        group="a", state=DrainStage.WATCHING, baseline=5, lag=1205, drain_per_s=40.0, seconds_to_baseline=30
     )
-    unknown = WatchOut(group="b", state=WatchState.WATCHING, baseline=None, lag=None, note="no offsets")
+    unknown = GroupDrainOut(group="b", state=DrainStage.WATCHING, baseline=None, lag=None, note="no offsets")
     run = wire_run(state="succeeded", watch=[draining, unknown], watch_deadline=AT)
 
     assert group_line(draining) == (
@@ -188,24 +188,24 @@ def test_slack_shows_a_draining_group_and_an_unknown_lag_as_unknown() -> None:
         group_line(unknown)
         == ":mag: `b`: lag unknown (baseline unknown); drain not measured yet — no offsets"
     )
-    assert "Watched until 12:03:04 UTC" in str(watch_message(run).payload())
+    assert "Watched until 12:03:04 UTC" in str(drain_message(run).payload())
 
 
 def test_slack_says_a_timed_out_watch_with_the_lag_left() -> None:
-    watched = WatchOut(group="a", state=WatchState.TIMED_OUT, baseline=0, lag=77)
+    watched = GroupDrainOut(group="a", state=DrainStage.TIMED_OUT, baseline=0, lag=77)
     run = wire_run(state="succeeded", watch=[watched])
 
     assert (
-        watch_outcome(run, "a").text == ":hourglass: `a`: the watch timed out with lag 77 left (baseline 0)."
+        drain_outcome(run, "a").text == ":hourglass: `a`: the watch timed out with lag 77 left (baseline 0)."
     )
 
 
 def test_the_cli_line_of_a_caught_up_group() -> None:
-    watched = WatchOut(
-        group="a", state=WatchState.CAUGHT_UP, baseline=0, lag=0, caught_up_at=AT, caught_up_after_s=18.2
+    watched = GroupDrainOut(
+        group="a", state=DrainStage.CAUGHT_UP, baseline=0, lag=0, caught_up_at=AT, caught_up_after_s=18.2
     )
 
-    assert watch_line(watched) == (
+    assert drain_line(watched) == (
         "watch a: caught_up, lag 0 (baseline 0), caught up at 12:03:04 UTC, 18s after the last event"
     )
 

@@ -1,11 +1,11 @@
-"""A run's consumer-group watch (``daemon.core.watch``, stored on the run) as the wire contract."""
+"""A run's consumer-group watch (``daemon.core.drain``, stored on the run) as the wire contract."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from daemon.contract.models import WatchOut
-from daemon.core.watch import groups_from
+from daemon.contract.models import GroupDrainOut
+from daemon.core.drain import groups_from
 from store.models import Run
 
 
@@ -13,7 +13,7 @@ def _moment(epoch: float | None) -> datetime | None:
     return None if epoch is None else datetime.fromtimestamp(epoch, tz=UTC)
 
 
-def watch_out(run: Run) -> list[WatchOut]:
+def drain_out(run: Run) -> list[GroupDrainOut]:
     """Each watched group; `caught_up_after_s` counts from the run's last event (its end without one)."""
     last_event = run.last_delivery_at or run.ended_at
     out = []
@@ -22,7 +22,7 @@ def watch_out(run: Run) -> list[WatchOut]:
         if watched.caught_up_at is not None and last_event is not None:
             after = max(0.0, watched.caught_up_at - last_event.timestamp())
         out.append(
-            WatchOut(
+            GroupDrainOut(
                 group=watched.group,
                 state=watched.state,
                 baseline=watched.baseline,
@@ -38,6 +38,6 @@ def watch_out(run: Run) -> list[WatchOut]:
     return out
 
 
-def watch_deadline(run: Run) -> datetime | None:
+def drain_deadline(run: Run) -> datetime | None:
     deadline = (run.watch or {}).get("deadline")
     return _moment(float(deadline)) if deadline is not None else None

@@ -1,4 +1,4 @@
-"""`KafkaAdmin`: the one place the daemon talks to Kafka's admin API.
+"""`KafkaTopicAdmin`: the one place the daemon talks to Kafka's admin API.
 
 confluent-kafka's `KafkaException` is translated here, once, into `DependencyDown` (the broker did not
 answer) or `BadRequest` (the broker refused what we asked), so callers deal in domain errors only.
@@ -31,7 +31,7 @@ def _kafka_error(exc: KafkaException) -> KafkaError | None:
     return exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
 
 
-class KafkaAdmin(TopicAdmin):
+class KafkaTopicAdmin(TopicAdmin):
     """Create, describe and delete topics; every call has a timeout and fails with a clear reason."""
 
     def __init__(
