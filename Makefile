@@ -47,13 +47,13 @@ test-fast: setup
 demo: setup
 	@scripts/demo
 
-# The chaos suite (tests/chaos): daemon kill -9s, broker and PostgreSQL restarts, Slack 429/500 bursts,
+# The chaos suite (tests/scenarios/chaos): daemon kill -9s, broker and PostgreSQL restarts, Slack 429/500 bursts,
 # a crowd of slash commands, two daemons, fuzzed input; one line per scenario and a summary. Its own
 # broker and PostgreSQL cluster, loopback only, ~25 min. `make test` runs its short form
-# (tests/test_chaos.py). CHAOS_ARGS="--seed N --only kill,fuzz" replays or narrows a run.
+# (tests/scenarios/test_chaos.py). CHAOS_ARGS="--seed N --only kill,fuzz" replays or narrows a run.
 CHAOS_ARGS ?=
 chaos: setup
-	$(PY) -m tests.chaos $(CHAOS_ARGS)
+	$(PY) -m tests.scenarios.chaos $(CHAOS_ARGS)
 
 # What is too long for `make test`: the chaos suite's long form and the tests marked `nightly` (a window
 # about three times the job's heap, replayed and reconciled).

@@ -3,7 +3,7 @@
     .venv/bin/python scripts/command_help.py            # rewrite the block in README.md
     .venv/bin/python scripts/command_help.py --check    # exit 1 when the checked-in block is stale
 
-The block sits between two markers in README.md; `tests/test_cli_help.py` fails when it differs from
+The block sits between two markers in README.md; `tests/cli/test_usage.py` fails when it differs from
 what this renders, so a new command, flag or summary cannot leave the README behind.
 """
 

@@ -3,7 +3,7 @@
     .venv/bin/python scripts/settings_table.py            # rewrite the block in docs/production.md
     .venv/bin/python scripts/settings_table.py --check    # exit 1 when the checked-in block is stale
 
-The table sits between two markers in docs/production.md; `tests/test_settings_table.py` fails when
+The table sits between two markers in docs/production.md; `tests/runtime/test_settings_table.py` fails when
 it differs from what this renders, so a new or changed setting cannot go undocumented.
 """
 

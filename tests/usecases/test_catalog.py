@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from daemon.core.errors import CatalogError, UnknownSource
+from daemon.usecases.catalog import load_catalog
+
+GOOD = """
+sources:
+  orders:
+    table: {path: lake/orders, format: parquet}
+    partition_column: dt
+    event_time_column: updated_at
+    key_column: order_id
+    event_id_column: event_id
+    live_topic: orders
+    owners: [U0OWNER1]
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "sources.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_good_catalog_resolves_relative_paths_against_its_folder(tmp_path: Path) -> None:
+    catalog = load_catalog(_write(tmp_path, GOOD))
+
+    orders = catalog.get("orders")
+    assert orders.table.path == str((tmp_path / "lake/orders").resolve())
+    assert orders.owners == ["U0OWNER1"]
+
+
+@pytest.mark.parametrize(
+    ("name", "sources"), [("sources.yaml", ["orders"]), ("sources-s3.yaml", ["orders", "payments"])]
+)
+def test_example_catalogs_are_valid(name: str, sources: list[str]) -> None:
+    catalog = load_catalog(Path(__file__).resolve().parents[2] / "examples" / name)
+
+    assert catalog.names() == sources
+
+
+def test_unknown_source_lists_the_known_ones(tmp_path: Path) -> None:
+    catalog = load_catalog(_write(tmp_path, GOOD))
+
+    with pytest.raises(UnknownSource, match=r"unknown source 'ordres' \(known sources: orders\)"):
+        catalog.get("ordres")
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "problem"),
+    [
+        (("    key_column: order_id\n", ""), "key_column", "Field required"),
+        (("[U0OWNER1]", "[bob]"), "owners", "not a Slack user id"),
+        (("live_topic: orders", "live_topic: 'bad topic!'"), "live_topic", "not a valid Kafka topic name"),
+        (("format: parquet", "format: csv"), "table.format", "Input should be 'parquet'"),
+        (("{path: lake/orders, format: parquet}", "{format: parquet}"), "table", "exactly one of"),
+        (
+            ("{path: lake/orders, format: parquet}", "{table: lake.orders, format: parquet}"),
+            "table",
+            "catalog tables ('table: lake.orders') are not supported yet",
+        ),
+        (
+            ("    owners: [U0OWNER1]\n", "    owners: [U0OWNER1]\n    colour: blue\n"),
+            "colour",
+            "Extra inputs",
+        ),
+    ],
+)
+def test_bad_entry_names_file_source_and_field(
+    tmp_path: Path, edit: tuple[str, str], field: str, problem: str
+) -> None:
+    path = _write(tmp_path, GOOD.replace(*edit))
+
+    with pytest.raises(CatalogError) as caught:
+        load_catalog(path)
+
+    assert caught.value.path == str(path)
+    assert caught.value.source == "orders"
+    assert caught.value.field == field
+    assert str(caught.value).startswith(f"{path}: source 'orders': field '{field}': ")
+    assert problem in str(caught.value)
+
+
+def test_missing_file_and_bad_yaml_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(CatalogError, match=r"sources\.yaml: file not found"):
+        load_catalog(tmp_path / "sources.yaml")
+    with pytest.raises(CatalogError, match="not valid YAML"):
+        load_catalog(_write(tmp_path, "sources: [unclosed"))
+
+
+def test_bad_source_name_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(CatalogError, match="source 'Orders!'"):
+        load_catalog(_write(tmp_path, GOOD.replace("  orders:", "  Orders!:")))
+
+
+def _owners(text: str) -> str:
+    return GOOD.replace("    owners: [U0OWNER1]\n", text)
+
+
+def test_live_approvals_need_as_many_distinct_owners(tmp_path: Path) -> None:
+    two = _owners("    owners: [U0OWNER1, U0OWNER2]\n    live_approvals: 2\n")
+    assert load_catalog(_write(tmp_path, two)).get("orders").live_approvals == 2
+
+    alone = _owners("    owners: [U0OWNER1]\n    live_approvals: 2\n")
+    with pytest.raises(CatalogError, match="live_approvals: 2 needs as many distinct owners"):
+        load_catalog(_write(tmp_path, alone))
+    with pytest.raises(CatalogError, match="field 'live_approvals'"):
+        load_catalog(_write(tmp_path, _owners("    owners: [U0OWNER1]\n    live_approvals: 3\n")))
