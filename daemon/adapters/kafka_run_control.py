@@ -18,9 +18,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 
 from daemon.core.errors import BadRequest, Unavailable
 from daemon.core.run_control import RateChange
+from daemon.usecases.job_specs import job_rate_changes
 from daemon.usecases.ports import RunControlChannel, TopicAdmin
 from spark_job.control import CONTROL_PARTITION, ControlMessage
-from spark_job.spec import model
 
 log = structlog.get_logger(__name__)
 
@@ -87,7 +87,7 @@ class KafkaRunControlChannel(RunControlChannel):
         message = ControlMessage(
             run_id=run_id,
             version=len(changes),
-            changes=tuple(model.RateChange(at=c.at, tps=c.tps, paused=c.paused) for c in changes),
+            changes=job_rate_changes(changes),
         )
         failures: list[KafkaError] = []
 

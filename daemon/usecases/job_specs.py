@@ -7,9 +7,11 @@ window, a pipeline slot a watermark range.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import date, timedelta
 
 from daemon.config.settings import Settings
+from daemon.core.run_control import RateChange as CoreRateChange
 from daemon.core.run_control import changes_from
 from daemon.core.run_options import WindowKind
 from daemon.core.states import RunKind
@@ -32,7 +34,16 @@ from spark_job.spec.model import (
 from store.models import Run
 
 
-def _selection(run: Run, partition_column: str, event_time_column: str) -> Selection:
+def job_rate_changes(changes: Iterable[CoreRateChange]) -> tuple[RateChange, ...]:
+    """The daemon's rate changes as the job reads them: the one mapping across the job seam (the core
+    imports no job, the job imports no daemon; ``tests/usecases/test_job_seam.py`` holds it both ways)."""
+    return tuple(RateChange(at=c.at, tps=c.tps, paused=c.paused) for c in changes)
+
+
+def job_selection(run: Run, partition_column: str, event_time_column: str) -> Selection:
+    """The run's rows as the job selects them: the other mapping across the seam (windows are stored as
+    the UTC bounds ``daemon.core.windows.bounds`` made; whole days go back to days on the partition
+    column)."""
     if run.watermark_column is not None:
         return WatermarkRange(column=run.watermark_column, low=run.watermark_low, high=run.watermark_high)
     assert run.window_start is not None and run.window_end is not None, "a replay run has a window"
@@ -72,8 +83,9 @@ def _control(run: Run, settings: Settings, offset: int | None) -> Control | None
     """
     if offset is None or run.kind == RunKind.RECONCILE or run.tps <= 0:
         return None
-    changes = tuple(RateChange(at=c.at, tps=c.tps, paused=c.paused) for c in changes_from(run.control))
-    return Control(topic=settings.control_topic, offset=offset, changes=changes)
+    return Control(
+        topic=settings.control_topic, offset=offset, changes=job_rate_changes(changes_from(run.control))
+    )
 
 
 def build_spec(
@@ -92,7 +104,7 @@ def build_spec(
     return JobSpec(
         run_id=run.id,
         source=Source(name=source.name, path=source.table.path, table=source.table.table),
-        selection=_selection(run, source.partition_column, source.event_time_column),
+        selection=job_selection(run, source.partition_column, source.event_time_column),
         topic=run.target_topic,
         kafka=_job_kafka(settings),
         tps=run.tps,

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer
 
 from daemon.adapters.kafka_consumer_group_admin import KafkaConsumerGroupAdmin
 from daemon.core.errors import GroupNotFound, NotFound
@@ -21,33 +21,12 @@ from daemon.usecases.consumer_groups import ConsumerGroups
 from scripts.local_kafka import LOG4J_CONFIG, TOOL_JVM_OPTS, ensure_jars
 from store import Store
 from store.migrate import upgrade
+from tests.fixtures.groups import PARTITIONS, PER_PARTITION, consume_and_commit, produce
 from tests.fixtures.kafka import create_topic, unique_topic
 
 pytestmark = [pytest.mark.kafka]
 
 GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
-PARTITIONS = 3
-PER_PARTITION = 40
-
-
-def produce(bootstrap: str, topic: str, per_partition: int, *, start_ms: int | None = None) -> None:
-    """`per_partition` records on every partition; with `start_ms`, record i is stamped start_ms + i s."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    for i in range(per_partition):
-        for partition in range(PARTITIONS):
-            stamp = start_ms + i * 1000 if start_ms is not None else 0  # 0: the producer's clock
-            producer.produce(topic, value=f"{partition}-{i}".encode(), partition=partition, timestamp=stamp)
-    assert producer.flush(30) == 0
-
-
-def consume_and_commit(bootstrap: str, topic: str, group: str, counts: dict[int, int]) -> None:
-    """Read `counts[p]` records of partition p from the start, commit, leave the group (it stays empty)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    for partition, count in counts.items():
-        if count == 0:
-            continue
-        consumer.commit(offsets=[TopicPartition(topic, partition, count)], asynchronous=False)
-    consumer.close()
 
 
 def kafka_describe(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[str, str, str]]:

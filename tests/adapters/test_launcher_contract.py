@@ -30,8 +30,8 @@ from tests.fixtures.aws import EXECUTION_ROLE_ARN, AwsClients, aws_client
 from tests.fixtures.daemon import OWNER, running_daemon
 from tests.fixtures.kafka import create_topic, topic_record_count, unique_topic
 from tests.fixtures.local_emr import LocalEmrEndpoint, local_emr  # noqa: F401 (a fixture)
+from tests.fixtures.runs import TERMINAL, wait_for
 from tests.fixtures.spark import MAIN, job_spec
-from tests.runtime.test_api import TERMINAL, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

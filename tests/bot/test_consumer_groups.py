@@ -10,10 +10,9 @@ import pytest
 import yaml
 
 from daemon.slack.group_messages import REWIND_CANCEL_ACTION, REWIND_CONFIRM_ACTION
-from tests.adapters.test_kafka_consumer_group_admin import PER_PARTITION, produce
 from tests.fixtures.daemon import OWNER, DaemonProcess
+from tests.fixtures.groups import FIRST, PER_PARTITION, behind_group, committed, produce
 from tests.fixtures.slack import BotUnderTest
-from tests.scenarios.test_rewind_e2e import FIRST, behind_group, committed
 
 pytestmark = [pytest.mark.kafka]
 

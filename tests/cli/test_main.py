@@ -11,7 +11,7 @@ import pytest
 from daemon.cli.main import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, main
 from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess
 from tests.fixtures.kafka import consume_all, value_of
-from tests.runtime.test_api import window_event_ids
+from tests.fixtures.runs import window_event_ids
 
 pytestmark = [pytest.mark.kafka]
 

@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pyarrow.dataset as ds
 import pytest
-from confluent_kafka.admin import AdminClient
 
-from daemon.contract.client import DaemonClient
-from daemon.contract.models import ReplayBody, RunOut
+from daemon.contract.models import ReplayBody
 from daemon.core.errors import BadRequest, Conflict, Forbidden, NotFound
-from store import Store
 from tests.fixtures.daemon import ADMIN, OWNER, STRANGER, DaemonProcess
 from tests.fixtures.kafka import consume_all, headers_of, value_of
+from tests.fixtures.runs import TERMINAL, daemon_store, replay_topics, wait_for, window_event_ids
 
 pytestmark = [pytest.mark.kafka]
-
-TERMINAL = {"succeeded", "failed", "cancelled"}
 
 
 def _body(**overrides: Any) -> dict[str, Any]:
@@ -30,31 +24,6 @@ def _body(**overrides: Any) -> dict[str, Any]:
 
 def _request(**overrides: Any) -> ReplayBody:
     return ReplayBody.model_validate(_body(**overrides))
-
-
-def _replay_topics(bootstrap: str) -> set[str]:
-    topics = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
-    return {name for name in topics if name.startswith("replay.orders.")}
-
-
-def _store(daemon: DaemonProcess) -> Store:
-    return Store(f"sqlite:///{daemon.state_dir / 'replay.db'}")
-
-
-def window_event_ids(table: Path, first: str, last: str) -> set[str]:
-    dataset = ds.dataset(table, format="parquet", partitioning="hive")
-    rows = dataset.to_table(columns=["event_id"], filter=(ds.field("dt") >= first) & (ds.field("dt") <= last))
-    return set(rows.column("event_id").to_pylist())
-
-
-def wait_for(client: DaemonClient, run_id: str, states: set[str], timeout_s: float = 240.0) -> RunOut:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        run = client.get_replay(OWNER, run_id)
-        if run.state in states:
-            return run
-        time.sleep(0.5)
-    raise AssertionError(f"run {run_id} did not reach {states}: {run}")
 
 
 @pytest.mark.parametrize(
@@ -75,7 +44,7 @@ def wait_for(client: DaemonClient, run_id: str, states: set[str], timeout_s: flo
 def test_bad_request_is_refused_with_a_clear_message_and_creates_nothing(
     replay_daemon: DaemonProcess, kafka_bootstrap: str, body: dict[str, Any], status: int, message: str
 ) -> None:
-    topics_before = _replay_topics(kafka_bootstrap)
+    topics_before = replay_topics(kafka_bootstrap)
     runs_before = httpx.get(
         f"{replay_daemon.url}/v1/replays",
         headers={"Authorization": f"Bearer {replay_daemon.token}", "X-Replay-Actor": OWNER},
@@ -91,7 +60,7 @@ def test_bad_request_is_refused_with_a_clear_message_and_creates_nothing(
     assert message in response.json()["error"]
     runs_after = replay_daemon.client().list_replays(OWNER).runs
     assert [r.id for r in runs_after] == [r["id"] for r in runs_before]
-    assert _replay_topics(kafka_bootstrap) == topics_before
+    assert replay_topics(kafka_bootstrap) == topics_before
 
 
 @pytest.mark.parametrize("authorization", [None, "Bearer wrong-token", "Basic dGVzdA=="])
@@ -108,7 +77,7 @@ def test_unauthorized_user_is_refused_and_audited(replay_daemon: DaemonProcess) 
     with pytest.raises(Forbidden, match="only the owners of 'orders'"):
         replay_daemon.client().create_replay(STRANGER, _request())
 
-    with _store(replay_daemon) as store:
+    with daemon_store(replay_daemon) as store:
         entries = store.audit.list(actor=STRANGER)
     assert [(e.action, e.outcome) for e in entries][:1] == [("replay", "refused")]
     assert "only the owners" in entries[0].detail["reason"]

@@ -14,7 +14,7 @@ from daemon.config.settings import Settings
 from daemon.runtime.api_guard import MAX_BODY_BYTES, ApiKeys
 from daemon.runtime.server import main as server_main
 from tests.fixtures.daemon import ADMIN, OWNER, OWNER_TOKEN, DaemonProcess
-from tests.runtime.test_api import _store
+from tests.fixtures.runs import daemon_store
 
 
 def _runs(daemon: DaemonProcess) -> set[str]:
@@ -139,6 +139,6 @@ def test_the_audit_log_names_the_credential_beside_the_actor(replay_daemon: Daem
     )
     assert own.status_code == vouched.status_code == 404
 
-    with _store(replay_daemon) as store:
+    with daemon_store(replay_daemon) as store:
         entries = [e for e in store.audit.list(actor=OWNER) if e.target == missing]
     assert sorted(e.detail["credential"] for e in entries) == ["personal", "service"]

@@ -20,7 +20,7 @@ from daemon.contract.models import ReplayBody
 from daemon.core.errors import BadRequest, TooManyRuns
 from tests.fixtures.aws import EXECUTION_ROLE_ARN, AwsClients
 from tests.fixtures.daemon import ADMIN, OWNER, DaemonProcess, running_daemon
-from tests.runtime.test_api import TERMINAL, _replay_topics, wait_for
+from tests.fixtures.runs import TERMINAL, replay_topics, wait_for
 
 pytestmark = [pytest.mark.kafka]
 
@@ -59,7 +59,7 @@ def _post_replay(daemon: DaemonProcess, actor: str, body: ReplayBody) -> httpx.R
 def _settled_topics(bootstrap: str, made: set[str], timeout_s: float = 30.0) -> set[str]:
     """The replay topics once the broker's metadata shows the ones just made."""
     deadline = time.monotonic() + timeout_s
-    while not made <= (topics := _replay_topics(bootstrap)) and time.monotonic() < deadline:
+    while not made <= (topics := replay_topics(bootstrap)) and time.monotonic() < deadline:
         time.sleep(0.2)
     return topics
 
@@ -154,11 +154,11 @@ def test_a_replay_longer_than_the_emr_execution_timeout_is_422_and_creates_nothi
     on_emr: DaemonProcess, kafka_bootstrap: str
 ) -> None:
     client = on_emr.client()
-    topics = _replay_topics(kafka_bootstrap)
+    topics = replay_topics(kafka_bootstrap)
 
     answer = _post_replay(on_emr, OWNER, TOO_LONG)
 
     assert answer.status_code == 422
     assert "longer than the launcher's execution timeout of 5m" in answer.json()["error"]
     assert client.list_replays(OWNER).runs == []
-    assert _replay_topics(kafka_bootstrap) == topics
+    assert replay_topics(kafka_bootstrap) == topics

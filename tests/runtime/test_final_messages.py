@@ -18,8 +18,8 @@ from daemon.runtime.watcher import Watcher, WatcherTiming
 from daemon.slack.web_client import make_web_client
 from scripts.devtools.slack_standin import SlackStandin
 from store import Store
+from tests.fixtures.progress import NoBeacons
 from tests.fixtures.slack import BOT_TOKEN
-from tests.runtime.test_watcher_watermark import NoBeacons
 from tests.scenarios.chaos.audit import FINAL
 
 CHANNEL = "C0FINALS"

@@ -22,8 +22,8 @@ from daemon.runtime.watcher import Watcher
 from daemon.usecases.ports import Handle, JobState
 from store import Store
 from tests.fixtures.kafka import unique_topic
+from tests.fixtures.progress import NoBeacons
 from tests.fixtures.spark import job_spec
-from tests.runtime.test_watcher_watermark import NoBeacons
 
 pytestmark = [pytest.mark.kafka]
 

@@ -16,7 +16,7 @@ from daemon.core.states import RunKind, RunState
 from daemon.runtime.watcher import Watcher, WatcherTiming
 from store import Store
 from store.models import Run
-from tests.runtime.test_watcher_watermark import NoBeacons
+from tests.fixtures.progress import NoBeacons
 
 PATIENCE_S = 0.5
 

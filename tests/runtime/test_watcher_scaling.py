@@ -20,7 +20,7 @@ from daemon.runtime.watcher import Watcher, WatcherTiming
 from daemon.usecases.ports import Handle, JobOutcome, JobState, Launcher
 from store import Store
 from store.models import Run
-from tests.runtime.test_watcher_watermark import NoBeacons
+from tests.fixtures.progress import NoBeacons
 
 
 class InProcessJobs(Launcher):

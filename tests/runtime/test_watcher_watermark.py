@@ -14,8 +14,9 @@ import pytest
 from daemon.adapters.log_notifier import LogNotifier
 from daemon.core.states import RunState
 from daemon.runtime.watcher import Watcher
-from daemon.usecases.ports import Handle, JobOutcome, JobState, Launcher, ProgressSample, ProgressSource
+from daemon.usecases.ports import Handle, JobOutcome, JobState, Launcher
 from store import Store
+from tests.fixtures.progress import NoBeacons
 
 SLOT = datetime(2024, 1, 2, tzinfo=UTC)
 
@@ -43,17 +44,6 @@ class ReportingLauncher(Launcher):
         return []
 
     def cancel(self, handle: Handle) -> None:
-        return None
-
-
-class NoBeacons(ProgressSource):
-    def sample(self, run_id: str, since: float | None = None) -> ProgressSample | None:
-        return None
-
-    def forget(self, run_id: str) -> None:
-        return None
-
-    def close(self) -> None:
         return None
 
 

@@ -18,9 +18,8 @@ from typing import Any
 import pytest
 
 from daemon.contract.models import ReplayBody
-from store import Store
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
-from tests.runtime.test_api import TERMINAL, wait_for
+from tests.fixtures.runs import TERMINAL, daemon_store, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -41,10 +40,6 @@ def one_slot(
         yield daemon
     finally:
         daemon.stop()
-
-
-def _store(daemon: DaemonProcess) -> Store:
-    return Store(f"sqlite:///{daemon.state_dir / 'replay.db'}")
 
 
 def _places_while_queued(daemon: DaemonProcess, run_id: str, timeout_s: float = 240.0) -> list[int | None]:
@@ -92,7 +87,7 @@ def test_a_queued_run_cancelled_never_launches(one_slot: DaemonProcess) -> None:
     cancelled = wait_for(client, waiting.id, TERMINAL)
     finished = wait_for(client, running.id, TERMINAL)
 
-    with _store(one_slot) as store:
+    with daemon_store(one_slot) as store:
         handle = store.runs.get(waiting.id).launcher_handle
     assert (cancelled.state, cancelled.queue_position, handle) == ("cancelled", None, None)
     assert not (one_slot.state_dir / "runs" / waiting.id).exists()
@@ -105,7 +100,7 @@ def test_the_final_state_follows_the_jobs_result_line_within_a_second(one_slot: 
 
     stdout = one_slot.state_dir / "runs" / run.id / "stdout.log"
     printed = datetime.fromtimestamp(stdout.stat().st_mtime, UTC)  # the result line is its last write
-    with _store(one_slot) as store:
+    with daemon_store(one_slot) as store:
         stored = store.runs.get(run.id)
     assert stored.state == "succeeded"
     assert stored.ended_at is not None and stored.last_delivery_at is not None
@@ -115,7 +110,7 @@ def test_the_final_state_follows_the_jobs_result_line_within_a_second(one_slot: 
 
 
 def test_the_plan_learns_its_start_up_from_the_finished_runs(one_slot: DaemonProcess) -> None:
-    with _store(one_slot) as store:
+    with daemon_store(one_slot) as store:
         timings = store.runs.launch_timings("local", 10)
     assert timings, "the runs above report their delivery span"
 

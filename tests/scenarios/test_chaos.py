@@ -13,11 +13,11 @@ import pytest
 from daemon.slack.run_messages import final_reply, progress_reply, run_parent
 from tests.fixtures.kafka import LocalBroker
 from tests.fixtures.slack import changed
+from tests.fixtures.slack_messages import RUN
 from tests.scenarios.chaos.audit import FINAL, Tally
 from tests.scenarios.chaos.fuzz import cases
 from tests.scenarios.chaos.scenarios import SHORT
 from tests.scenarios.chaos.suite import run, summary
-from tests.slack.test_run_messages import RUN
 
 # Fixed here so a red CI run can be replayed: python -m tests.scenarios.chaos --short --seed 20261201
 SEED = 20261201

@@ -19,7 +19,7 @@ from daemon.contract.models import ReplayBody
 from store import Store
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
 from tests.fixtures.kafka import topic_record_count
-from tests.runtime.test_api import TERMINAL, wait_for, window_event_ids
+from tests.fixtures.runs import TERMINAL, wait_for, window_event_ids
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

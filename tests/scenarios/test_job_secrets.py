@@ -17,8 +17,8 @@ import pytest
 from daemon.contract.models import ReplayBody
 from scripts.devtools.slack_standin import SlackStandin
 from tests.fixtures.daemon import OWNER, running_daemon
+from tests.fixtures.runs import TERMINAL, wait_for
 from tests.fixtures.slack import BOT_TOKEN
-from tests.runtime.test_api import TERMINAL, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

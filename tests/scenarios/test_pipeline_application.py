@@ -25,7 +25,7 @@ from tests.fixtures.daemon import OWNER
 from tests.fixtures.emr_launcher import ARTIFACTS, BUCKET, FakeClock, emr_settings
 from tests.fixtures.janitor import World, new_pipeline
 from tests.fixtures.local_emr import LocalEmrEndpoint, local_emr  # noqa: F401 (a fixture)
-from tests.runtime.test_watcher_watermark import NoBeacons
+from tests.fixtures.progress import NoBeacons
 
 pytestmark = [pytest.mark.kafka]
 

@@ -29,7 +29,7 @@ from scripts.devtools.sample_table import SCHEMA, write_sample_table
 from store import Store
 from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess, running_daemon
 from tests.fixtures.kafka import LocalBroker, consume_all, headers_of, value_of
-from tests.runtime.test_api import wait_for
+from tests.fixtures.runs import wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

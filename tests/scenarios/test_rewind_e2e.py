@@ -9,13 +9,11 @@ import io
 import json
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import yaml
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer
 
 from daemon.adapters.kafka_consumer_group_admin import KafkaConsumerGroupAdmin
 from daemon.cli.main import EXIT_FAILED, EXIT_OK, main
@@ -24,19 +22,20 @@ from daemon.contract.models import ReplayBody
 from daemon.core.errors import Conflict, Forbidden, GroupHasMembers
 from daemon.core.grammar import RewindCommand, parse
 from store import Store
-from tests.adapters.test_kafka_consumer_group_admin import (
+from tests.fixtures.daemon import ADMIN, OWNER, STRANGER, DaemonProcess
+from tests.fixtures.groups import (
+    FIRST,
     PARTITIONS,
     PER_PARTITION,
+    behind_group,
+    committed,
     consume_and_commit,
     produce,
 )
-from tests.fixtures.daemon import ADMIN, OWNER, STRANGER, DaemonProcess
-from tests.fixtures.kafka import unique_topic
 
 pytestmark = [pytest.mark.kafka]
 
 # The live topic's records: record i of every partition is stamped FIRST + i seconds.
-FIRST = datetime(2024, 1, 3, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
@@ -46,20 +45,6 @@ def live_topic(replay_daemon: DaemonProcess, kafka_bootstrap: str) -> str:
     topic = str(catalog["sources"]["orders"]["live_topic"])
     produce(kafka_bootstrap, topic, PER_PARTITION, start_ms=int(FIRST.timestamp() * 1000))
     return topic
-
-
-def committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
-    """The group's committed offsets, read with confluent-kafka directly (not through our adapter)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(PARTITIONS)])
-    answer = admin.list_consumer_group_offsets([request])[group].result(30)
-    return {tp.partition: tp.offset for tp in answer.topic_partitions}
-
-
-def behind_group(bootstrap: str, topic: str) -> str:
-    group = unique_topic("svc")
-    consume_and_commit(bootstrap, topic, group, {0: 30, 1: 35, 2: 40})
-    return group
 
 
 @pytest.fixture

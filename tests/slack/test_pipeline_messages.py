@@ -15,7 +15,7 @@ from daemon.slack import blocks, idle_messages, pipeline_messages
 from daemon.slack.blocks import Message
 from daemon.slack.views import PipelineView
 from tests.fixtures.slack import changed
-from tests.slack.test_run_messages import (
+from tests.fixtures.slack_messages import (
     API_RUN,
     RUN,
     any_text,

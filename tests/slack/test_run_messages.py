@@ -3,74 +3,28 @@
 
 from __future__ import annotations
 
-import json
-import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.contract.models import ReconcileOut, RunOut
+from daemon.contract.models import RunOut
 from daemon.core.run_options import RunOptions, WindowKind
 from daemon.slack import blocks, run_messages
-from daemon.slack.blocks import Message
 from daemon.usecases.wire import run_out
 from store.models import Run
-from tests.fixtures.slack import CREATED, changed, wire_plan, wire_run
+from tests.fixtures.slack import CREATED, changed, wire_plan
+from tests.fixtures.slack_messages import (
+    API_RUN,
+    RUN,
+    any_text,
+    assert_no_unescaped_control,
+    assert_within_slack_limits,
+    run_views,
+)
 
-RUN = wire_run(
-    window="2024-01-01..2024-01-07",
-    tps=10_000,
-    rows_planned=2_100_000,  # the plan's count: the job has not reported its own yet
-)
-API_RUN = wire_run(
-    state="succeeded",
-    rows_selected=600,
-    confirmed=600,
-    achieved_tps=99.2,
-    started_at=CREATED,
-    ended_at=CREATED + timedelta(seconds=6.5),
-    slack_ts="1714557600.000100",
-)
 PLAN = wire_plan(topic="orders", topic_mode="live")
-STATES = ["queued", "submitted", "running", "cancelling", "succeeded", "failed", "cancelled", "skipped"]
-
-
-def texts(message: Message) -> list[str]:
-    """Every piece of mrkdwn Slack would parse (plain_text is shown as is, so it needs no escaping)."""
-    found = [message.text]
-    for block in message.blocks:
-        if "text" in block and block["text"]["type"] == "mrkdwn":
-            found.append(block["text"]["text"])
-        found += [f["text"] for f in block.get("fields", [])]
-        found += [
-            e["text"] if isinstance(e["text"], str) else e["text"]["text"] for e in block.get("elements", [])
-        ]
-    return found
-
-
-def assert_within_slack_limits(message: Message) -> None:
-    assert message.text.strip()
-    assert len(message.blocks) <= 50
-    for block in message.blocks:
-        if block["type"] == "header":
-            assert len(block["text"]["text"]) <= 150
-        if block["type"] == "section":
-            assert "text" in block or "fields" in block
-            assert len(block.get("text", {}).get("text", "")) <= 3000
-            assert len(block.get("fields", [])) <= 10
-            assert all(len(f["text"]) <= 2000 for f in block.get("fields", []))
-        if block["type"] == "context":
-            assert len(block["elements"]) <= 10
-    json.dumps(message.blocks)  # serialisable as Slack receives it
-
-
-def assert_no_unescaped_control(message: Message) -> None:
-    """No `<…>` of our input's making: only the mentions we build ourselves."""
-    for text in texts(message):
-        bare = re.sub(r"<@[UW][A-Z0-9]{2,20}>", "", text)
-        assert "<" not in bare and ">" not in bare, text
 
 
 # --- examples ---------------------------------------------------------------------------------------
@@ -256,54 +210,6 @@ def test_mentions_only_for_slack_user_ids() -> None:
 
 
 # --- properties -------------------------------------------------------------------------------------
-
-any_text = st.text(min_size=0, max_size=5_000)
-run_views = st.builds(
-    wire_run,
-    id=st.from_regex(r"r-[0-9a-f]{12}", fullmatch=True),
-    source=st.text(min_size=1, max_size=80),
-    window=any_text,
-    topic=any_text,
-    tps=st.integers(min_value=1, max_value=10_000_000),
-    requester=st.one_of(st.from_regex(r"U[A-Z0-9]{8}", fullmatch=True), any_text),
-    state=st.sampled_from(STATES),
-    rows_planned=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
-    rows_selected=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
-    confirmed=st.integers(min_value=0, max_value=10**12),
-    achieved_tps=st.one_of(st.none(), st.floats(min_value=0, max_value=1e9)),
-    started_at=st.one_of(st.none(), st.just(CREATED)),
-    ended_at=st.one_of(
-        st.none(),
-        st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=30_000)).map(
-            lambda took: CREATED + took
-        ),
-    ),
-    failure_reason=st.one_of(st.none(), any_text),
-    failure_kind=st.sampled_from([None, "launch", "lost", "job"]),
-    slack_channel=st.one_of(st.none(), st.from_regex(r"[CD][A-Z0-9]{8}", fullmatch=True)),
-    failed_tasks=st.integers(min_value=0, max_value=10**6),
-    duplicates=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
-    on_topic_at_least=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
-    behind_schedule_s=st.one_of(st.none(), st.floats(min_value=0, max_value=1e9)),
-    partition_skew=st.one_of(st.none(), st.floats(min_value=1, max_value=1e6)),
-    reconcile=st.one_of(
-        st.none(),
-        st.builds(
-            ReconcileOut,
-            at=st.just(CREATED),
-            selected=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
-            found=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
-            missing=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
-            unexpected=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
-            duplicates=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
-            missing_sample=st.lists(any_text, max_size=10),
-            unexpected_sample=st.lists(any_text, max_size=10),
-            duplicates_sample=st.lists(any_text, max_size=10),
-            missing_dead_lettered=st.one_of(st.none(), st.integers(min_value=0, max_value=10**12)),
-            error=st.one_of(st.none(), any_text),
-        ),
-    ),
-)
 
 
 @given(

@@ -25,8 +25,8 @@ from spark_job.control import ControlMessage
 from spark_job.publish.pacing import CATCH_UP
 from spark_job.spec.model import RateChange
 from tests.fixtures.kafka import consume_all, create_topic, topic_record_count, unique_topic
+from tests.fixtures.pacing import busiest_window
 from tests.fixtures.spark import JobRun, job_spec, parse_job_output, write_spec
-from tests.spark_job.test_pacing_stall import busiest_window
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

@@ -4,7 +4,6 @@ a ceiling after a stall (docs/rules.md rules 6 and 8)."""
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 
 import pytest
@@ -22,26 +21,10 @@ from spark_job.publish.pacing import (
     slot_rates,
     window_cap,
 )
+from tests.fixtures.pacing import FakeClock, Grant, busiest_second
 
 TPS = st.integers(min_value=1, max_value=1_000_000)
 SLOTS = st.integers(min_value=1, max_value=512)
-
-
-class FakeClock:
-    """A monotonic clock that only moves when the code under test sleeps."""
-
-    def __init__(self, now: float = 100.0, overshoot: float = 0.0, seed: int = 0) -> None:
-        self.now = now
-        self.overshoot = overshoot
-        self.random = random.Random(seed)
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds + self.random.uniform(0, self.overshoot)
 
 
 def send_all(pacer: Pacer, clock: FakeClock, count: int, *, chunk: int = 1_000) -> list[float]:
@@ -53,9 +36,6 @@ def send_all(pacer: Pacer, clock: FakeClock, count: int, *, chunk: int = 1_000) 
         if not granted:
             pacer.wait(max_wait_s=0.1)
     return times
-
-
-Grant = tuple[float, int]  # (clock time of a take, events it granted)
 
 
 def drive(
@@ -86,19 +66,6 @@ def drive(
             pacer.wait(max_wait_s)
             assert clock.now > before, f"nothing granted and no wait, {done} of {count} events sent"
     raise AssertionError(f"the pacer stopped granting after {done} of {count} events")
-
-
-def busiest_second(grants: Sequence[Grant]) -> int:
-    """The most events granted in any window ``[a, a + 1)`` of the clock (any ``a``, not whole seconds)."""
-    ordered = sorted(grants)
-    busiest = running = end = 0
-    for start, granted in ordered:  # the busiest window starts at some grant
-        while end < len(ordered) and ordered[end][0] - start < 1.0:
-            running += ordered[end][1]
-            end += 1
-        busiest = max(busiest, running)
-        running -= granted
-    return busiest
 
 
 def all_deadlines(sizes: list[int], tps: float, slots: int) -> list[float]:

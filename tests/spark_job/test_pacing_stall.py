@@ -38,6 +38,7 @@ from spark_job import main as job_main
 from spark_job.publish.pacing import CATCH_UP
 from spark_job.publish.publisher import TaskSettings, TaskTotals, publish_partition
 from tests.fixtures.kafka import consume_all, create_topic, unique_topic
+from tests.fixtures.pacing import busiest_window
 from tests.fixtures.spark import JobRun, job_spec, parse_job_output, write_spec
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -88,17 +89,6 @@ def per_second(stamps_ms: list[int]) -> list[int]:
     counts = Counter(stamp // 1000 for stamp in stamps_ms)
     first = min(counts)
     return [counts.get(second, 0) for second in range(first, max(counts) + 1)]
-
-
-def busiest_window(stamps_ms: list[int]) -> int:
-    """The most records in any 1,000 ms of their timestamps (not only whole seconds)."""
-    ordered = sorted(stamps_ms)
-    busiest = end = 0
-    for start_index, start in enumerate(ordered):
-        while end < len(ordered) and ordered[end] - start < 1000:
-            end += 1
-        busiest = max(busiest, end - start_index)
-    return busiest
 
 
 def test_a_stalled_task_catches_up_without_lifting_any_second_above_the_ceiling(

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from spark_job.publish.pacing import CATCH_UP, Pacer, schedules
 from spark_job.publish.timeline import Timeline
-from tests.spark_job.test_pacing import FakeClock, Grant, busiest_second
+from tests.fixtures.pacing import FakeClock, Grant, busiest_second
 
 START = 100.0  # every slot's clock and the schedule's zero
 

@@ -6,11 +6,7 @@ the writers serialise on the database lock, on PostgreSQL on row locks and SKIP 
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import TypeVar
 
 import pytest
 
@@ -18,20 +14,7 @@ from daemon.core.errors import StaleUpdate
 from store import Store
 from store.migrate import upgrade
 from store.models import Run
-
-T = TypeVar("T")
-
-
-def in_parallel(workers: int, task: Callable[[int], T]) -> list[T]:
-    """Run ``task(i)`` in ``workers`` threads released together by a barrier."""
-    barrier = threading.Barrier(workers)
-
-    def start(i: int) -> T:
-        barrier.wait(timeout=10)
-        return task(i)
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(start, range(workers)))
+from tests.fixtures.store_rows import in_parallel
 
 
 def new_run(store: Store) -> Run:

@@ -22,7 +22,7 @@ from daemon.core.windows import overlaps
 from store import Store
 from store.live_guard import LiveGuard
 from store.models import Run
-from tests.store.test_concurrency import in_parallel
+from tests.fixtures.store_rows import in_parallel
 
 DAY = timedelta(days=1)
 JAN_1 = datetime(2024, 1, 1, tzinfo=UTC)

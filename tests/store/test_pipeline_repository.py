@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 import pytest
 
@@ -11,45 +10,7 @@ from daemon.core.errors import InvalidTransition, PipelineNotFound, StaleUpdate
 from daemon.core.run_options import PipelineOptions
 from daemon.core.states import PipelineState
 from store import Store
-from store.models import Pipeline, Run
-
-
-def new_pipeline(
-    store: Store,
-    *,
-    created_by: str = "U1",
-    owners: Sequence[str] | None = None,
-    options: PipelineOptions | None = None,
-    lookback_seconds: int = 0,
-    idle_after_days: int | None = None,
-) -> Pipeline:
-    return store.pipelines.create(
-        source="lake.orders",
-        schedule="every=15m",
-        watermark_column="updated_at",
-        watermark_value="2024-01-01T00:00:00Z",
-        topic="orders.live",
-        tps=200,
-        created_by=created_by,
-        owners=owners,
-        options=options,
-        lookback_seconds=lookback_seconds,
-        idle_after_days=idle_after_days,
-    )
-
-
-def pipeline_run(store: Store, pipeline: Pipeline, state: str = "running") -> Run:
-    run = store.runs.create(
-        kind="pipeline",
-        pipeline_id=pipeline.id,
-        source=pipeline.source,
-        target_topic=pipeline.topic,
-        tps=pipeline.tps,
-        requester="scheduler",
-        watermark_column=pipeline.watermark_column,
-        watermark_low=pipeline.watermark_value,
-    )
-    return run if state == "queued" else store.runs.transition(run.id, state)
+from tests.fixtures.store_rows import new_pipeline, pipeline_run
 
 
 def test_round_trip_and_defaults(store: Store) -> None:

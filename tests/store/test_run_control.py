@@ -7,7 +7,7 @@ import pytest
 from daemon.core.errors import RunNotFound, StaleUpdate
 from daemon.core.run_control import RateChange, changes_from
 from store import Store
-from tests.store.test_run_repository import new_run
+from tests.fixtures.store_rows import new_run
 
 PAUSE = RateChange(at=1_700_000_001.25, tps=500, paused=True)
 RESUME = RateChange(at=1_700_000_061.5, tps=2000, paused=False)

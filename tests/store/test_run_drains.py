@@ -11,7 +11,7 @@ from daemon.core.states import RunState
 from store import Store
 from store.db import create_store_engine
 from store.migrate import current_revision, downgrade, upgrade
-from tests.store.test_run_repository import new_run
+from tests.fixtures.store_rows import new_run
 
 WATCH = {"topic": "orders", "groups": [{"group": "g", "state": "watching", "baseline": 0, "lag": 12}]}
 

@@ -14,21 +14,9 @@ from daemon.core.run_options import RunOptions, WindowKind
 from daemon.core.states import RUN_TRANSITIONS, TERMINAL_RUN_STATES, RunKind, RunState
 from store import Store
 from store.migrate import upgrade
-from store.models import Run
+from tests.fixtures.store_rows import new_run
 
 IST = timezone(timedelta(hours=5, minutes=30))
-
-
-def new_run(store: Store, **overrides: Any) -> Run:
-    fields: dict[str, Any] = {
-        "kind": "replay",
-        "source": "lake.orders",
-        "target_topic": "orders.replay",
-        "tps": 500,
-        "requester": "U123",
-    }
-    fields.update(overrides)
-    return store.runs.create(**fields)
 
 
 def assert_utc(value: datetime | None) -> None:

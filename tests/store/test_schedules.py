@@ -10,7 +10,7 @@ import sqlalchemy
 
 from store import Store
 from store.models import Run
-from tests.store.test_pipeline_repository import new_pipeline, pipeline_run
+from tests.fixtures.store_rows import new_pipeline, pipeline_run
 
 NOW = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 FIELDS = {

@@ -30,8 +30,8 @@ from tests.fixtures.daemon import OWNER
 from tests.fixtures.emr_launcher import ARTIFACTS, BUCKET, FakeClock, emr_settings
 from tests.fixtures.janitor import CO_OWNER, T0, World, dms, new_pipeline, topic_exists
 from tests.fixtures.local_emr import LocalEmrEndpoint, local_emr  # noqa: F401 (a fixture)
+from tests.fixtures.progress import NoBeacons
 from tests.fixtures.spark import job_spec
-from tests.runtime.test_watcher_watermark import NoBeacons
 
 pytestmark = [pytest.mark.kafka]
 

@@ -21,8 +21,8 @@ from scripts.devtools.slack_standin import SlackStandin
 from scripts.devtools.thread_text import Posted
 from store import Store
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
+from tests.fixtures.runs import TERMINAL, wait_for
 from tests.fixtures.slack import BOT_TOKEN, CHANNEL
-from tests.runtime.test_api import TERMINAL, wait_for
 
 pytestmark = [pytest.mark.kafka]
 
