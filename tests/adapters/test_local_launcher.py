@@ -1,5 +1,5 @@
 """The local launcher's admission default, its job monitor and what its jobs can see and leave behind
-(real child processes, real files; the full Spark job is in `test_daemon_job_secrets.py`)."""
+(real child processes, real files; the full Spark job is in `scenarios/test_job_secrets.py`)."""
 
 from __future__ import annotations
 

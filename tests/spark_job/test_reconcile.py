@@ -3,8 +3,8 @@
 ``tally`` is the arithmetic on plain collections; hypothesis holds its invariants, and every Spark
 result below is compared with it. The Spark side reads real topics on the real broker: a topic
 written here (with small chunks, so ranges split), then a whole replay and a reconcile-only run of it
-(docs/rules.md rule 9). Dead letters and retries are reconciled in test_spark_dead_letters.py and
-test_spark_job.py, on the runs those tests already make.
+(docs/rules.md rule 9). Dead letters and retries are reconciled in spark_job/test_dead_letters.py and
+spark_job/test_job.py, on the runs those tests already make.
 """
 
 from __future__ import annotations

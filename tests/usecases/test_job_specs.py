@@ -1,7 +1,7 @@
 """Partitioner and record timestamps, without a broker: catalog -> grammar/API -> job spec -> producer.
 
 The broker-side proofs (Java parity, timestamps as landed, the auto topic's timestamp type) are in
-test_spark_partitioner.py, test_spark_timestamps.py and test_daemon_timestamps.py.
+spark_job/test_partitioner.py, spark_job/test_timestamps.py and scenarios/test_timestamps_e2e.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The `/replay` grammar by example: what each command parses to, and the exact token each error names.
 
 Properties over generated input (parse never fails otherwise; render round-trips) are in
-`test_grammar_properties.py`.
+`core/grammar/test_parser_properties.py`.
 """
 
 from __future__ import annotations
