@@ -48,7 +48,7 @@ def overlapping_runs(
         .where(
             Run.kind == RunKind.REPLAY,
             Run.source == source,
-            Run.target_topic == topic,
+            Run.topic == topic,
             Run.window_start.is_not(None),
             Run.window_end.is_not(None),
             or_(
@@ -71,11 +71,11 @@ def refuse_overlap(session: Session, run: Run, guard: LiveGuard) -> None:
     """Lock the run's (source, topic) and raise OverlappingReplay naming the first run it overlaps."""
     if run.window_start is None or run.window_end is None:
         raise ValueError("a guarded run needs its window bounds")
-    lock_live_topic(session, run.source, run.target_topic)
+    lock_live_topic(session, run.source, run.topic)
     found = overlapping_runs(
         session,
         source=run.source,
-        topic=run.target_topic,
+        topic=run.topic,
         start=run.window_start,
         end=run.window_end,
         since=guard.since,
@@ -87,5 +87,5 @@ def refuse_overlap(session: Session, run: Run, guard: LiveGuard) -> None:
             requester=other.requester,
             state=str(other.state),
             window=other.window_label or "?",
-            topic=other.target_topic,
+            topic=other.topic,
         )

@@ -59,7 +59,7 @@ UPDATABLE_PIPELINE_FIELDS = frozenset(
 SLOT_RUN_FIELDS = frozenset(
     {
         "source",
-        "target_topic",
+        "topic",
         "tps",
         "requester",
         "watermark_column",
@@ -83,9 +83,9 @@ def new_run_fields(fields: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         "options": RunOptions(),
         "topic_created": False,
         **fields,
-        "confirmed_count": 0,
+        "confirmed": 0,
         "failed_tasks": 0,
-        "duplicates_reported": 0,
+        "duplicates": 0,
         "created_at": now,
         "updated_at": now,
         "version": 1,
@@ -310,7 +310,7 @@ class PipelineRepository:
                 fields.setdefault("watermark_high", high)
             session.flush()  # the watermark write is in the transaction before the run is judged
             apply_transition(run, to_state, fields, now)
-            if to_state is RunState.SUCCEEDED and run.confirmed_count > 0:
+            if to_state is RunState.SUCCEEDED and run.confirmed > 0:
                 pipeline.last_published_at = now
             touch(pipeline, now)
         return pipeline, run

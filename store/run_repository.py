@@ -55,7 +55,7 @@ class RunRepository(RunDrains, RunQueue, RunReleases):  # RunDrains extends RunL
         *,
         kind: str,
         source: str,
-        target_topic: str,
+        topic: str,
         tps: int,
         requester: str,
         pipeline_id: str | None = None,
@@ -92,16 +92,16 @@ class RunRepository(RunDrains, RunQueue, RunReleases):  # RunDrains extends RunL
             watermark_column=watermark_column,
             watermark_low=watermark_low,
             watermark_high=watermark_high,
-            target_topic=target_topic,
+            topic=topic,
             topic_created=topic_created,
             tps=tps,
             options=options or RunOptions(),
             requester=requester,
             idempotency_key=idempotency_key,
             state=RunState.QUEUED,
-            confirmed_count=0,
+            confirmed=0,
             failed_tasks=0,
-            duplicates_reported=0,
+            duplicates=0,
             slack_channel=slack_channel,
             slack_ts=slack_ts,
             reconciles=reconciles,
@@ -257,7 +257,7 @@ class RunRepository(RunDrains, RunQueue, RunReleases):  # RunDrains extends RunL
         return run
 
     def add_counts(self, run_id: str, **deltas: int) -> Run:
-        """Increment counters (``confirmed_count``, ``failed_tasks``, ``duplicates_reported``)."""
+        """Increment counters (``confirmed``, ``failed_tasks``, ``duplicates``)."""
         unknown = set(deltas) - COUNTERS
         if unknown:
             raise TypeError(f"not counters: {', '.join(sorted(unknown))}")
@@ -269,14 +269,14 @@ class RunRepository(RunDrains, RunQueue, RunReleases):  # RunDrains extends RunL
         return run
 
     def update_progress(self, run_id: str, confirmed: int, rate: float) -> Run:
-        """Record a progress sample and set ``confirmed_count``; refused once the run finished."""
+        """Record a progress sample and set ``confirmed``; refused once the run finished."""
         with self._store.session() as session:
             run = lock_run(session, run_id)
             if run.terminal:
                 raise InvalidTransition(run_id, run.state, run.state, "a finished run takes no progress")
             now = self._store.now()
             session.add(RunProgress(run_id=run_id, at=now, confirmed=confirmed, rate=rate))
-            run.confirmed_count = confirmed
+            run.confirmed = confirmed
             touch(run, now)
         return run
 
@@ -298,7 +298,7 @@ class RunRepository(RunDrains, RunQueue, RunReleases):  # RunDrains extends RunL
         whose job could not be started at all)."""
         failed_to_launch = and_(Run.state == RunState.FAILED, Run.failure_kind == FailureKind.LAUNCH)
         launch_failures = type_coerce(func.sum(case((failed_to_launch, 1), else_=0)), Integer)
-        stmt = select(func.count(), func.sum(Run.confirmed_count), launch_failures)
+        stmt = select(func.count(), func.sum(Run.confirmed), launch_failures)
         with self._store.session() as session:
             runs, confirmed, failures = session.execute(stmt).one()
         return {"runs": runs, "confirmed": int(confirmed or 0), "launch_failures": int(failures or 0)}

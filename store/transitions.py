@@ -21,9 +21,9 @@ from store.models import Pipeline, Run
 UPDATABLE_RUN_FIELDS = frozenset(
     {
         "rows_selected",
-        "confirmed_count",
+        "confirmed",
         "failed_tasks",
-        "duplicates_reported",
+        "duplicates",
         "dead_lettered",
         "achieved_tps",
         "failure_reason",
@@ -50,7 +50,7 @@ UPDATABLE_RUN_FIELDS = frozenset(
         "ended_at",
     }
 )
-COUNTERS = frozenset({"confirmed_count", "failed_tasks", "duplicates_reported"})
+COUNTERS = frozenset({"confirmed", "failed_tasks", "duplicates"})
 
 
 def lock_run(session: Session, run_id: str) -> Run:

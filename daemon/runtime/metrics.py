@@ -65,7 +65,7 @@ class _StoreCollector:
     def _by_source(self) -> Iterator[Family]:
         """Totals per catalog source (bounded by the catalog, not by history)."""
         stmt = select(
-            Run.source, func.count(), func.sum(Run.confirmed_count), func.sum(Run.dead_lettered)
+            Run.source, func.count(), func.sum(Run.confirmed), func.sum(Run.dead_lettered)
         ).group_by(Run.source)
         with self._store.session() as session:
             rows = sorted(session.execute(stmt).all())
@@ -147,14 +147,14 @@ class _StoreCollector:
         )
         for run in runs:
             labels = [run.id, run.source]
-            info.add_metric([*labels, str(run.kind), run.target_topic], 1)
+            info.add_metric([*labels, str(run.kind), run.topic], 1)
             states.add_metric(labels, {str(state): state == run.state for state in RunState})
             rate = latest_rate(run.tps, changes_from(run.control))
             target.add_metric(labels, 0 if rate.paused else rate.tps)
             achieved_tps = self._achieved_tps(run)
             if achieved_tps is not None:
                 achieved.add_metric(labels, achieved_tps)
-            confirmed.add_metric(labels, run.confirmed_count or 0)
+            confirmed.add_metric(labels, run.confirmed or 0)
             dead.add_metric(labels, run.dead_lettered or 0)
             for group in groups_from(run.watch):
                 if group.lag is not None:

@@ -307,7 +307,7 @@ class Watcher:
 
     def _record_progress(self, run: Run) -> None:
         sample = self._progress.sample(run.id, _beacons_since(run))
-        if sample is None or sample.confirmed == run.confirmed_count:
+        if sample is None or sample.confirmed == run.confirmed:
             return
         last = self._last_sample.get(run.id)
         self._last_sample[run.id] = sample
@@ -336,7 +336,7 @@ class Watcher:
         self._finish(
             run,
             RunState.CANCELLED,
-            confirmed_count=max(confirmed or 0, run.confirmed_count),
+            confirmed=max(confirmed or 0, run.confirmed),
             failure_reason=reason,
         )
 
@@ -344,7 +344,7 @@ class Watcher:
         if run.kind == RunKind.RECONCILE:
             self._conclude_reconcile(run, outcome)
             return
-        fields = report_fields(outcome.payload, confirmed_so_far=run.confirmed_count, now=self._store.now())
+        fields = report_fields(outcome.payload, confirmed_so_far=run.confirmed, now=self._store.now())
         if outcome.succeeded:
             self._finish(run, RunState.SUCCEEDED, **fields)
         else:
@@ -391,9 +391,9 @@ class Watcher:
         self._last_note.pop(run.id, None)
         self._places.pop(run.id, None)
         self._progress.forget(run.id)
-        log.info("run concluded", run_id=run.id, state=str(run.state), confirmed=run.confirmed_count)
+        log.info("run concluded", run_id=run.id, state=str(run.state), confirmed=run.confirmed)
         quiet = run.kind == RunKind.RECONCILE or (
-            run.kind == RunKind.PIPELINE and state == RunState.SUCCEEDED and run.confirmed_count == 0
+            run.kind == RunKind.PIPELINE and state == RunState.SUCCEEDED and run.confirmed == 0
         )
         if not quiet:
             self._finals.send(run)

@@ -92,7 +92,7 @@ class AutoSteer:
         if steering.previous is not None and now - steering.previous.at < self._interval_s:
             return
         current = latest_rate(run.tps, changes_from(run.control))
-        sample = self._sample(auto.group, run.target_topic)
+        sample = self._sample(auto.group, run.topic)
         report = lag_report(sample, steering.previous)
         steering.previous = sample
         if current.paused or report.total is None:

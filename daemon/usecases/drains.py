@@ -79,8 +79,8 @@ class DrainFollower:
         wanted: Sequence[str] = run.options.watch
         if not wanted or run.watch:
             return
-        watched = [baseline_of(group, *self._sample(group, run.target_topic)) for group in wanted]
-        stored = {"topic": run.target_topic, "groups": [g.to_dict() for g in watched]}
+        watched = [baseline_of(group, *self._sample(group, run.topic)) for group in wanted]
+        stored = {"topic": run.topic, "groups": [g.to_dict() for g in watched]}
         self._store.runs.set_watch(run.id, stored, watching=True)
         log.info("watch baseline taken", run_id=run.id, baselines={g.group: g.baseline for g in watched})
 
@@ -109,11 +109,11 @@ class DrainFollower:
         now = self._clock()
         ended_at = run.ended_at.timestamp() if run.ended_at is not None else now
         deadline = float(stored.get("deadline") or ended_at + self._timing.timeout_s)
-        if run.confirmed_count == 0:
+        if run.confirmed == 0:
             after = skipped(before)
         else:
             after = tuple(
-                self._advance(g, run.target_topic, now=now, ended_at=ended_at, deadline=deadline)
+                self._advance(g, run.topic, now=now, ended_at=ended_at, deadline=deadline)
                 if self._due(g, now, ended_at)
                 else g
                 for g in before

@@ -105,7 +105,7 @@ def build_spec(
         run_id=run.id,
         source=Source(name=source.name, path=source.table.path, table=source.table.table),
         selection=job_selection(run, source.partition_column, source.event_time_column),
-        topic=run.target_topic,
+        topic=run.topic,
         kafka=_job_kafka(settings),
         tps=run.tps,
         key_column=source.key_column,

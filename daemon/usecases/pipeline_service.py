@@ -316,7 +316,7 @@ class PipelineService:
             next_run_at=next_fire(pipeline.schedule, now),
             run_fields={
                 "source": pipeline.source,
-                "target_topic": pipeline.topic,
+                "topic": pipeline.topic,
                 "tps": pipeline.tps,
                 "requester": pipeline.created_by,
                 "watermark_column": pipeline.watermark_column,
@@ -341,7 +341,7 @@ class PipelineService:
         high = self._table_stats.max_value(self._table_path(source), pipeline.watermark_column)
         fields = {
             "source": pipeline.source,
-            "target_topic": pipeline.topic,
+            "topic": pipeline.topic,
             "tps": pipeline.tps,
             "requester": pipeline.created_by,
             "watermark_column": pipeline.watermark_column,

@@ -389,7 +389,7 @@ class ReplayService:
                 run_id=run_id,
                 kind="replay",
                 source=source.name,
-                target_topic=topic,
+                topic=topic,
                 topic_created=created,
                 tps=plan.tps,
                 requester=actor,
@@ -489,7 +489,7 @@ class ReplayService:
             return self._store.runs.create(
                 kind=RunKind.RECONCILE,
                 source=subject.source,
-                target_topic=subject.target_topic,
+                topic=subject.topic,
                 tps=0,
                 requester=actor,
                 window_start=subject.window_start,

@@ -37,9 +37,9 @@ def _moment(value: Any) -> datetime | None:
 def report_fields(result: dict[str, Any], *, confirmed_so_far: int, now: datetime) -> dict[str, Any]:
     """Run columns from a ``REPLAY_RESULT`` / ``REPLAY_FAILED`` document."""
     fields: dict[str, Any] = {
-        "confirmed_count": int(result.get("confirmed", confirmed_so_far) or 0),
+        "confirmed": int(result.get("confirmed", confirmed_so_far) or 0),
         "failed_tasks": int(result.get("failed_tasks") or 0),
-        "duplicates_reported": _int(result.get("duplicates_possible")),
+        "duplicates": _int(result.get("duplicates_possible")),
     }
     optional = {
         "rows_selected": _int(result.get("rows_selected")),
@@ -53,7 +53,7 @@ def report_fields(result: dict[str, Any], *, confirmed_so_far: int, now: datetim
     }
     fields.update({key: value for key, value in optional.items() if value is not None})
     if result.get("status") == "succeeded" and not fields["failed_tasks"]:
-        fields["duplicates_reported"] = 0  # no attempt failed: nothing was sent twice
+        fields["duplicates"] = 0  # no attempt failed: nothing was sent twice
     series = result.get("rate_series")
     if isinstance(series, dict) and series.get("counts"):
         fields["rate_series"] = {"start": int(series["start"]), "counts": [int(c) for c in series["counts"]]}

@@ -72,7 +72,7 @@ class TopicTtl:
         return topic in live or not topic.startswith(ONE_OFF_PREFIX)
 
     def tend(self, run: Run, now: datetime) -> None:
-        topic = run.target_topic
+        topic = run.topic
         if run.ended_at is None or self._protected(topic):
             log.warning(
                 "replay topic ttl: not a one-off replay topic, never deleted", run_id=run.id, topic=topic

@@ -84,15 +84,13 @@ def test_the_store_hands_out_typed_options(store: Store) -> None:
     options = RunOptions(
         window=WindowKind.DAYS, workers=3, watch=("billing",), auto=AutoRate(90, 10, "billing")
     )
-    created = store.runs.create(
-        kind="replay", source="s", target_topic="t", tps=5, requester="U1", options=options
-    )
+    created = store.runs.create(kind="replay", source="s", topic="t", tps=5, requester="U1", options=options)
     assert store.runs.get(created.id).options == options
     with pytest.raises(Exception, match="expected RunOptions"):
         store.runs.create(
             kind="replay",
             source="s",
-            target_topic="t",
+            topic="t",
             tps=5,
             requester="U1",
             options={"workers": 3},  # type: ignore[arg-type]

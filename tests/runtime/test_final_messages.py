@@ -40,7 +40,7 @@ def _watcher(store: Store, standin: SlackStandin, tmp_path: Path, owner: str = "
 
 def _cancelled_run(store: Store) -> str:
     run = store.runs.create(
-        kind=RunKind.REPLAY, source="orders", target_topic="t", tps=1, requester="U1", slack_channel=CHANNEL
+        kind=RunKind.REPLAY, source="orders", topic="t", tps=1, requester="U1", slack_channel=CHANNEL
     )
     store.runs.transition(run.id, RunState.CANCELLING)
     return run.id

@@ -28,9 +28,7 @@ def _value(samples: list[Sample], name: str, **labels: str) -> float | None:
 
 
 def _run(store: Store, source: str = "orders", tps: int = 500) -> Run:
-    return store.runs.create(
-        kind="replay", source=source, target_topic=f"{source}-replay", tps=tps, requester="U1"
-    )
+    return store.runs.create(kind="replay", source=source, topic=f"{source}-replay", tps=tps, requester="U1")
 
 
 def _succeeded(store: Store, source: str, *, confirmed: int, dead: int = 0) -> Run:
@@ -38,7 +36,7 @@ def _succeeded(store: Store, source: str, *, confirmed: int, dead: int = 0) -> R
     store.runs.transition(run.id, "submitted")
     store.runs.transition(run.id, "running")
     return store.runs.transition(
-        run.id, "succeeded", confirmed_count=confirmed, dead_lettered=dead, achieved_tps=confirmed / 10
+        run.id, "succeeded", confirmed=confirmed, dead_lettered=dead, achieved_tps=confirmed / 10
     )
 
 

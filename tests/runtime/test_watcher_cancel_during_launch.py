@@ -49,7 +49,7 @@ def test_a_cancel_during_submit_stops_the_job_it_started(
     store: Store, sample_table: Path, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     topic = unique_topic("cancel-in-launch")
-    run = store.runs.create(kind=RunKind.REPLAY, source="orders", target_topic=topic, tps=1, requester="U1")
+    run = store.runs.create(kind=RunKind.REPLAY, source="orders", topic=topic, tps=1, requester="U1")
     spec = json.dumps(job_spec(sample_table, kafka_bootstrap, topic, run_id=run.id, tps=1))  # minutes long
     launcher = CancelledWhileSubmitting(store, tmp_path / "runs")
     watcher = Watcher(

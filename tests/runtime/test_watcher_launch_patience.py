@@ -52,7 +52,7 @@ def _watcher(store: Store, tmp_path: Path, build_spec: BlinkingKafka) -> Watcher
 
 
 def _queued(store: Store) -> str:
-    return store.runs.create(kind=RunKind.REPLAY, source="orders", target_topic="t", tps=1, requester="U1").id
+    return store.runs.create(kind=RunKind.REPLAY, source="orders", topic="t", tps=1, requester="U1").id
 
 
 def test_a_launch_that_met_an_unavailable_broker_is_tried_again_and_goes_ahead(

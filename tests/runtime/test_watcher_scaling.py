@@ -71,9 +71,7 @@ def _running(store: Store, count: int) -> list[Run]:
     """``count`` runs whose jobs were submitted and run, oldest first."""
     runs = []
     for i in range(count):
-        run = store.runs.create(
-            kind=RunKind.REPLAY, source="orders", target_topic=f"t{i}", tps=1, requester="U1"
-        )
+        run = store.runs.create(kind=RunKind.REPLAY, source="orders", topic=f"t{i}", tps=1, requester="U1")
         store.runs.transition(
             run.id, RunState.SUBMITTED, launcher_kind=InProcessJobs.kind, launcher_handle={"run_id": run.id}
         )

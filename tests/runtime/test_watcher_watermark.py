@@ -66,7 +66,7 @@ def test_only_a_run_that_selected_rows_commits_its_high_mark(
         next_run_at=SLOT.replace(hour=1),
         run_fields={
             "source": "orders",
-            "target_topic": "t",
+            "topic": "t",
             "tps": 10,
             "requester": "U1",
             "watermark_column": "updated_at",

@@ -62,7 +62,7 @@ def _run(world: World, pipeline_id: str | None, topic: str) -> Run:
     fields: dict[str, Any] = {"kind": RunKind.REPLAY}
     if pipeline_id is not None:
         fields = {"kind": RunKind.PIPELINE, "pipeline_id": pipeline_id, "watermark_column": "updated_at"}
-    return world.store.runs.create(source="orders", target_topic=topic, tps=10, requester=OWNER, **fields)
+    return world.store.runs.create(source="orders", topic=topic, tps=10, requester=OWNER, **fields)
 
 
 def test_a_pipelines_runs_share_its_application_until_de_provisioning_deletes_it(

@@ -267,15 +267,15 @@ def _row(**changes: object) -> Run:
         "kind": "replay",
         "source": "orders",
         "window_label": "2024-01-01..2024-01-02",
-        "target_topic": "replay.orders.r-0123456789ab",
+        "topic": "replay.orders.r-0123456789ab",
         "tps": 100,
         "requester": "U0ALICE",
         "state": "succeeded",
         "options": RunOptions(window=WindowKind.DAYS, planned_rows=600),
         "rows_selected": 598,
-        "confirmed_count": 597,
+        "confirmed": 597,
         "failed_tasks": 0,
-        "duplicates_reported": 0,
+        "duplicates": 0,
         "created_at": CREATED,
         "started_at": CREATED,
         "ended_at": CREATED + timedelta(seconds=6),
@@ -298,7 +298,7 @@ def test_the_jobs_own_count_wins_over_the_plan_and_the_final_count_is_the_broker
 
 
 def test_before_the_job_reports_the_plans_count_is_shown_and_named_as_planned() -> None:
-    view = run_out(_row(state="cancelled", rows_selected=None, confirmed_count=20))
+    view = run_out(_row(state="cancelled", rows_selected=None, confirmed=20))
 
     assert view.rows == 600
     assert "*20* of 600 events were confirmed" in run_messages.final_reply(view).text
@@ -311,7 +311,7 @@ def test_an_unknown_row_count_is_shown_as_unknown_never_as_zero() -> None:
         state="running",
         options=RunOptions(window=WindowKind.WATERMARK),
         rows_selected=None,
-        confirmed_count=0,
+        confirmed=0,
         ended_at=None,
     )
     view = run_out(pipeline_run)

@@ -34,6 +34,8 @@ RUN_ID = "r-livecontrol01"
 DAYS, ROWS_PER_DAY = 4, 5_000  # 20,000 rows: ~4 s at 1,000/s, 4 s at 3,000/s (12,000), ~4 s at 1,000/s
 LEAD_S = 1.0  # the daemon's: a change takes effect this long after it is sent
 FAST_S = 4.0  # how long the fast rate lasts
+HAND_OFF_S = 0.25  # a granted record reaches the producer within this, even on a loaded machine
+LATE_HAND_OFFS = 5  # records granted before a pause that may be stamped just after it (5 ms at 1,000/s)
 
 
 class Operator(threading.Thread):
@@ -157,7 +159,11 @@ def test_a_pause_sends_nothing_until_the_resume_and_loses_nothing(
     assert run.document["reconcile"]["missing"] == run.document["reconcile"]["duplicates"] == 0
     paused, resumed = pauser.changes[0].at, pauser.changes[1].at
     sent = f"changes sent in {[round(s, 3) for s in pauser.send_s]} s"
-    assert count_between(stamps, paused + 0.05, resumed) == 0, sent
+    # A record granted just before the pause is stamped when its task hands it over, which a loaded
+    # machine can delay a little: a handful may carry a stamp just after the instant (a pause read
+    # late would show hundreds), and none is stamped once HAND_OFF_S has passed.
+    assert count_between(stamps, paused + 0.05, paused + HAND_OFF_S) <= LATE_HAND_OFFS, sent
+    assert count_between(stamps, paused + HAND_OFF_S, resumed) == 0, sent
     assert count_between(stamps, resumed, resumed + 1) <= (1 + CATCH_UP) * 1_000 + 2
     assert busiest_window(stamps) <= (1 + CATCH_UP) * 1_000 + 2
     assert run.document["behind_schedule_s"] < 0.5  # a pause is not a deficit

@@ -18,7 +18,7 @@ from tests.fixtures.store_rows import in_parallel
 
 
 def new_run(store: Store) -> Run:
-    return store.runs.create(kind="replay", source="lake.orders", target_topic="t", tps=1, requester="U1")
+    return store.runs.create(kind="replay", source="lake.orders", topic="t", tps=1, requester="U1")
 
 
 def test_concurrent_increments_lose_nothing(store: Store) -> None:
@@ -26,11 +26,11 @@ def test_concurrent_increments_lose_nothing(store: Store) -> None:
 
     def bump(_: int) -> None:
         for _ in range(50):
-            store.runs.add_counts(run.id, confirmed_count=1, duplicates_reported=2)
+            store.runs.add_counts(run.id, confirmed=1, duplicates=2)
 
     in_parallel(2, bump)
     final = store.runs.get(run.id)
-    assert (final.confirmed_count, final.duplicates_reported, final.version) == (100, 200, 101)
+    assert (final.confirmed, final.duplicates, final.version) == (100, 200, 101)
 
 
 def test_concurrent_progress_updates_lose_nothing(store: Store) -> None:
@@ -44,7 +44,7 @@ def test_concurrent_progress_updates_lose_nothing(store: Store) -> None:
     final = store.runs.get(run.id)
     assert final.version == run.version + 100
     assert len(store.runs.progress(run.id)) == 100
-    assert final.confirmed_count in {49, 1049}  # whichever thread wrote last
+    assert final.confirmed in {49, 1049}  # whichever thread wrote last
 
 
 def test_optimistic_writers_conflict_instead_of_overwriting(store: Store) -> None:
@@ -113,7 +113,7 @@ def test_leases_expire_renew_and_release(database_url: str) -> None:
 def test_retried_command_creates_one_run(store: Store) -> None:
     def submit(_: int) -> tuple[str, bool]:
         run, created = store.runs.create_or_get(
-            "U1", "cmd-7", kind="replay", source="lake.orders", target_topic="t", tps=1
+            "U1", "cmd-7", kind="replay", source="lake.orders", topic="t", tps=1
         )
         return run.id, created
 

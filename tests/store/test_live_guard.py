@@ -83,7 +83,7 @@ def live_run(
     values: dict[str, Any] = {
         "kind": "replay",
         "source": "orders",
-        "target_topic": "orders-live",
+        "topic": "orders-live",
         "tps": 100,
         "requester": "U0ALICE",
         "window_start": JAN_1 + first * DAY,
@@ -129,7 +129,7 @@ def test_every_going_state_blocks(store: Store, state: str) -> None:
     ("days", "fields"),
     [
         ((1, 2), {}),  # the next day: windows only touch
-        ((0, 1), {"target_topic": "orders-live-2"}),  # another topic
+        ((0, 1), {"topic": "orders-live-2"}),  # another topic
         ((0, 1), {"source": "payments"}),  # another source
         ((0, 1), {"guard": None}),  # force=yes: no guard
     ],
@@ -162,7 +162,7 @@ def test_a_recent_success_blocks_and_an_old_one_does_not(store: Store) -> None:
 
 
 def test_overlapping_lists_what_a_plan_would_warn_about(store: Store) -> None:
-    first, _other_topic = live_run(store, days=(0, 2)), live_run(store, target_topic="elsewhere")
+    first, _other_topic = live_run(store, days=(0, 2)), live_run(store, topic="elsewhere")
 
     found = store.runs.overlapping(
         source="orders", topic="orders-live", start=JAN_1 + DAY, end=JAN_1 + 3 * DAY, since=GUARD.since

@@ -45,7 +45,7 @@ def test_migrated_schema_matches_the_models(database_url: str) -> None:
 def test_downgrade_then_upgrade_again(database_url: str) -> None:
     upgrade(database_url)
     with Store(database_url) as store:
-        store.runs.create(kind="replay", source="lake.orders", target_topic="t", tps=10, requester="U1")
+        store.runs.create(kind="replay", source="lake.orders", topic="t", tps=10, requester="U1")
     downgrade(database_url)
     assert current_revision(database_url) is None
     engine = create_store_engine(database_url)
@@ -65,7 +65,7 @@ def test_upgrade_accepts_an_engine_and_leaves_it_open(database_url: str) -> None
         upgrade(engine)
         store = Store(engine)
         store.close()  # not the store's engine to dispose
-        store.runs.create(kind="replay", source="s", target_topic="t", tps=1, requester="U1")
+        store.runs.create(kind="replay", source="s", topic="t", tps=1, requester="U1")
         assert len(store.runs.list()[0]) == 1
     finally:
         engine.dispose()
@@ -82,7 +82,7 @@ def test_plain_postgresql_urls_mean_psycopg() -> None:
 def test_sqlite_in_memory_and_missing_directories(tmp_path: Path) -> None:
     with Store("sqlite://") as memory:  # one shared connection: every session sees the schema
         upgrade(memory.engine)
-        memory.runs.create(kind="replay", source="s", target_topic="t", tps=1, requester="U1")
+        memory.runs.create(kind="replay", source="s", topic="t", tps=1, requester="U1")
         assert len(memory.runs.list()[0]) == 1
     nested = tmp_path / "state" / "deeper" / "replay.db"
     upgrade(f"sqlite:///{nested}")

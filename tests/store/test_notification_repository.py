@@ -10,7 +10,7 @@ from store import Store
 
 
 def test_record_once_is_true_only_the_first_time(store: Store) -> None:
-    run = store.runs.create(kind="replay", source="s", target_topic="t", tps=1, requester="U1")
+    run = store.runs.create(kind="replay", source="s", topic="t", tps=1, requester="U1")
     key = f"run-finished:{run.id}"
     assert store.notifications.record_once(
         key, channel="C1", kind="run-finished", run_id=run.id, payload={"n": 1}

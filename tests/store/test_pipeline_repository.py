@@ -31,7 +31,7 @@ def test_unknown_pipeline(store: Store) -> None:
     assert isinstance(caught.value, LookupError)
     with pytest.raises(PipelineNotFound, match="p-1"):
         store.runs.create(
-            kind="pipeline", pipeline_id="p-1", source="s", target_topic="t", tps=1, requester="scheduler"
+            kind="pipeline", pipeline_id="p-1", source="s", topic="t", tps=1, requester="scheduler"
         )
 
 
@@ -69,10 +69,10 @@ def test_commit_watermark_finishes_the_run_and_moves_the_watermark(store: Store)
     run = pipeline_run(store, pipeline)
     store.runs.update_progress(run.id, 40, 10.0)
     committed, finished = store.pipelines.commit_watermark(
-        pipeline.id, run.id, "2024-01-02T00:00:00Z", {"confirmed_count": 42, "achieved_tps": 12.5}
+        pipeline.id, run.id, "2024-01-02T00:00:00Z", {"confirmed": 42, "achieved_tps": 12.5}
     )
     assert committed.watermark_value == "2024-01-02T00:00:00Z"
-    assert (finished.state, finished.confirmed_count, finished.watermark_high) == (
+    assert (finished.state, finished.confirmed, finished.watermark_high) == (
         "succeeded",
         42,
         "2024-01-02T00:00:00Z",
@@ -111,12 +111,12 @@ def test_commit_is_atomic_when_the_run_transition_fails(store: Store) -> None:
     run = pipeline_run(store, pipeline)
     store.runs.transition(run.id, "cancelled")  # e.g. the user cancelled while the job wrapped up
     with pytest.raises(InvalidTransition, match="it has finished"):
-        store.pipelines.commit_watermark(pipeline.id, run.id, "2024-02-01T00:00:00Z", {"confirmed_count": 9})
+        store.pipelines.commit_watermark(pipeline.id, run.id, "2024-02-01T00:00:00Z", {"confirmed": 9})
     pipeline_after = store.pipelines.get(pipeline.id)
     assert pipeline_after.watermark_value == "2024-01-01T00:00:00Z"
     assert pipeline_after.version == pipeline.version and pipeline_after.last_published_at is None
     run_after = store.runs.get(run.id)
-    assert (run_after.state, run_after.confirmed_count, run_after.watermark_high) == ("cancelled", 0, None)
+    assert (run_after.state, run_after.confirmed, run_after.watermark_high) == ("cancelled", 0, None)
 
 
 def test_commit_refuses_a_run_of_another_pipeline(store: Store) -> None:

@@ -18,7 +18,7 @@ from store.pagination import decode_cursor, encode_cursor
 
 
 def new_run(store: Store, **overrides: Any) -> Run:
-    fields: dict[str, Any] = {"kind": "replay", "source": "lake.orders", "target_topic": "t", "tps": 5}
+    fields: dict[str, Any] = {"kind": "replay", "source": "lake.orders", "topic": "t", "tps": 5}
     fields.update({"requester": "U123"} | overrides)
     return store.runs.create(**fields)
 
@@ -78,12 +78,12 @@ def test_totals_for_metrics(store: Store) -> None:
         "confirmed": 0,
         "launch_failures": 0,
     }
-    store.runs.transition(new_run(store).id, "succeeded", confirmed_count=70)
+    store.runs.transition(new_run(store).id, "succeeded", confirmed=70)
     store.runs.transition(
         new_run(store).id, "failed", failure_reason="no spark-submit", failure_kind=FailureKind.LAUNCH
     )
     store.runs.transition(
-        new_run(store).id, "failed", failure_reason="lost", failure_kind=FailureKind.LOST, confirmed_count=5
+        new_run(store).id, "failed", failure_reason="lost", failure_kind=FailureKind.LOST, confirmed=5
     )
     # the reason's words count for nothing: the kind is the fact
     store.runs.transition(
@@ -94,7 +94,7 @@ def test_totals_for_metrics(store: Store) -> None:
 
 def test_find_by_idempotency_key(store: Store) -> None:
     assert store.runs.find_by_idempotency_key("U1", "k") is None
-    run, _ = store.runs.create_or_get("U1", "k", kind="replay", source="s", target_topic="t", tps=1)
+    run, _ = store.runs.create_or_get("U1", "k", kind="replay", source="s", topic="t", tps=1)
     found = store.runs.find_by_idempotency_key("U1", "k")
     assert found is not None and found.id == run.id
     assert store.runs.find_by_idempotency_key("U2", "k") is None

@@ -15,7 +15,7 @@ T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 
 def _run(store: Store, **overrides: Any) -> Run:
-    fields: dict[str, Any] = {"kind": "replay", "source": "orders", "target_topic": "t", "tps": 100}
+    fields: dict[str, Any] = {"kind": "replay", "source": "orders", "topic": "t", "tps": 100}
     return store.runs.create(**{**fields, "requester": "U1", **overrides})
 
 

@@ -46,7 +46,7 @@ def test_round_trip_keeps_every_field(store: Store) -> None:
         window=WindowKind.DAYS, headers={"x-replay": "1"}, ordering="none", workers=4
     )
     assert run.topic_created is True
-    assert (run.confirmed_count, run.failed_tasks, run.duplicates_reported) == (0, 0, 0)
+    assert (run.confirmed, run.failed_tasks, run.duplicates) == (0, 0, 0)
     assert (run.slack_channel, run.slack_ts) == ("C1", "1700000000.000100")
     assert run.created_at == run.updated_at == created.created_at
 
@@ -91,14 +91,14 @@ def test_lifecycle_stamps_times_and_bumps_version(store: Store) -> None:
     run = new_run(store)
     submitted = store.runs.transition(run.id, "submitted", launcher_kind="local")
     running = store.runs.transition(run.id, RunState.RUNNING, rows_selected=1000)
-    done = store.runs.transition(run.id, "succeeded", confirmed_count=1000, achieved_tps=498.5)
+    done = store.runs.transition(run.id, "succeeded", confirmed=1000, achieved_tps=498.5)
     assert (submitted.version, running.version, done.version) == (2, 3, 4)
     assert_utc(done.submitted_at)
     assert_utc(done.started_at)
     assert_utc(done.ended_at)
     assert done.submitted_at and done.started_at and done.ended_at  # narrowed: assert_utc checked each
     assert done.submitted_at <= done.started_at <= done.ended_at
-    assert (done.rows_selected, done.confirmed_count, done.achieved_tps) == (1000, 1000, 498.5)
+    assert (done.rows_selected, done.confirmed, done.achieved_tps) == (1000, 1000, 498.5)
     assert store.runs.get(run.id).launcher_kind == "local"
 
 
@@ -163,19 +163,19 @@ def test_expected_version_detects_a_concurrent_change(store: Store) -> None:
 def test_update_sets_fields_after_the_run_finished(store: Store) -> None:
     run = new_run(store)
     store.runs.transition(run.id, "failed", failure_reason="broker unreachable")
-    updated = store.runs.update(run.id, slack_ts="1700000000.1", duplicates_reported=3)
-    assert (updated.slack_ts, updated.duplicates_reported, updated.state) == ("1700000000.1", 3, "failed")
+    updated = store.runs.update(run.id, slack_ts="1700000000.1", duplicates=3)
+    assert (updated.slack_ts, updated.duplicates, updated.state) == ("1700000000.1", 3, "failed")
 
 
 def test_idempotency_key_returns_the_same_run(store: Store) -> None:
     first, created = store.runs.create_or_get(
-        "U1", "slack-trigger-1", kind="replay", source="a", target_topic="t", tps=5
+        "U1", "slack-trigger-1", kind="replay", source="a", topic="t", tps=5
     )
     again, created_again = store.runs.create_or_get(
-        "U1", "slack-trigger-1", kind="replay", source="b", target_topic="t", tps=9
+        "U1", "slack-trigger-1", kind="replay", source="b", topic="t", tps=9
     )
     other, created_other = store.runs.create_or_get(
-        "U2", "slack-trigger-1", kind="replay", source="a", target_topic="t", tps=5
+        "U2", "slack-trigger-1", kind="replay", source="a", topic="t", tps=5
     )
     assert (created, created_again, created_other) == (True, False, True)
     assert again.id == first.id and again.source == "a"
@@ -188,13 +188,13 @@ def test_progress_samples_and_counters(store: Store) -> None:
     store.runs.transition(run.id, "running")
     store.runs.update_progress(run.id, 100, 50.0)
     latest = store.runs.update_progress(run.id, 250, 75.5)
-    assert latest.confirmed_count == 250
+    assert latest.confirmed == 250
     samples = store.runs.progress(run.id)
     assert [(s.confirmed, s.rate) for s in samples] == [(100, 50.0), (250, 75.5)]
     assert_utc(samples[0].at)
     assert [s.confirmed for s in store.runs.progress(run.id, limit=1)] == [250]
-    counted = store.runs.add_counts(run.id, failed_tasks=2, duplicates_reported=7)
-    assert (counted.failed_tasks, counted.duplicates_reported) == (2, 7)
+    counted = store.runs.add_counts(run.id, failed_tasks=2, duplicates=7)
+    assert (counted.failed_tasks, counted.duplicates) == (2, 7)
     store.runs.transition(run.id, "succeeded")
     with pytest.raises(InvalidTransition, match="a finished run takes no progress"):
         store.runs.update_progress(run.id, 300, 1.0)
@@ -217,7 +217,7 @@ def test_a_reconcile_run_and_the_report_columns_round_trip(store: Store) -> None
     subject = new_run(store)
     store.runs.transition(subject.id, RunState.RUNNING)
     report: dict[str, Any] = {
-        "duplicates_reported": None,
+        "duplicates": None,
         "on_topic_at_least": 12,
         "behind_schedule_s": 0.25,
         "partition_skew": 1.5,

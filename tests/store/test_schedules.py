@@ -15,7 +15,7 @@ from tests.fixtures.store_rows import new_pipeline, pipeline_run
 NOW = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 FIELDS = {
     "source": "orders",
-    "target_topic": "replay.orders.p",
+    "topic": "replay.orders.p",
     "tps": 100,
     "requester": "scheduler",
     "watermark_column": "updated_at",

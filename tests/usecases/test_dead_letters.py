@@ -140,7 +140,7 @@ def _run(options: dict[str, Any]) -> Run:
         window_start=datetime(2024, 1, 1, tzinfo=UTC),
         window_end=datetime(2024, 1, 2, tzinfo=UTC),
         window_label="2024-01-01",
-        target_topic="replay.orders.r-7",
+        topic="replay.orders.r-7",
         tps=100,
         options=RunOptions(window=WindowKind.DAYS, **options),
     )

@@ -90,7 +90,7 @@ def test_no_answer_past_the_grace_period_deprovisions_and_keeps_history(world: W
         kind="pipeline",
         pipeline_id=pipeline.id,
         source="orders",
-        target_topic=pipeline.topic,
+        topic=pipeline.topic,
         tps=100,
         requester=OWNER,
         watermark_column="updated_at",

@@ -74,7 +74,7 @@ def test_deprovisioning_pauses_the_pipeline_and_stops_its_running_job_first(
         kind=RunKind.PIPELINE,
         pipeline_id=pipeline.id,
         source="orders",
-        target_topic=pipeline.topic,
+        topic=pipeline.topic,
         tps=1,
         requester=OWNER,
         watermark_column="updated_at",

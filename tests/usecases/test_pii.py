@@ -296,7 +296,7 @@ def test_build_spec_carries_the_decrypt_section(tmp_path: Path) -> None:
         window_start=datetime(2024, 1, 1, tzinfo=UTC),
         window_end=datetime(2024, 1, 2, tzinfo=UTC),
         window_label="2024-01-01",
-        target_topic="replay.orders.r-7",
+        topic="replay.orders.r-7",
         tps=100,
         options=RunOptions(window=WindowKind.DAYS, on_error="dlq", dlq_topic="replay.dlq.orders"),
     )

@@ -42,7 +42,7 @@ def test_a_clean_success_stores_every_measured_figure() -> None:
         confirmed_so_far=1,
         now=NOW,
     )
-    assert fields["confirmed_count"] == 3 and fields["duplicates_reported"] == 0
+    assert fields["confirmed"] == 3 and fields["duplicates"] == 0
     assert fields["achieved_tps"] == 99.5 and fields["partition_skew"] == 1.5
     assert fields["rate_series"] == {"start": 1704067200, "counts": [2, 1]}
     assert fields["offsets"]["partitions"] == {"0": [0, 3]}
@@ -57,7 +57,7 @@ def test_unknown_duplicates_stay_unknown_after_a_retry() -> None:
         confirmed_so_far=0,
         now=NOW,
     )
-    assert fields["duplicates_reported"] is None
+    assert fields["duplicates"] is None
     assert "achieved_tps" not in fields and "rate_series" not in fields
 
 
@@ -68,7 +68,7 @@ def test_a_failure_after_publishing_keeps_what_reached_the_broker() -> None:
         now=NOW,
     )
     assert fields["on_topic_at_least"] == 40
-    assert fields["duplicates_reported"] is None  # a failed job did not say: not measured
+    assert fields["duplicates"] is None  # a failed job did not say: not measured
 
 
 def test_a_reconcile_that_could_not_run_has_no_counts() -> None:

@@ -104,7 +104,7 @@ def _run(source: str) -> Run:
         window_start=datetime(2024, 1, 2, tzinfo=UTC),
         window_end=datetime(2024, 1, 3, tzinfo=UTC),
         window_label="2024-01-02",
-        target_topic=f"replay.{source}.r-9",
+        topic=f"replay.{source}.r-9",
         tps=100,
         options=RunOptions(window=WindowKind.DAYS),
     )
