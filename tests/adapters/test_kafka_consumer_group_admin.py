@@ -3,8 +3,6 @@ members and the drain come from a live consumer, and an unknown group or topic i
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -18,11 +16,10 @@ from daemon.core.errors import GroupNotFound, NotFound
 from daemon.core.lag import DrainState, GroupState
 from daemon.usecases.catalog import Catalog
 from daemon.usecases.consumer_groups import ConsumerGroups
-from scripts.local_kafka import LOG4J_CONFIG, TOOL_JVM_OPTS, ensure_jars
 from store import Store
 from store.migrate import upgrade
 from tests.fixtures.groups import PARTITIONS, PER_PARTITION, consume_and_commit, produce
-from tests.fixtures.kafka import create_topic, unique_topic
+from tests.fixtures.kafka import create_topic, kafka_tool, unique_topic
 
 pytestmark = [pytest.mark.kafka]
 
@@ -31,29 +28,13 @@ GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
 def kafka_describe(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[str, str, str]]:
     """(topic, partition) -> (CURRENT-OFFSET, LOG-END-OFFSET, LAG) as Kafka's own tool prints them."""
-    java = shutil.which("java")
-    assert java is not None, "java is not on PATH (the local broker needs it too)"
-    command = [
-        java,
-        *TOOL_JVM_OPTS,
-        f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
-        "-cp",
-        f"{ensure_jars()}/*",
-        GROUP_COMMAND,
-        "--bootstrap-server",
-        bootstrap,
-        "--describe",
-        "--group",
-        group,
-    ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 0, f"kafka-consumer-groups failed:\n{result.stdout}{result.stderr}"
+    stdout = kafka_tool(GROUP_COMMAND, "--bootstrap-server", bootstrap, "--describe", "--group", group)
     rows: dict[tuple[str, int], tuple[str, str, str]] = {}
-    for line in result.stdout.splitlines():
+    for line in stdout.splitlines():
         cells = line.split()
         if len(cells) >= 6 and cells[0] == group:
             rows[(cells[1], int(cells[2]))] = (cells[3], cells[4], cells[5])
-    assert rows, result.stdout
+    assert rows, stdout
     return rows
 
 

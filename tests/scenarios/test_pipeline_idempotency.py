@@ -9,6 +9,7 @@ the CLI sends a fresh key with every create.
 from __future__ import annotations
 
 import io
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 
 from daemon.cli.main import EXIT_OK, main
 from daemon.contract.models import ScheduleBody
+from daemon.core.retry import poll
 from store import Store
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
 
@@ -81,8 +83,17 @@ def test_racing_creates_with_one_key_on_two_daemons_make_one_pipeline_and_one_to
     assert len(ids) == 1
     [pipeline_id] = ids
     assert [p.id for p in replicas[0].client().list_pipelines(OWNER)] == [pipeline_id]
-    created = _pipeline_topics(kafka_bootstrap) - before
-    assert created == {f"replay.orders.{pipeline_id}"}, created  # the losers deleted the topics they made
+    # The losers deleted the topics they made before answering; the controller has accepted each
+    # deletion, and the broker's metadata shows it a moment later (it is eventually consistent).
+    winner = {f"replay.orders.{pipeline_id}"}
+    created = poll(
+        lambda: found if (found := _pipeline_topics(kafka_bootstrap) - before) == winner else None,
+        every_s=0.2,
+        timeout_s=10,
+        clock=time.monotonic,
+        sleep=time.sleep,
+    )
+    assert created == winner, _pipeline_topics(kafka_bootstrap) - before
 
 
 def test_a_key_sent_again_gets_the_first_pipeline_and_with_another_command_a_422(
