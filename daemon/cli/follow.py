@@ -34,13 +34,11 @@ def _until_terminal(
     clock: Clock,
     sleep: Sleep,
 ) -> RunOut:
-    latest = [run]
 
     def ended() -> RunOut | None:
-        if not latest[-1].terminal:
-            latest.append(client.get_replay(actor, run.id))
-            seen(latest[-1])
-        return latest[-1] if latest[-1].terminal else None
+        now = client.get_replay(actor, run.id)
+        seen(now)
+        return now if now.terminal else None
 
     if run.terminal:
         return run
