@@ -373,6 +373,7 @@ def _result(
         publish_seconds=round(published.seconds, 3),
         behind_schedule_s=_largest(tasks, "skipped_s"),
         late_start_s=_largest(tasks, "late_start_s"),
+        start_spread_s=round(_largest(tasks, "late_start_s") - _smallest(tasks, "late_start_s"), 3),
         watermark_high=selection.high if isinstance(selection, WatermarkRange) else None,
         partition_skew=transforms.skew(published.sizes),
         slots=slots,
@@ -396,3 +397,7 @@ def achieved_tps(confirmed: int, first: float | None, last: float | None) -> flo
 
 def _largest(tasks: list[Row], field: str) -> float:
     return round(max((task[field] for task in tasks), default=0.0), 3)
+
+
+def _smallest(tasks: list[Row], field: str) -> float:
+    return round(min((task[field] for task in tasks), default=0.0), 3)

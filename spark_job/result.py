@@ -9,8 +9,8 @@ Success (a replay)::
                    "offsets": {"topic": "replay.orders.r-42", "partitions": {"0": [120, 570]}},
                    "reconcile": {...}, "started_at": "...Z", "ended_at": "...Z",
                    "publish_seconds": 9.04, "behind_schedule_s": 0.0, "late_start_s": 0.012,
-                   "watermark_high": null, "partition_skew": 1.02, "slots": 2, "partitions": 2,
-                   "topic": "replay.orders.r-42"}
+                   "start_spread_s": 0.004, "watermark_high": null, "partition_skew": 1.02,
+                   "slots": 2, "partitions": 2, "topic": "replay.orders.r-42"}
 
 Success (``mode: "reconcile"``, nothing published)::
 
@@ -34,9 +34,12 @@ the end offsets snapshotted before publishing and after every task ended: every 
 lies in ``[lo, hi)``. ``behind_schedule_s`` is the most schedule time any task still owed when its
 last event went: how much later than its schedule it finished after a stall it could not make up
 at most 5 % above its share (0 when the requested TPS was sustained); ``late_start_s`` the most
-any task started after its first deadline. ``partition_skew`` is largest/smallest partition, null when a
-partition is empty. ``dead_lettered`` counts records set aside with ``on_error=dlq`` whose copy the
-broker confirmed on the dead-letter topic: ``confirmed + dead_lettered == rows_selected``.
+any task started after its first deadline, ``start_spread_s`` how much later the latest task started
+than the earliest (each against its own schedule): the whole run's span is at most its schedule's
+plus that spread, so a shortfall of ``achieved_tps`` that is not stalls shows here.
+``partition_skew`` is largest/smallest partition, null when a partition is empty.
+``dead_lettered`` counts records set aside with ``on_error=dlq`` whose copy the broker
+confirmed on the dead-letter topic: ``confirmed + dead_lettered == rows_selected``.
 
 ``reconcile`` (null when no rows were selected) compares the selected event ids with the
 ``replay-event-id`` headers of the records within ``offsets`` that carry this run's
@@ -131,6 +134,7 @@ class ReplayResult:
     publish_seconds: float
     behind_schedule_s: float
     late_start_s: float
+    start_spread_s: float
     watermark_high: str | int | float | None
     partition_skew: float | None
     slots: int

@@ -8,15 +8,17 @@ There is no coordinator at run time, so the schedule is fixed up front from the 
   partition ``p`` is slot ``p mod W`` of round ``p // W``; a round lasts ``rows_in_round / tps``
   seconds and the next one starts where it ended, so a slot's next partition continues its
   schedule instead of restarting.
-* Within a round, the A tasks that hold rows share ``tps`` equally for the whole round, staggered:
-  the one ranked ``q`` sends its j-th event at ``(j * A + q) / tps``. With equal partitions that is
-  ``tps / W`` per slot, phases ``s / W`` of an interval apart, and the union of all deadlines is one
-  evenly spaced sequence ``1 / tps`` apart. A larger partition keeps its share when smaller ones
-  run out (a short tail, the next round starting after the round's largest partition) rather than
-  speeding up: tasks start late by different amounts (after the shuffle, after sorting their own
-  partition), each shifting its own schedule, and a task speeding up on the assumption that its
-  siblings had finished would overlap the ones that have not. With fixed shares every deadline,
-  shifted or not, stays on one ``1 / tps`` grid, so the slots together never exceed ``tps``.
+* Within a round, each task's share is proportional to its size, ``tps * n_p / N`` (``N`` the
+  round's rows), and the tasks interleave: the k-th event of the round, over all its partitions in
+  order of their even spacing, is due at ``k / tps`` (see ``Segment``). So the round's deadlines are
+  one evenly spaced sequence ``1 / tps`` apart from its first event to its last at any skew, every
+  partition of the round ends at ``N / tps``, and no task ever speeds up when a sibling finishes (a
+  sibling that started late may still be sending: speeding up would overlap it). A hot key that
+  holds most of a window makes its partition's task carry most of ``tps``; what one task cannot
+  send at that rate is reported as behind schedule.
+* A task that starts after its first deadline (after the shuffle, after sorting its own partition)
+  shifts its own schedule by whole mean intervals of its own; with equal sizes that keeps every
+  deadline on the round's grid.
 * Deadlines are absolute (on a monotonic clock), so sleep overshoot never accumulates into drift.
   Events already due go out as one batch, which keeps per-event Python overhead low.
 * A rate is also a ceiling (rule 8): a task that fell behind catches up at most ``CATCH_UP``
@@ -38,28 +40,86 @@ from spark_job.publish.timeline import Timeline
 
 @dataclass(frozen=True)
 class Segment:
-    """A stretch of a partition's events while ``stride`` tasks share the rate; this one is ``rank``."""
+    """One partition's events in its round, interleaved by size with the round's other partitions.
 
-    start_s: float  # seconds after the job-wide t0 at which the stretch begins
+    ``members`` are the sizes of the round's partitions that hold rows, in partition order, and
+    ``own`` is this one's place among them. Partition ``q`` ideally sends its i-th event at the
+    fraction ``(i + 1/2) / n_q`` of the round; over the whole round those ideal times, in order (ties
+    to the lower partition), are the events ``0 .. N - 1``, and event ``k`` is due at ``k / tps``.
+    Each task works out its own ranks from the sizes alone, so the round's deadlines are exactly the
+    grid ``1 / tps`` apart from its first event to its last, whatever the skew, and every partition
+    of the round finishes in the same second: its rate is ``tps * n_p / N``.
+    """
+
+    start_s: float  # seconds after the job-wide t0 at which the round begins
     first: int  # partition-local index of its first event
-    count: int
-    stride: int  # tasks active in the stretch
-    rank: int  # this task's place among them (its stagger)
+    members: tuple[int, ...]  # rows of the round's partitions that hold any, in partition order
+    own: int  # this partition's place among them
+
+    @property
+    def count(self) -> int:
+        return self.members[self.own]
+
+    @cached_property
+    def round_rows(self) -> int:
+        return sum(self.members)
+
+    @cached_property
+    def even(self) -> bool:
+        """Every member holds as many rows: the interleaving is a plain stagger."""
+        return len(set(self.members)) == 1
+
+    def rank(self, local: int) -> int:
+        """Place of this partition's ``local``-th event among all the round's events (0-based)."""
+        if self.even:
+            return local * len(self.members) + self.own
+        own = self.count
+        rank = local
+        for place, rows in enumerate(self.members):
+            if place == self.own:
+                continue
+            # events i of partition q with (i + 1/2) / n_q before (j + 1/2) / n_p, in integers
+            scaled, unit = (2 * local + 1) * rows - own, 2 * own
+            before = scaled // unit + 1 if place < self.own else -(-scaled // unit)
+            rank += min(rows, max(0, before))
+        return rank
 
     def due(self, index: int, tps: float) -> float:
-        return self.start_s + ((index - self.first) * self.stride + self.rank) / tps
+        return self.start_s + self.rank(index - self.first) / tps
+
+    def share(self, tps: float) -> float:
+        """This task's rate in events per second: its part of the round's rows, of ``tps``."""
+        return tps * self.count / self.round_rows
+
+    def window_share(self, tps: float) -> float:
+        """The most events per second this task's own deadlines hold in any one second, less one.
+
+        Interleaving by size moves a deadline by at most half an event per sibling from an even
+        spacing, so a second of the round holds fewer than ``(tps + A - 1) * n_p / N + 1`` of them
+        (A members); with equal sizes the spacing is even and that is the share itself.
+        """
+        if self.even:
+            return self.share(tps)
+        return min(tps, (tps + len(self.members) - 1) * self.count / self.round_rows)
 
     def events_due(self, elapsed: float, tps: float) -> int:
         """Events of this stretch due ``elapsed`` seconds after t0, exactly consistent with ``due``."""
         if self.count == 0 or elapsed < self.due(self.first, tps):
             return 0
-        done = math.floor(((elapsed - self.start_s) * tps - self.rank) / self.stride) + 1
-        done = max(1, min(self.count, done))
-        while done < self.count and self.due(self.first + done, tps) <= elapsed:
-            done += 1
-        while done > 1 and self.due(self.first + done - 1, tps) > elapsed:
-            done -= 1
-        return done
+        low, high = 1, self.count  # the first is due; find the most that are (ranks only grow)
+        guess = math.floor((elapsed - self.start_s) * self.share(tps)) + 1
+        if 1 <= guess <= self.count:  # the even spacing's answer, off by at most a few
+            if self.due(self.first + guess - 1, tps) <= elapsed:
+                low = guess
+            else:
+                high = guess - 1
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self.due(self.first + middle - 1, tps) <= elapsed:
+                low = middle
+            else:
+                high = middle - 1
+        return low
 
 
 @dataclass(frozen=True)
@@ -83,8 +143,12 @@ class PartitionSchedule:
         return self._segment(index).due(index, self.tps)
 
     def interval(self, index: int) -> float:
-        """Seconds between this task's events around ``index`` (0 when unthrottled)."""
-        return 0.0 if self.tps == 0 else self._segment(index).stride / self.tps
+        """Mean seconds between this task's events around ``index`` (0 when unthrottled)."""
+        return 0.0 if self.tps == 0 else 1 / self._segment(index).share(self.tps)
+
+    def window_share(self, index: int) -> float:
+        """Events per second the window cap allows this task around ``index`` (see ``Segment``)."""
+        return math.inf if self.tps == 0 else self._segment(index).window_share(self.tps)
 
     def events_due(self, elapsed: float) -> int:
         """How many events are due ``elapsed`` seconds after t0."""
@@ -102,35 +166,23 @@ class PartitionSchedule:
         return self.segments[max(0, bisect.bisect_right(self._firsts, index) - 1)]
 
 
-def slot_rates(tps: float, slots: int) -> list[float]:
-    """Each slot's rate when shares are equal: a real-valued ``tps / W``, summing to ``tps``."""
-    if slots < 1:
-        raise ValueError(f"slots must be >= 1, got {slots}")
-    if tps < 0:
-        raise ValueError(f"tps must be >= 0, got {tps}")
-    return [tps / slots] * slots
-
-
 def partition_schedule(sizes: Sequence[int], tps: float, slots: int, partition: int) -> PartitionSchedule:
     """The schedule of ``partition`` when partitions of ``sizes`` rows run ``slots`` at a time."""
     if slots < 1:
         raise ValueError(f"slots must be >= 1, got {slots}")
+    if tps < 0:
+        raise ValueError(f"tps must be >= 0, got {tps}")
     if tps == 0:
-        return PartitionSchedule(0, (Segment(0.0, 0, sizes[partition], 1, 0),))
+        return PartitionSchedule(0, (Segment(0.0, 0, (sizes[partition],), 0),))
     first = partition - partition % slots
-    start = sum(_round_seconds(sizes[at : at + slots], tps) for at in range(0, first, slots))
+    start = sum(sizes[:first]) / tps  # each round lasts its rows / tps: every member ends with it
     members = sizes[first : first + slots]
     own = partition - first
     if members[own] == 0:
         return PartitionSchedule(tps, ())
     active = [slot for slot, rows in enumerate(members) if rows > 0]
-    return PartitionSchedule(tps, (Segment(start, 0, members[own], len(active), active.index(own)),))
-
-
-def _round_seconds(members: Sequence[int], tps: float) -> float:
-    """A round lasts until its largest partition is sent at its share, ``tps / A``."""
-    active = sum(1 for rows in members if rows > 0)
-    return max(members, default=0) * active / tps
+    sizes_held = tuple(members[slot] for slot in active)
+    return PartitionSchedule(tps, (Segment(start, 0, sizes_held, active.index(own)),))
 
 
 def schedules(sizes: Sequence[int], tps: float, slots: int) -> list[PartitionSchedule]:
@@ -171,9 +223,10 @@ class Pacer:
     input batch, a long flush) leaves the task behind, and while behind its virtual clock runs at most
     ``1 + CATCH_UP`` times real speed, so it recovers its deficit at most ``CATCH_UP`` above its own
     share instead of sending it as a burst. On top, no ``WINDOW_S`` of real time is granted more than
-    ``window_cap(share)`` events, whatever the gaps (``share`` is the task's share at the last event
-    granted, the largest so far: shares only grow within a partition). The sum over W tasks whose
-    shares add up to ``tps`` is thus at most ``(1 + CATCH_UP) * tps + W`` in any second.
+    ``window_cap(share)`` events, whatever the gaps (``share`` is the schedule's ``window_share``: the
+    task's share, or with unequal sizes the most its interleaved deadlines put in one second). With
+    equal sizes the sum over W tasks whose shares add up to ``tps`` is thus at most
+    ``(1 + CATCH_UP) * tps + W`` in any second.
 
     ``skipped_s`` is how far the virtual clock trails the real clock: while running, the schedule time
     the task owes; once its last event is granted, the schedule time it still owed then, i.e. how much
@@ -309,7 +362,7 @@ class Pacer:
         speed = self._timeline.max_speed(now - WINDOW_S, now)  # a slower rate now: the old one's events
         count = wanted
         while count > 0:  # the cap grows with the share of the last event granted: find the fixpoint
-            share = speed / self._schedule.interval(self.sent + count - 1)
+            share = speed * self._schedule.window_share(self.sent + count - 1)
             allowed = self._window_base + window_cap(share) - self.sent
             if count <= allowed:
                 break

@@ -139,7 +139,12 @@ def test_the_run_paces_to_its_tps_and_reports_the_same_json_it_writes(
     run, _, result_file = replayed
     assert run.document["slots"] == 2
     assert run.document["partitions"] % 2 == 0
-    assert 0.8 * 400 <= run.document["achieved_tps"] <= 1.02 * 400
+    # 900 rows in partitions of unequal size: proportional shares end every task with the round, so
+    # the span is the schedule's (899 / 400 s) plus only how far apart the tasks began, never a tail
+    span = run.document["confirmed"] / run.document["achieved_tps"]
+    assert span <= 899 / 400 + run.document["start_spread_s"] + 0.2, run.document
+    assert run.document["partition_skew"] > 1.1  # the sample's partitions do differ in size
+    assert run.document["achieved_tps"] <= 1.02 * 400
     assert json.loads(result_file.read_text()) == run.document
 
 

@@ -3,6 +3,7 @@ a ceiling after a stall (docs/rules.md rules 6 and 8)."""
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 
@@ -17,8 +18,8 @@ from spark_job.publish.pacing import (
     PartitionSchedule,
     Segment,
     due_time,
+    partition_schedule,
     schedules,
-    slot_rates,
     window_cap,
 )
 from tests.fixtures.pacing import FakeClock, Grant, busiest_second
@@ -73,33 +74,81 @@ def all_deadlines(sizes: list[int], tps: float, slots: int) -> list[float]:
     return sorted(plan.due(i) for plan, rows in zip(plans, sizes, strict=True) for i in range(rows))
 
 
-@given(tps=TPS, slots=SLOTS)
-def test_slot_rates_sum_to_tps(tps: int, slots: int) -> None:
-    rates = slot_rates(tps, slots)
-    assert len(rates) == slots
-    assert math.isclose(sum(rates), tps, rel_tol=1e-12)
-    assert all(rate > 0 for rate in rates)
+def round_sizes(data: st.DataObject, slots: int, most: int = 60) -> list[int]:
+    rounds = data.draw(st.integers(1, 3), label="rounds")
+    return data.draw(st.lists(st.integers(0, most), min_size=slots * rounds, max_size=slots * rounds))
 
 
-def test_slot_rates_have_no_floor_of_one_per_slot() -> None:
-    assert slot_rates(10, 56) == [10 / 56] * 56  # one event every 5.6 s per slot, 10/s in total
+@given(tps=TPS, slots=st.integers(1, 16), data=st.data())
+def test_shares_are_proportional_to_size_and_sum_to_tps_in_every_round(
+    tps: int, slots: int, data: st.DataObject
+) -> None:
+    sizes = round_sizes(data, slots, most=10_000)
+    for first in range(0, len(sizes), slots):
+        members = sizes[first : first + slots]
+        shares = [
+            1 / schedules(sizes, tps, slots)[first + slot].interval(0)
+            for slot, rows in enumerate(members)
+            if rows
+        ]
+        if shares:
+            assert math.isclose(sum(shares), tps, rel_tol=1e-9)
+            assert all(
+                math.isclose(share, tps * rows / sum(members))
+                for share, rows in zip(shares, [rows for rows in members if rows], strict=True)
+            )
 
 
+def test_rates_are_real_numbers_with_no_floor_of_one_per_slot() -> None:
+    plans = schedules([10] * 56, 10, 56)
+    assert [plan.interval(0) for plan in plans] == [pytest.approx(5.6)] * 56  # 10/s in total
+
+
+@settings(deadline=None)
 @given(
     tps=st.integers(1, 50_000),
     slots=st.integers(1, 16),
     data=st.data(),
 )
-def test_all_deadlines_sit_on_one_even_grid_whatever_the_sizes(
+def test_every_rounds_deadlines_are_the_grid_k_over_tps_whatever_the_skew(
     tps: int, slots: int, data: st.DataObject
 ) -> None:
-    rounds = data.draw(st.integers(1, 3))
-    sizes = data.draw(st.lists(st.integers(0, 60), min_size=slots * rounds, max_size=slots * rounds))
-    deadlines = all_deadlines(sizes, tps, slots)
-    # Every deadline is a distinct multiple of 1 / tps: never two events closer, so never over tps.
-    ticks = [due * tps for due in deadlines]
-    assert all(math.isclose(tick, round(tick), abs_tol=1e-6) for tick in ticks)
-    assert len({round(tick) for tick in ticks}) == len(ticks) == sum(sizes)
+    """Proportional shares on one grid: round r's N events are due at start + k / tps, k = 0 .. N - 1,
+    each exactly once, so its last event is due at (N - 1) / tps and the next round starts at N / tps."""
+    sizes = round_sizes(data, slots)
+    plans = schedules(sizes, tps, slots)
+    start = 0
+    for first in range(0, len(sizes), slots):
+        members = range(first, min(first + slots, len(sizes)))
+        ticks = sorted(plans[p].due(i) * tps for p in members for i in range(sizes[p]))
+        assert ticks == pytest.approx([start + k for k in range(len(ticks))], abs=1e-6)
+        start += len(ticks)
+    # hence never more than ceil(tps) deadlines in any second [a, a + 1), one more if closed
+    ticks = [round(due * tps) for due in all_deadlines(sizes, tps, slots)]
+    assert all(bisect.bisect_left(ticks, tick + tps) - at <= math.ceil(tps) for at, tick in enumerate(ticks))
+
+
+@given(sizes=st.lists(st.integers(1, 5_000), min_size=1, max_size=12), tps=st.floats(0.5, 1e5))
+def test_every_partition_of_a_round_ends_within_its_own_interval_of_the_rounds_end(
+    sizes: list[int], tps: float
+) -> None:
+    total, slots = sum(sizes), len(sizes)
+    for partition, rows in enumerate(sizes):
+        last = partition_schedule(sizes, tps, slots, partition).due(rows - 1)
+        assert last * tps >= total - total / (2 * rows) - slots / 2 - 1
+        assert last * tps <= total - 1 + 1e-6
+
+
+@settings(deadline=None)
+@given(tps=st.floats(1, 20_000), slots=st.integers(1, 8), data=st.data())
+def test_a_task_never_has_more_deadlines_in_a_second_than_its_window_share_allows(
+    tps: float, slots: int, data: st.DataObject
+) -> None:
+    sizes = data.draw(st.lists(st.integers(1, 400), min_size=slots, max_size=slots))
+    for plan in schedules(sizes, tps, slots):
+        deadlines = [plan.due(i) for i in range(plan.rows)]
+        busiest = max(bisect.bisect_left(deadlines, d + 1) - at for at, d in enumerate(deadlines))
+        assert busiest <= window_cap(plan.window_share(0))
 
 
 @given(
@@ -114,9 +163,8 @@ def test_equal_partitions_form_one_even_sequence(tps: int, slots: int, rows: int
 @given(tps=TPS, slots=SLOTS, rows=st.integers(1, 10_000))
 def test_equal_shares_pace_each_slot_at_tps_over_w(tps: int, slots: int, rows: int) -> None:
     for slot, plan in enumerate(schedules([rows] * slots, tps, slots)):
-        (segment,) = plan.segments
-        assert (segment.stride, segment.rank) == (slots, slot)  # rate tps / W, phase slot / W
-        assert math.isclose(plan.due(1) - plan.due(0), slots / tps)
+        for index in (0, rows // 2, rows - 1):  # rate tps / W, phase slot / W
+            assert math.isclose(plan.due(index), (index * slots + slot) / tps, rel_tol=1e-12)
 
 
 def test_staggered_slots_give_even_seconds_at_low_tps() -> None:
@@ -125,25 +173,31 @@ def test_staggered_slots_give_even_seconds_at_low_tps() -> None:
     assert [sum(1 for d in deadlines if s <= d < s + 1) for s in range(40)] == [10] * 40
 
 
-def test_uneven_partitions_keep_fewer_events_per_second_than_slots_even() -> None:
+def test_uneven_partitions_keep_every_second_at_tps_to_the_end() -> None:
     deadlines = all_deadlines([13, 13, 14, 13, 13, 13, 13, 13], 5, 8)  # T < W, near-equal sizes
     seconds = [sum(1 for d in deadlines if s <= d < s + 1) for s in range(22)]
-    assert seconds[:20] == [5] * 20 and max(seconds) == 5 and sum(seconds) == 105  # then a short tail
+    assert seconds == [5] * 21 + [0]  # no tail: the larger partition does not finish alone
 
 
-def test_a_larger_partition_keeps_its_share_when_smaller_ones_finish() -> None:
-    """No speed-up: a sibling that started late may still be sending (a short tail, never a burst)."""
+def test_a_larger_partition_carries_a_larger_share_interleaved_with_the_smaller_one() -> None:
+    """Ideal times (i + 1/2) / n in order, ties to the lower partition: L S L L L S L L, 1/tps apart."""
     small, large = schedules([2, 6], 10, 2)
-    assert [small.due(i) for i in range(2)] == [0.0, 0.2]
-    assert [large.due(i) for i in range(6)] == pytest.approx([0.1, 0.3, 0.5, 0.7, 0.9, 1.1])
+    assert [small.due(i) for i in range(2)] == pytest.approx([0.1, 0.5])
+    assert [large.due(i) for i in range(6)] == pytest.approx([0.0, 0.2, 0.3, 0.4, 0.6, 0.7])
 
 
-def test_the_next_round_starts_after_the_largest_partition_of_this_one() -> None:
+def test_a_hot_key_partition_carries_most_of_the_rate() -> None:
+    cold, hot = schedules([10, 990], 100, 2)
+    assert 1 / hot.interval(0) == pytest.approx(99.0) and 1 / cold.interval(0) == pytest.approx(1.0)
+    assert hot.due(989) == pytest.approx(9.99) and cold.due(9) == pytest.approx(9.5, abs=0.02)
+
+
+def test_the_next_round_starts_when_this_ones_rows_are_sent_at_tps() -> None:
     plans = schedules([3, 3, 3, 3], 6, 2)  # two rounds of two
-    assert plans[2].due(0) == pytest.approx(plans[0].due(2) + 2 / 6)
+    assert plans[2].due(0) == pytest.approx(plans[1].due(2) + 1 / 6)
     assert plans[3].due(0) == pytest.approx(1.0 + 1 / 6)
     uneven = schedules([2, 4, 3, 3], 6, 2)
-    assert uneven[2].due(0) == pytest.approx(4 * 2 / 6)  # after the 4-row partition, at 3/s each
+    assert uneven[2].due(0) == pytest.approx(6 / 6)  # its 6 rows at 6/s: no tail to wait out
 
 
 def test_empty_partitions_give_their_share_to_the_others() -> None:
@@ -158,18 +212,19 @@ def test_unthrottled_schedules_are_always_due() -> None:
 
 
 def test_due_time_is_absolute() -> None:
-    plan = PartitionSchedule(4.0, (Segment(start_s=2.0, first=0, count=10, stride=2, rank=1),))
+    plan = PartitionSchedule(4.0, (Segment(start_s=2.0, first=0, members=(10, 10), own=1),))
     assert due_time(plan, 3, t0=1000.0) == 1000.0 + 2.0 + (3 * 2 + 1) / 4.0
 
 
-@given(tps=st.floats(0.01, 1e6), slots=st.integers(1, 64), start=st.floats(0, 1e6), data=st.data())
-def test_an_event_is_due_exactly_at_its_deadline(
-    tps: float, slots: int, start: float, data: st.DataObject
-) -> None:
-    rank = data.draw(st.integers(0, slots - 1))
-    segment = Segment(start, first=0, count=2_000_000, stride=slots, rank=rank)
-    index = data.draw(st.integers(0, 1_000_000))
+@given(tps=st.floats(0.01, 1e6), start=st.floats(0, 1e6), data=st.data())
+def test_an_event_is_due_exactly_at_its_deadline(tps: float, start: float, data: st.DataObject) -> None:
+    members = tuple(data.draw(st.lists(st.integers(1, 2_000_000), min_size=1, max_size=64)))
+    own = data.draw(st.integers(0, len(members) - 1))
+    segment = Segment(start, first=0, members=members, own=own)
+    index = data.draw(st.integers(0, members[own] - 1))
     assert segment.events_due(segment.due(index, tps), tps) == index + 1
+    if index:
+        assert segment.events_due(math.nextafter(segment.due(index, tps), -math.inf), tps) == index
 
 
 @settings(max_examples=60, deadline=None)
@@ -273,8 +328,8 @@ def test_unthrottled_pacer_never_sleeps() -> None:
 
 # --- the ceiling after a stall (docs/rules.md rule 8) -------------------------------------------
 #
-# What these properties hold, for one task of share s = tps / stride events/s (its share at the last
-# event granted in the window, the largest so far) and any clock: the events granted in any window
+# What these properties hold, for one task of window share s events/s (its share, or with unequal
+# sizes the most its interleaved deadlines put in one second) and any clock: the events granted in any window
 # [a, a + 1) of the clock number at most window_cap(s) = floor((1 + CATCH_UP) * s) + 1, which is at
 # most ceil((1 + CATCH_UP) * s) + 1. So W tasks whose shares sum to tps grant at most
 # (1 + CATCH_UP) * tps + W in any second, whichever of them stall.
@@ -338,7 +393,7 @@ def test_after_any_stalls_no_second_exceeds_the_cap_and_every_event_goes(
     pacer = Pacer(plan, clock.now, clock=clock, sleep=clock.sleep)
     grants = drive(pacer, clock, plan.rows, stalls=stalls)
     assert sum(granted for _, granted in grants) == pacer.sent == plan.rows  # nothing lost
-    share = tps / min(segment.stride for segment in plan.segments)  # its largest share
+    share = plan.window_share(0)
     assert busiest_second(grants) <= math.ceil((1 + CATCH_UP) * share) + 1
     stalled = sum(seconds for _, seconds in stalls)
     assert 0.0 <= pacer.skipped_s <= stalled  # what is owed at the end comes from the stalls only
@@ -365,4 +420,24 @@ def test_the_slots_together_stay_under_the_ceiling_when_one_of_them_stalls(
         pacer = Pacer(plan, 100.0, clock=clock, sleep=clock.sleep)
         grants += drive(pacer, clock, rows, stalls=[(at, stall_s)] if slot == stalled else [])
     assert sum(granted for _, granted in grants) == rows * slots
+    assert busiest_second(grants) <= (1 + CATCH_UP) * tps + slots
+
+
+@settings(max_examples=30, deadline=None)
+@given(tps=st.floats(1, 500), slots=st.integers(2, 6), data=st.data())
+def test_skewed_slots_starting_late_stay_under_the_ceiling(
+    tps: float, slots: int, data: st.DataObject
+) -> None:
+    """Any skew, any start delays: a late task shifts its own schedule by whole intervals of its own,
+    off the round's grid when sizes differ, so a second may hold an event more per slot, no more."""
+    most = max(1, int(tps * 4 / slots))
+    sizes = data.draw(st.lists(st.integers(1, most), min_size=slots, max_size=slots), label="sizes")
+    delays = data.draw(st.lists(st.floats(0, 3), min_size=slots, max_size=slots), label="delays")
+    grants: list[Grant] = []
+    for slot, plan in enumerate(schedules(sizes, tps, slots)):
+        clock = FakeClock(overshoot=0.001, seed=slot)
+        pacer = Pacer(plan, 100.0, clock=clock, sleep=clock.sleep)
+        clock.now += delays[slot]
+        grants += drive(pacer, clock, plan.rows)
+    assert sum(granted for _, granted in grants) == sum(sizes)
     assert busiest_second(grants) <= (1 + CATCH_UP) * tps + slots
