@@ -10,6 +10,11 @@ functions and phrase their own refusal (``Forbidden``), so the rule cannot drift
   (``may_manage_pipeline``);
 - a consumer group may be rewound on a live topic by the owners of the source(s) whose live topic it
   is, or an admin (``may_rewind_group``).
+
+What a request may say about other people depends on its credential, not on its body: only the
+service credential (the bot, which verified the Slack request) may name the owner who approved a
+live replay (the Slack click) or choose the channel a run's card goes to (``vouched_fields_refused``).
+A personal token acts for its owner alone.
 """
 
 from __future__ import annotations
@@ -50,3 +55,19 @@ def may_rewind_group(actor: str, *, topic_owners: Collection[str], admins: Colle
     """Move a consumer group's offsets on a live topic: the owners of the catalog source(s) whose live
     topic it is, or an admin (a topic no source claims is for admins only)."""
     return is_owner_or_admin(actor, owners=topic_owners, admins=admins)
+
+
+def vouched_fields_refused(
+    *, vouched: bool, approved_by: str | None = None, slack_channel: str | None = None
+) -> str | None:
+    """Why a request that names an approver or a channel is refused, or None when it may."""
+    if vouched:
+        return None
+    if approved_by is not None:
+        return (
+            "a personal token cannot name who approved: a second owner approves with their own click "
+            "on the approval prompt in Slack"
+        )
+    if slack_channel is not None:
+        return "a personal token cannot choose the Slack channel: runs from the CLI or API post to none"
+    return None

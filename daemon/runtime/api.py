@@ -267,6 +267,7 @@ def create_api(
             approved_by=body.approved_by,
             idempotency_key=idempotency_key,
             slack_channel=body.slack_channel,
+            vouched=CREDENTIAL.get() == "service",
         )
         place = service.queue_positions().get(run.id)
         return RunCreated(**dict(run_out(run, queue_position=place)), created=created)
@@ -369,6 +370,7 @@ def _pipeline_routes(app: FastAPI, pipelines: PipelineService) -> None:
             confirm_live=body.confirm_live,
             slack_channel=body.slack_channel,
             idempotency_key=idempotency_key,
+            vouched=CREDENTIAL.get() == "service",
         )
         if not created:
             response.status_code = 200

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from daemon.core.errors import ReplayError
 from store import Store
@@ -48,3 +48,16 @@ class Audit:
                 detail=_with_credential({"reason": str(exc), **detail}),
             )
             raise
+
+    def refuse(
+        self, actor: str, action: str, target: str | None, error: ReplayError, **detail: Any
+    ) -> NoReturn:
+        """Record ``error`` as a refusal of ``action``, then raise it."""
+        self._store.audit.append(
+            actor=actor,
+            action=action,
+            target=target,
+            outcome="refused",
+            detail=_with_credential({"reason": str(error), **detail}),
+        )
+        raise error

@@ -20,7 +20,7 @@ import structlog
 from sqlalchemy.exc import IntegrityError
 
 from daemon.config.settings import Settings
-from daemon.core.authz import may_manage_pipeline, may_use_source
+from daemon.core.authz import may_manage_pipeline, may_use_source, vouched_fields_refused
 from daemon.core.errors import BadRequest, Conflict, Forbidden, ReplayError, ReusedIdempotencyKey
 from daemon.core.grammar import ScheduleCommand, render
 from daemon.core.ids import new_pipeline_id
@@ -128,8 +128,14 @@ class PipelineService:
         confirm_live: bool = False,
         slack_channel: str | None = None,
         idempotency_key: str | None = None,
+        vouched: bool = False,
     ) -> tuple[Pipeline, bool]:
-        """Validate, provision the topic, record the pipeline, announce it. Returns (pipeline, created)."""
+        """Validate, provision the topic, record the pipeline, announce it. Returns (pipeline, created).
+
+        ``slack_channel`` is taken only when ``vouched`` (the service credential: the bot's request)."""
+        refusal = vouched_fields_refused(vouched=vouched, slack_channel=slack_channel)
+        if refusal is not None:
+            self._audit.refuse(actor, "schedule", command.source, Forbidden(refusal))
         request = render(command)  # canonical: the same command always renders the same
         if idempotency_key is not None:
             existing = self._store.pipelines.find_by_idempotency_key(actor, idempotency_key)

@@ -17,7 +17,7 @@ import structlog
 from sqlalchemy.exc import IntegrityError
 
 from daemon.config.settings import Settings
-from daemon.core.authz import may_cancel_run, may_use_source
+from daemon.core.authz import may_cancel_run, may_use_source, vouched_fields_refused
 from daemon.core.auto_rate import AutoRate
 from daemon.core.errors import (
     BadRequest,
@@ -323,12 +323,20 @@ class ReplayService:
         approved_by: str | None = None,
         idempotency_key: str | None = None,
         slack_channel: str | None = None,
+        vouched: bool = False,
     ) -> tuple[Run, bool]:
         """Validate, provision the topic, record a queued run. Returns (run, created).
 
-        ``approved_by`` is the second owner who approved a live replay (``live_approvals: 2``); a
-        refused approval is audited under the approver, before an earlier run could be handed back.
+        ``approved_by`` is the second owner who approved a live replay (``live_approvals: 2``) and
+        ``slack_channel`` where its card goes; both only when ``vouched`` (the service credential: the
+        bot saw the click). A refused approval is audited under the approver, before an earlier run
+        could be handed back; a personal token naming one is refused under its own owner.
         """
+        refusal = vouched_fields_refused(
+            vouched=vouched, approved_by=approved_by, slack_channel=slack_channel
+        )
+        if refusal is not None:
+            self._audit.refuse(actor, "replay", command.source, Forbidden(refusal))
         if approved_by is not None:
             self._audit.refusing(
                 approved_by,

@@ -142,3 +142,49 @@ def test_the_audit_log_names_the_credential_beside_the_actor(replay_daemon: Daem
     with daemon_store(replay_daemon) as store:
         entries = [e for e in store.audit.list(actor=OWNER) if e.target == missing]
     assert sorted(e.detail["credential"] for e in entries) == ["personal", "service"]
+
+
+# --- what a body may say about other people: only the service credential vouches (issue: forged approvals)
+
+
+def test_a_personal_token_cannot_name_a_second_owners_approval(replay_daemon: DaemonProcess) -> None:
+    """Owner A with A's own token sends `approved_by: B`: refused under A, nothing in B's name."""
+    before = _runs(replay_daemon)
+    body = {
+        "source": "orders",
+        "window": "2024-01-02",
+        "tps": 10,
+        "topic": "live",
+        "confirm_live": True,
+        "approved_by": ADMIN,
+    }
+    forged = httpx.post(f"{replay_daemon.url}/v1/replays", json=body, headers=_as(OWNER_TOKEN), timeout=10)
+
+    assert forged.status_code == 403, forged.text
+    assert "cannot name who approved" in forged.json()["error"]
+    assert _runs(replay_daemon) == before
+    with daemon_store(replay_daemon) as store:
+        in_their_name = store.audit.list(500, actor=ADMIN)
+        mine = store.audit.list(5, actor=OWNER)
+    assert not [e for e in in_their_name if e.action == "approve"]
+    latest = mine[0]
+    assert (latest.action, latest.outcome, latest.detail["credential"]) == ("replay", "refused", "personal")
+
+
+def test_a_personal_token_cannot_choose_the_slack_channel_of_a_run_or_a_pipeline(
+    replay_daemon: DaemonProcess,
+) -> None:
+    before = _runs(replay_daemon)
+    replay = {"source": "orders", "window": "2024-01-02", "tps": 10, "slack_channel": "C0ELSEWHERE"}
+    schedule = {"source": "orders", "every": "1h", "watermark": "updated_at", "slack_channel": "C0ELSEWHERE"}
+    run = httpx.post(f"{replay_daemon.url}/v1/replays", json=replay, headers=_as(OWNER_TOKEN), timeout=10)
+    pipeline = httpx.post(
+        f"{replay_daemon.url}/v1/pipelines", json=schedule, headers=_as(OWNER_TOKEN), timeout=10
+    )
+    mine = httpx.get(f"{replay_daemon.url}/v1/pipelines", headers=_as(OWNER_TOKEN), timeout=10)
+
+    assert run.status_code == pipeline.status_code == 403, (run.text, pipeline.text)
+    assert "cannot choose the Slack channel" in run.json()["error"]
+    assert "cannot choose the Slack channel" in pipeline.json()["error"]
+    assert _runs(replay_daemon) == before
+    assert all(p["slack_channel"] != "C0ELSEWHERE" for p in mine.json()["pipelines"])
