@@ -4,15 +4,21 @@ An admin makes the token (`replayd token U…`) and hands it over; `replay login
 echoing it, checks it with the daemon (`GET /v1/whoami`: whose token is it?) and only then writes it,
 with that user id and the daemon's URL, to a file of mode 0600. The service token is refused here: it
 belongs to the bot and may act as anyone, so it must not end up in a person's home directory.
+
+A token goes only where it may (``check_destination``): never over plain http to a host other than
+this machine unless ``REPLAY_ALLOW_PLAIN_HTTP`` says so, and a stored token only to the URL it was
+stored for, so pointing ``REPLAY_DAEMON_URL`` elsewhere cannot send it to a stranger.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from daemon.contract.client import DaemonClient
 from daemon.core.errors import BadRequest, ConfigError
@@ -55,8 +61,37 @@ def _write_private(path: Path, text: str) -> None:
     path.chmod(0o600)  # an existing file keeps its old mode through O_CREAT: set it again
 
 
-def login(daemon_url: str, path: Path, read_token: Callable[[], str]) -> StoredLogin:
+def _on_this_machine(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_destination(url: str, *, allow_plain_http: bool = False, stored: StoredLogin | None = None) -> None:
+    """Refuse to send a token to ``url`` where it could be read or where it was not issued for."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"the daemon URL '{url}' is not an http(s) URL with a host")
+    if parts.scheme == "http" and not _on_this_machine(parts.hostname) and not allow_plain_http:
+        raise ConfigError(
+            f"refusing to send a token over plain http to {parts.hostname}: use https, or set "
+            "REPLAY_ALLOW_PLAIN_HTTP=true on a network you trust"
+        )
+    if stored is not None and url.rstrip("/") != stored.daemon_url.rstrip("/"):
+        raise ConfigError(
+            f"the stored token was issued for {stored.daemon_url}, not {url}: "
+            f"`replay login {url}` with a token for that daemon"
+        )
+
+
+def login(
+    daemon_url: str, path: Path, read_token: Callable[[], str], *, allow_plain_http: bool = False
+) -> StoredLogin:
     """Ask for the token, learn whose it is from the daemon, store it; nothing is written on failure."""
+    check_destination(daemon_url, allow_plain_http=allow_plain_http)
     token = read_token().strip()
     if not token:
         raise BadRequest("no token given: ask an admin for one (`replayd token <your Slack id>`)")

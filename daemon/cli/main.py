@@ -41,7 +41,7 @@ from daemon.cli.follow import (
     wait_until_terminal,
 )
 from daemon.cli.groups import describe_lag, describe_rewind
-from daemon.cli.login import credentials_path, load_login, login, logout
+from daemon.cli.login import check_destination, credentials_path, load_login, login, logout
 from daemon.cli.self_help import answer_without_settings
 from daemon.cli.sources import chosen_sources, describe_sources
 
@@ -345,8 +345,14 @@ def _login_command(words: Sequence[str], out: TextIO) -> int:
     if words[0] == "logout":
         print(f"logged out: {path} removed" if logout(path) else "not logged in", file=out)
         return EXIT_OK
-    url = words[1] if len(words) > 1 else load_client_settings().daemon_url or DEFAULT_DAEMON_URL
-    stored = login(url, path, lambda: getpass.getpass("personal token (input hidden): "))
+    settings = load_client_settings()
+    url = words[1] if len(words) > 1 else settings.daemon_url or DEFAULT_DAEMON_URL
+    stored = login(
+        url,
+        path,
+        lambda: getpass.getpass("personal token (input hidden): "),
+        allow_plain_http=settings.allow_plain_http,
+    )
     print(f"logged in as {stored.user} at {stored.daemon_url}; token stored in {path} (mode 0600)", file=out)
     return EXIT_OK
 
@@ -372,8 +378,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextI
         if settings.api_token is not None:
             base_url = settings.daemon_url or DEFAULT_DAEMON_URL
             token = settings.api_token.get_secret_value()
+            check_destination(base_url, allow_plain_http=settings.allow_plain_http)
         elif stored is not None:
             base_url, token = settings.daemon_url or stored.daemon_url, stored.token
+            check_destination(base_url, allow_plain_http=settings.allow_plain_http, stored=stored)
         else:
             raise ConfigError("not logged in: run `replay login` with the personal token an admin gave you")
         with DaemonClient(base_url=base_url, token=token) as client:

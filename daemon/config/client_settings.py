@@ -25,6 +25,9 @@ class ClientSettings(BaseSettings):
     daemon_url: str | None = Field(default=None, description="where replayd is; default: `replay login`'s")
     api_token: SecretStr | None = Field(default=None, description="your personal token (else `replay login`)")
     user: str | None = Field(default=None, description="your Slack user id (else `replay login`'s)")
+    allow_plain_http: bool = Field(
+        default=False, description="send the token over plain http to a host other than this machine"
+    )
 
 
 def load_client_settings(environ: Mapping[str, str] | None = None) -> ClientSettings:

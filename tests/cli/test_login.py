@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from daemon.cli.login import check_destination
 from daemon.cli.main import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, main
+from daemon.core.errors import ConfigError
 from tests.fixtures.daemon import API_TOKEN, OWNER, OWNER_TOKEN, STRANGER, DaemonProcess
 
 pytestmark = [pytest.mark.kafka]
@@ -79,3 +81,63 @@ def test_a_token_the_daemon_does_not_know_or_the_service_token_is_never_stored(
 
     assert (got, says in err) == (code, True), err
     assert not credentials.exists()
+
+
+# --- where a token may go (no daemon is reached: each refusal comes before any request)
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("http://127.0.0.1:8080", True),
+        ("http://localhost:8080", True),
+        ("http://[::1]:8080", True),
+        ("https://replay.example.com", True),
+        ("http://replay.example.com", False),
+        ("http://10.0.0.7:8080", False),
+        ("ftp://replay.example.com", False),
+        ("replay.example.com", False),
+    ],
+)
+def test_a_token_goes_over_plain_http_only_to_this_machine(url: str, allowed: bool) -> None:
+    if allowed:
+        check_destination(url)
+    else:
+        with pytest.raises(ConfigError):
+            check_destination(url)
+    check_destination("http://10.0.0.7:8080", allow_plain_http=True)  # when told, on a trusted network
+
+
+def test_the_cli_refuses_plain_http_to_another_host_before_sending_anything(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("REPLAY_DAEMON_URL", "http://192.0.2.10:8080")  # TEST-NET: nothing answers there
+    monkeypatch.setenv("REPLAY_API_TOKEN", OWNER_TOKEN)
+    monkeypatch.setenv("REPLAY_USER", OWNER)
+    monkeypatch.delenv("REPLAY_ALLOW_PLAIN_HTTP", raising=False)
+    monkeypatch.setenv("REPLAY_CREDENTIALS", str(tmp_path / "credentials.json"))
+    _type_at_prompt(monkeypatch, OWNER_TOKEN)
+
+    listed, _, list_err = _run(["list"])
+    logged, _, login_err = _run(["login"])
+
+    assert (listed, logged) == (EXIT_BAD_INPUT, EXIT_BAD_INPUT)
+    assert "refusing to send a token over plain http to 192.0.2.10" in list_err
+    assert "REPLAY_ALLOW_PLAIN_HTTP" in login_err
+    assert not (tmp_path / "credentials.json").exists()
+
+
+def test_a_stored_token_goes_only_to_the_daemon_it_was_stored_for(
+    credentials: Path, monkeypatch: pytest.MonkeyPatch, replay_daemon: DaemonProcess
+) -> None:
+    _type_at_prompt(monkeypatch, OWNER_TOKEN)
+    assert _run(["login"])[0] == EXIT_OK
+    elsewhere = "http://127.0.0.1:9"  # this machine, another daemon: not the one the token is for
+    monkeypatch.setenv("REPLAY_DAEMON_URL", elsewhere)
+
+    code, _, err = _run(["list"])
+
+    assert code == EXIT_BAD_INPUT
+    assert f"issued for {replay_daemon.url}, not {elsewhere}" in err
+    monkeypatch.setenv("REPLAY_DAEMON_URL", replay_daemon.url)
+    assert _run(["list"])[0] == EXIT_OK
