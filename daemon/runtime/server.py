@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import signal
 import socket
 import sys
@@ -121,6 +123,22 @@ def build_launcher(settings: Settings) -> Launcher:
     )
 
 
+def _private_state(settings: Settings) -> None:
+    """The state directory 0700 and a SQLite store 0600 from its first byte: run specs carry the Kafka
+    password, and the store holds every request and audit entry."""
+    try:
+        settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        settings.state_dir.chmod(0o700)
+        file = re.fullmatch(r"sqlite(?:\+\w+)?:///([^?]+)(?:\?.*)?", settings.db_url)
+        if file is not None and file.group(1) != ":memory:":
+            database = Path(file.group(1))
+            database.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.close(os.open(database, os.O_WRONLY | os.O_CREAT, 0o600))
+            database.chmod(0o600)
+    except OSError as exc:
+        raise ConfigError(f"the state directory or database file cannot be made private: {exc}") from exc
+
+
 def build_daemon(
     settings: Settings,
     *,
@@ -130,7 +148,7 @@ def build_daemon(
     clock: Callable[[], datetime] = utc_now,
     timing: WatcherTiming | None = None,
 ) -> Daemon:
-    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    _private_state(settings)
     catalog = catalog or load_catalog(settings.catalog_path)
     upgrade(settings.db_url)
     store = Store(settings.db_url)
