@@ -216,7 +216,8 @@ def create_api(
         return response
 
     @app.get("/healthz", response_model=HealthOut)
-    def healthz() -> HealthOut:
+    async def healthz() -> HealthOut:
+        """Answered on the event loop: never queued behind slow calls holding the worker threads."""
         return HealthOut(status="ok")
 
     if readiness is not None:
