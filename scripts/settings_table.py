@@ -20,6 +20,7 @@ import annotated_types
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
+from daemon.config.client_settings import ClientSettings
 from daemon.config.settings import ENV_PREFIX, Settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run by path: `scripts` importable too
@@ -72,6 +73,8 @@ def _kind(field: FieldInfo) -> str:
         return "JSON object"
     if annotation is SecretStr:
         return "**secret**"
+    if annotation is bool:
+        return "`true`, `false`"
     if annotation in (int, float):
         bounds = []
         for rule in field.metadata:
@@ -120,8 +123,13 @@ def missing_descriptions(model: type[BaseModel] = Settings, prefix: str = ENV_PR
 
 
 def render_table() -> str:
-    """The whole generated block, markers included."""
+    """The whole generated block, markers included: the daemon's settings, then the CLI's own."""
     rows = list(_rows(Settings, ENV_PREFIX))
+    daemon = {row.split("`")[1] for row in rows}
+    for row in _rows(ClientSettings, ENV_PREFIX):  # the CLI's, where the daemon has no such setting
+        if row.split("`")[1] not in daemon:
+            cells = row.rsplit(" | ", 1)
+            rows.append(f"{cells[0]} | the CLI only: {cells[1]}")
     rows += [f"| `{name}` | — | path | {_cell(meaning)} |" for name, meaning in OUTSIDE_SETTINGS.items()]
     return "\n".join([START, _HEADER, *rows, END])
 

@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from daemon.core.errors import Conflict, InvalidTransition, PipelineNotFound, StaleUpdate
+from daemon.core.errors import (
+    Conflict,
+    InvalidTransition,
+    LivePipelineExists,
+    PipelineNotFound,
+    StaleUpdate,
+)
 from daemon.core.ids import new_pipeline_id, new_run_id
 from daemon.core.run_options import PipelineOptions, RunOptions
 from daemon.core.states import (
@@ -26,6 +32,7 @@ from daemon.core.states import (
     RunKind,
     RunState,
 )
+from store.live_guard import lock_live_topic
 from store.models import Pipeline, Run
 from store.transitions import apply_transition, check_version, lock_run, touch
 
@@ -126,9 +133,15 @@ class PipelineRepository:
         slack_ts: str | None = None,
         pipeline_id: str | None = None,
         idempotency_key: str | None = None,
+        live: bool = False,
     ) -> Pipeline:
         """Insert an ``active`` pipeline; its owners default to its creator. A key the creator already
-        used raises IntegrityError (the unique constraint decides between racing creates)."""
+        used raises IntegrityError (the unique constraint decides between racing creates).
+
+        ``live``: the pipeline publishes into its source's live topic, where one pipeline of a source
+        is the most there may be (two would publish every increment twice). The check and the insert
+        share one transaction under the live-topic lock (``store.live_guard``), so of two racing
+        creates one is refused with the other's id."""
         now = self._store.now()
         pipeline = Pipeline(
             id=pipeline_id or new_pipeline_id(),
@@ -154,6 +167,19 @@ class PipelineRepository:
             version=1,
         )
         with self._store.session() as session:
+            if live:
+                lock_live_topic(session, source, topic)
+                going = session.scalars(
+                    select(Pipeline)
+                    .where(
+                        Pipeline.source == source,
+                        Pipeline.topic == topic,
+                        Pipeline.state != PipelineState.ARCHIVED,
+                    )
+                    .order_by(Pipeline.created_at, Pipeline.id)
+                ).first()
+                if going is not None:
+                    raise LivePipelineExists(going.id, going.created_by, str(going.state), topic)
             session.add(pipeline)
         return pipeline
 
@@ -310,7 +336,8 @@ class PipelineRepository:
                 fields.setdefault("watermark_high", high)
             session.flush()  # the watermark write is in the transaction before the run is judged
             apply_transition(run, to_state, fields, now)
-            if to_state is RunState.SUCCEEDED and run.confirmed > 0:
+            # an unknown count may have published: the pipeline is not idle for it
+            if to_state is RunState.SUCCEEDED and run.confirmed != 0:
                 pipeline.last_published_at = now
             touch(pipeline, now)
         return pipeline, run

@@ -20,7 +20,7 @@ from slack_sdk import WebClient
 
 from bot.channels import channel_problem
 from bot.deps import BotDeps
-from bot.listeners import confirmations, consumer_groups, pipeline_actions
+from bot.listeners import confirmations, consumer_groups, pipeline_actions, pipeline_approvals
 from bot.replies import answer_with, key_for
 from daemon.contract.commands import (
     Asker,
@@ -30,6 +30,7 @@ from daemon.contract.commands import (
     IdlePipelinesListed,
     LagMeasured,
     LiveReplayToConfirm,
+    LiveResumeToApprove,
     LiveScheduleToConfirm,
     PipelineChanged,
     PipelineShown,
@@ -169,6 +170,9 @@ RENDERERS: dict[type[Any], Callable[[Reply, Any], Message | None]] = {
     PipelineChanged: _in_pipelines,
     Unscheduled: _in_pipelines,
     LiveScheduleToConfirm: _in_pipelines,
+    LiveResumeToApprove: lambda reply, r: pipeline_approvals.ask_resume(
+        reply.deps, r, reply.command, reply.slack
+    ),
     UnscheduleToConfirm: _in_pipelines,
 }
 

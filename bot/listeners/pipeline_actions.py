@@ -18,9 +18,11 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from slack_bolt import Ack, App, Respond
+from slack_sdk import WebClient
 
 from bot.confirmation import LiveRequest
 from bot.deps import BotDeps
+from bot.listeners import pipeline_approvals
 from bot.replies import answer_with, key_for
 from daemon.contract.commands import (
     IdlePipelinesListed,
@@ -79,13 +81,14 @@ C = TypeVar("C", UnscheduleCommand, ScheduleCommand)
 # --- commands ------------------------------------------------------------------------------------------
 
 
-def _request(deps: BotDeps, parsed: Command, command: dict[str, Any]) -> LiveRequest:
+def _request(deps: BotDeps, parsed: Command, command: dict[str, Any], approvals: int = 1) -> LiveRequest:
     return LiveRequest(
         command=render(parsed),
         requester=command["user_id"],
         channel=str(command.get("channel_id") or ""),
         issued_at=int(deps.clock()),
         nonce=key_for("n", str(command.get("trigger_id") or command.get("response_url") or "")),
+        approvals=approvals,
     )
 
 
@@ -95,7 +98,7 @@ def _scheduled(pipeline: PipelineOut) -> Message:
 
 def _ask_live(deps: BotDeps, result: LiveScheduleToConfirm, command: dict[str, Any]) -> Message:
     """The schedule and the buttons; only the catalog was read, so nothing can be created yet."""
-    value = _request(deps, result.command, command).encode()
+    value = _request(deps, result.command, command, approvals=result.live_approvals).encode()
     if len(value) > MAX_BUTTON_VALUE:
         return refusal("this command is too long for a confirmation button; shorten its headers")
     return live_schedule_confirmation(
@@ -103,6 +106,7 @@ def _ask_live(deps: BotDeps, result: LiveScheduleToConfirm, command: dict[str, A
         live_topic=result.live_topic,
         value=value,
         expires_in_s=deps.confirm_ttl_s,
+        approvals=result.live_approvals,
     )
 
 
@@ -205,11 +209,22 @@ def on_unschedule_click(deps: BotDeps, body: dict[str, Any], respond: Respond, *
     respond(**message.ephemeral(replace_original=True))
 
 
-def on_live_schedule_click(deps: BotDeps, body: dict[str, Any], respond: Respond, *, confirm: bool) -> None:
+def on_live_schedule_click(
+    deps: BotDeps,
+    body: dict[str, Any],
+    respond: Respond,
+    *,
+    confirm: bool,
+    client: WebClient | None = None,
+) -> None:
     request = _checked(deps, body, respond, confirm=confirm)
     if request is None:
         return
-    if confirm:
+    if confirm and request.approvals > 1:  # a two-owner source: another owner approves in the channel
+        message = answer_with(
+            lambda: pipeline_approvals.ask_schedule(deps, request, client), usage=USAGE["schedule"]
+        )
+    elif confirm:
         message = answer_with(lambda: _schedule_live(deps, request), usage=USAGE["schedule"])
     else:
         message = notice(":no_entry_sign: Dismissed: nothing was scheduled from this confirmation.")
@@ -226,8 +241,8 @@ def register(app: App, deps: BotDeps) -> None:
     def keep_scheduled(body: dict[str, Any], respond: Respond) -> None:
         on_unschedule_click(deps, body, respond, confirm=False)
 
-    def schedule_live(body: dict[str, Any], respond: Respond) -> None:
-        on_live_schedule_click(deps, body, respond, confirm=True)
+    def schedule_live(body: dict[str, Any], respond: Respond, client: WebClient) -> None:
+        on_live_schedule_click(deps, body, respond, confirm=True, client=client)
 
     def dismiss_live(body: dict[str, Any], respond: Respond) -> None:
         on_live_schedule_click(deps, body, respond, confirm=False)

@@ -74,6 +74,13 @@ class KafkaTopicAdmin(TopicAdmin):
             return None
         return TopicInfo(name=topic, partitions=len(found.partitions), config=self._topic_config(topic))
 
+    def names(self, prefix: str) -> list[str]:
+        try:
+            metadata = self._client.list_topics(timeout=self._timeout_s)
+        except KafkaException as exc:
+            raise self._down("no topic was looked at") from exc
+        return sorted(name for name in metadata.topics if name.startswith(prefix))
+
     def _topic_config(self, topic: str) -> dict[str, str]:
         resource = ConfigResource(ResourceType.TOPIC, topic)
         try:

@@ -77,7 +77,8 @@ def follow_run(
         TimeRemainingColumn(),
     )
     with Progress(*columns, console=console, disable=not show_bar) as bar:
-        task = bar.add_task(run.id, total=run.rows or None, completed=run.confirmed)
+        # only an ended run can have an unknown count: the bar then stays where progress left it
+        task = bar.add_task(run.id, total=run.rows or None, completed=run.confirmed or 0)
 
         def seen(now: RunOut) -> None:
             bar.update(task, completed=now.confirmed, description=f"{now.id} {now.state}")

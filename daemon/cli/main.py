@@ -61,6 +61,7 @@ from daemon.contract.commands import (
     IdlePipelinesListed,
     LagMeasured,
     LiveReplayToConfirm,
+    LiveResumeToApprove,
     LiveScheduleToConfirm,
     PipelineChanged,
     PipelineShown,
@@ -109,7 +110,10 @@ def describe_run(run: RunOut) -> str:
         text += f" (now {run.current_tps}/s)"
     if run.state == RunState.QUEUED and run.queue_position is not None:
         text += f" ({render_place(run.queue_position)}: it starts when a running job ends)"
-    if run.rows is not None:
+    if run.confirmed is None:  # the job could not count them: unknown, never 0
+        at_least = f" (at least {run.on_topic_at_least:,} on the topic)" if run.on_topic_at_least else ""
+        text += f", confirmed unknown{at_least}"
+    elif run.rows is not None:
         text += f", {run.confirmed:,}/{run.rows:,} confirmed"
     if run.state == RunState.SUCCEEDED and run.achieved_tps:
         text += f" (achieved {run.achieved_tps:,.1f}/s)"
@@ -333,6 +337,10 @@ RENDERERS: dict[type[Any], Callable[[Cli, Any], None]] = {
     ),
     LiveScheduleToConfirm: _refuse(
         "scheduling into the live topic '{result.live_topic}' needs a confirmation: add --yes"
+    ),
+    LiveResumeToApprove: _refuse(
+        "resuming pipeline {result.command.pipeline_id} into the live topic '{result.live_topic}' needs a "
+        "second owner's approval: run `/replay resume {result.command.pipeline_id}` in Slack"
     ),
     UnscheduleToConfirm: _unschedule_unconfirmed,
     RewindToConfirm: _rewind_preview,

@@ -144,6 +144,22 @@ class Settings(BaseSettings):
     max_active_runs: int = Field(
         default=50, ge=1, description="unfinished runs of any kind (queued + going): more replays are refused"
     )
+    adhoc_reserved_runs: int | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "of max_active_runs, kept for replays people ask for (a pipeline's slot waits instead); "
+            "default a fifth of max_active_runs"
+        ),
+    )
+    max_pipelines_per_user: int = Field(
+        default=10,
+        ge=1,
+        description="pipelines one person may have scheduled (not unscheduled); admins are exempt",
+    )
+    max_pipelines_per_source: int = Field(
+        default=20, ge=1, description="pipelines of one source (not unscheduled), whoever scheduled them"
+    )
     replay_topic_ttl_hours: float = Field(
         default=7 * 24.0, gt=0, description="a one-off replay.* topic is deleted this long after its run"
     )
@@ -219,6 +235,22 @@ class Settings(BaseSettings):
         return {entry.partition(":")[2]: entry.partition(":")[0] for entry in self.user_tokens}
 
     @model_validator(mode="after")
+    def _reserve_below_the_cap(self) -> Settings:
+        if self.adhoc_reserved_runs is not None and self.adhoc_reserved_runs >= self.max_active_runs:
+            raise ValueError(
+                f"REPLAY_ADHOC_RESERVED_RUNS ({self.adhoc_reserved_runs}) must be below "
+                f"REPLAY_MAX_ACTIVE_RUNS ({self.max_active_runs}), or no pipeline could ever run"
+            )
+        return self
+
+    @property
+    def reserved_runs(self) -> int:
+        """Unfinished runs kept for people's replays: pipelines may use the rest of the total."""
+        if self.adhoc_reserved_runs is not None:
+            return self.adhoc_reserved_runs
+        return self.max_active_runs // 5
+
+    @model_validator(mode="after")
     def _default_database(self) -> Settings:
         if self.database_url is None:
             object.__setattr__(self, "database_url", f"sqlite:///{self.state_dir / 'replay.db'}")
@@ -289,5 +321,6 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         return Settings.model_validate(values)
     except ValidationError as exc:
         first = exc.errors()[0]
-        field = str(first["loc"][0]) if first["loc"] else "?"
-        raise ConfigError(f"{ENV_PREFIX}{field.upper()}: {first['msg']}") from None
+        if not first["loc"]:  # a rule between settings: its message names them
+            raise ConfigError(str(first["msg"]).removeprefix("Value error, ")) from None
+        raise ConfigError(f"{ENV_PREFIX}{str(first['loc'][0]).upper()}: {first['msg']}") from None

@@ -33,6 +33,7 @@ from daemon.contract.models import (
     PlanOut,
     RateSeriesOut,
     ReplayBody,
+    ResumeBody,
     RunCreated,
     RunOut,
     RunPageOut,
@@ -45,12 +46,12 @@ from daemon.contract.models import (
 )
 from daemon.core.errors import (
     BadRequest,
+    CapReached,
     Conflict,
     DependencyDown,
     Forbidden,
     NotFound,
     ReplayError,
-    TooManyRuns,
     Unavailable,
 )
 from daemon.core.retry import RetryPolicy, Sleep
@@ -69,7 +70,7 @@ _BY_STATUS: dict[int, type[ReplayError]] = {
     404: NotFound,
     409: Conflict,
     422: BadRequest,
-    429: TooManyRuns,
+    429: CapReached,
     503: Unavailable,
 }
 _PLAN = TypeAdapter(PlanOut)
@@ -284,9 +285,12 @@ class DaemonClient:
     def get_pipeline(self, actor: str, pipeline_id: str) -> PipelineDetailOut:
         return self._call(_PIPELINE_DETAIL, "GET", f"/v1/pipelines/{pipeline_id}", actor=actor)
 
-    def pipeline_action(self, actor: str, pipeline_id: str, action: PipelineAction) -> PipelineOut:
-        """`pause`, `resume` or `run` (now)."""
-        return self._call(_PIPELINE, "POST", f"/v1/pipelines/{pipeline_id}/{action}", actor=actor)
+    def pipeline_action(
+        self, actor: str, pipeline_id: str, action: PipelineAction, *, approved_by: str | None = None
+    ) -> PipelineOut:
+        """`pause`, `resume` or `run` (now); `approved_by` on a resume the second owner approved."""
+        body = ResumeBody(approved_by=approved_by) if approved_by is not None else None
+        return self._call(_PIPELINE, "POST", f"/v1/pipelines/{pipeline_id}/{action}", actor=actor, body=body)
 
     def unschedule(self, actor: str, pipeline_id: str, *, confirm: bool) -> PipelineOut:
         """Stop a pipeline for good; the daemon refuses without `confirm`."""

@@ -182,6 +182,16 @@ class LiveReplayToConfirm(NeedsConfirmation):
 class LiveScheduleToConfirm(NeedsConfirmation):
     command: ScheduleCommand
     live_topic: str
+    live_approvals: int = 1  # 2: a second owner approves in the channel before it is created
+
+
+@dataclass(frozen=True)
+class LiveResumeToApprove(NeedsConfirmation):
+    """Resuming a live pipeline of a two-owner source: a second owner approves it first."""
+
+    command: ResumeCommand
+    pipeline: PipelineDetailOut
+    live_topic: str
 
 
 @dataclass(frozen=True)
@@ -217,6 +227,7 @@ Result: TypeAlias = (
     | Rewound
     | LiveReplayToConfirm
     | LiveScheduleToConfirm
+    | LiveResumeToApprove
     | UnscheduleToConfirm
     | RewindToConfirm
 )
@@ -303,20 +314,22 @@ def _sources(client: DaemonClient, command: SourcesCommand, asker: Asker) -> Res
     return SourcesShown(client.sources(asker.actor), command.source)
 
 
-def _live_topic(client: DaemonClient, actor: str, source: str) -> str:
-    """The source's live topic, from the catalog; refused when it has none."""
+def _live_source(client: DaemonClient, actor: str, source: str) -> SourceOut:
+    """The source as the catalog has it, with a live topic; refused when it has none."""
     sources = {s.name: s for s in client.sources(actor)}
     found = sources.get(source)
     if found is None:
         raise UnknownSource(source, list(sources))
     if not found.live_topic:
         raise BadRequest(f"source '{source}' has no live topic; use topic=auto")
-    return found.live_topic
+    return found
 
 
 def _schedule(client: DaemonClient, command: ScheduleCommand, asker: Asker) -> Result:
     if command.topic == "live" and not asker.confirmed:
-        return LiveScheduleToConfirm(command, _live_topic(client, asker.actor, command.source))
+        source = _live_source(client, asker.actor, command.source)
+        assert source.live_topic is not None, "a live source has a live topic"
+        return LiveScheduleToConfirm(command, source.live_topic, source.live_approvals)
     body = ScheduleBody.of(command, confirm_live=asker.confirmed, slack_channel=asker.channel)
     pipeline, created = client.schedule_once(asker.actor, body, idempotency_key=asker.key)
     return Scheduled(pipeline, created)
@@ -338,6 +351,11 @@ def _pause(client: DaemonClient, command: PauseCommand, asker: Asker) -> Result:
 
 
 def _resume(client: DaemonClient, command: ResumeCommand, asker: Asker) -> Result:
+    detail = client.get_pipeline(asker.actor, command.pipeline_id)
+    if detail.topic_mode == "live" and detail.state == "paused" and not asker.confirmed:
+        source = _live_source(client, asker.actor, detail.source)
+        if source.live_approvals > 1:
+            return LiveResumeToApprove(command, detail, detail.topic)
     return PipelineChanged(client.pipeline_action(asker.actor, command.pipeline_id, "resume"), "resume")
 
 

@@ -146,11 +146,21 @@ class ScheduleBody(BaseModel):
         default_factory=list, description="consumer groups whose drain each run watches after it ends"
     )
     confirm_live: bool = False
+    approved_by: str | None = Field(
+        default=None,
+        max_length=64,
+        description="the second owner who approved a live pipeline (service credential only)",
+    )
     slack_channel: str | None = Field(default=None, max_length=64)
 
     @classmethod
     def of(
-        cls, command: ScheduleCommand, *, confirm_live: bool = False, slack_channel: str | None = None
+        cls,
+        command: ScheduleCommand,
+        *,
+        confirm_live: bool = False,
+        approved_by: str | None = None,
+        slack_channel: str | None = None,
     ) -> ScheduleBody:
         """The request for a parsed `schedule` command."""
         every = command.every_seconds
@@ -167,6 +177,7 @@ class ScheduleBody(BaseModel):
             on_error=command.on_error,
             watch=list(command.watch),
             confirm_live=confirm_live,
+            approved_by=approved_by,
             slack_channel=slack_channel,
         )
 
@@ -207,6 +218,14 @@ class UnscheduleBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     confirm: bool = False
+
+
+class ResumeBody(BaseModel):
+    """Resume a pipeline; a live one of a two-owner source names the owner who approved (the bot)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    approved_by: str | None = Field(default=None, max_length=64)
 
 
 class DeleteBody(BaseModel):
@@ -354,7 +373,9 @@ class RunOut(BaseModel):
     requester: str
     rows_planned: int | None = Field(description="rows the plan counted; None for a pipeline run")
     rows_selected: int | None = Field(description="rows the job selected; None until it reports")
-    confirmed: int = Field(description="events the broker confirmed")
+    confirmed: int | None = Field(
+        description="events the broker confirmed; null: unknown (see on_topic_at_least)"
+    )
     achieved_tps: float | None
     failed_tasks: int
     duplicates: int | None = Field(description="records sent twice by retried tasks; None: not measured")
@@ -465,6 +486,7 @@ class PipelineOut(BaseModel):
     lookback_seconds: int
     tps: int
     topic: str
+    topic_mode: Topic = Field(default="auto", description="auto: a topic made for it; live: the source's")
     owners: list[str]
     next_run_at: datetime | None
     last_published_at: datetime | None
@@ -496,6 +518,7 @@ class SourceOut(BaseModel):
     description: str
     live_topic: str | None
     owners: list[str]
+    live_approvals: int = Field(default=1, description="owners who must agree to publish into live (1 or 2)")
     partition_column: str
     watermark_column: str | None
     table_format: str = "parquet"  # how the table is stored

@@ -47,7 +47,7 @@ def may_control_run(
 
 
 def may_manage_pipeline(actor: str, *, owners: Collection[str], admins: Collection[str]) -> bool:
-    """Pause, resume, run now, keep or unschedule a pipeline (its owners include its creator)."""
+    """Pause, resume, run now, keep or unschedule a pipeline: `owners` are its source's current owners."""
     return is_owner_or_admin(actor, owners=owners, admins=admins)
 
 

@@ -79,8 +79,9 @@ class RunTooLong(BadRequest):
     http_status = 422
 
 
-class TooManyRuns(ReplayError):
-    """A cap on unfinished (queued or going) runs is reached; the message names the cap and its setting."""
+class CapReached(ReplayError):
+    """A cap is reached: unfinished (queued or going) runs, or scheduled pipelines, per person, per source
+    or in all; the message names the cap and its setting."""
 
     http_status = 429
 
@@ -170,6 +171,18 @@ class OverlappingReplay(Conflict):
         )
         self.run_id, self.requester, self.state = run_id, requester, state
         self.window, self.topic = window, topic
+
+
+class LivePipelineExists(Conflict):
+    """A source already has a pipeline (active or paused) publishing into this live topic."""
+
+    def __init__(self, pipeline_id: str, created_by: str, state: str, topic: str) -> None:
+        super().__init__(
+            f"pipeline {pipeline_id} (created by <@{created_by}>, {state}) already publishes this source "
+            f"into the live topic '{topic}'; a second one would send every increment twice: unschedule "
+            "it first"
+        )
+        self.pipeline_id, self.created_by, self.state, self.topic = pipeline_id, created_by, state, topic
 
 
 class GroupNotFound(NotFound):

@@ -32,6 +32,7 @@ from daemon.contract.models import (
     PlanOut,
     RateSeriesOut,
     ReplayBody,
+    ResumeBody,
     RunCreated,
     RunOut,
     RunPageOut,
@@ -371,6 +372,7 @@ def _pipeline_routes(app: FastAPI, pipelines: PipelineService) -> None:
             confirm_live=body.confirm_live,
             slack_channel=body.slack_channel,
             idempotency_key=idempotency_key,
+            approved_by=body.approved_by,
             vouched=CREDENTIAL.get() == "service",
         )
         if not created:
@@ -399,8 +401,11 @@ def _pipeline_routes(app: FastAPI, pipelines: PipelineService) -> None:
         return pipeline_out(pipelines.pause(who, pipeline_id))
 
     @app.post("/v1/pipelines/{pipeline_id}/resume", response_model=PipelineOut)
-    def resume(pipeline_id: str, who: Actor) -> PipelineOut:
-        return pipeline_out(pipelines.resume(who, pipeline_id))
+    def resume(pipeline_id: str, who: Actor, body: ResumeBody | None = None) -> PipelineOut:
+        """A live pipeline of a two-owner source resumes only with a second owner's approval."""
+        approved_by = body.approved_by if body is not None else None
+        vouched = CREDENTIAL.get() == "service"
+        return pipeline_out(pipelines.resume(who, pipeline_id, approved_by=approved_by, vouched=vouched))
 
     @app.post("/v1/pipelines/{pipeline_id}/run", response_model=PipelineOut)
     def run_now(pipeline_id: str, who: Actor) -> PipelineOut:

@@ -278,6 +278,8 @@ def build_daemon(
         clock=clock,
         ttl=timedelta(hours=settings.replay_topic_ttl_hours),
         notice=timedelta(hours=settings.replay_topic_notice_hours),
+        # two passes at the least, and never less than a create in flight could take
+        stray_grace=timedelta(seconds=max(5.0, 2 * settings.replay_topic_check_s)),
     )
     scheduler = PipelineScheduler(
         store=store,

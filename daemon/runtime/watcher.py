@@ -332,12 +332,21 @@ class Watcher:
         if outcome is not None and outcome.succeeded:  # it finished before the cancel landed
             self._conclude(run, outcome)
             return
-        confirmed = self._progress.confirmed(run.id, _beacons_since(run)) if run.launcher_handle else None
+        if not run.launcher_handle:  # never launched: nothing was sent, and that is known
+            self._finish(run, RunState.CANCELLED, failure_reason=reason)
+            return
+        confirmed = self._progress.confirmed(run.id, _beacons_since(run))
+        if confirmed is None:  # the beacons cannot be read: unknown, at least what progress saw
+            self._finish(
+                run,
+                RunState.CANCELLED,
+                confirmed=None,
+                on_topic_at_least=run.confirmed or None,  # 0 seen is no bound worth stating
+                failure_reason=reason,
+            )
+            return
         self._finish(
-            run,
-            RunState.CANCELLED,
-            confirmed=max(confirmed or 0, run.confirmed),
-            failure_reason=reason,
+            run, RunState.CANCELLED, confirmed=max(confirmed, run.confirmed or 0), failure_reason=reason
         )
 
     def _conclude(self, run: Run, outcome: JobOutcome) -> None:

@@ -22,6 +22,7 @@ from daemon.slack.blocks import (
     header,
     human_duration,
     listing,
+    mention,
     message,
     notice,
     owners_line,
@@ -38,6 +39,7 @@ SCHEDULE_LIVE_CONFIRM_ACTION = "pipeline_live_confirm"
 SCHEDULE_LIVE_CANCEL_ACTION = "pipeline_live_cancel"
 UNSCHEDULE_CONFIRM_ACTION = "pipeline_unschedule_confirm"
 UNSCHEDULE_KEEP_ACTION = "pipeline_unschedule_keep"
+PIPELINE_LIVE_APPROVE_ACTION = "pipeline_live_approve"
 
 _WATERMARK_RANGE = re.compile(r"\((?P<low>.*), (?P<high>.*)\]", re.DOTALL)
 _PIPELINE_ICON = {"active": ":calendar:", "paused": ":double_vertical_bar:", "archived": ":file_cabinet:"}
@@ -153,7 +155,7 @@ def pipeline_detail(detail: PipelineDetailOut) -> Message:
 
 
 def live_schedule_confirmation(
-    schedule: ScheduleBody, *, live_topic: str, value: str, expires_in_s: float
+    schedule: ScheduleBody, *, live_topic: str, value: str, expires_in_s: float, approvals: int = 1
 ) -> Message:
     """Buttons before a pipeline may publish into a live topic on every run; nothing exists yet."""
     speed = f"{schedule.tps:,}/s" if schedule.tps else "the platform default"
@@ -163,6 +165,8 @@ def live_schedule_confirmation(
         f"({code(when_text)}): every consumer of it sees the new rows of "
         f"{escape(clip(schedule.source, 80))}. Confirm within {human_duration(expires_in_s)}."
     )
+    if approvals > 1:
+        warning += " Then a second owner of the source approves it in the channel."
     shown = fields(
         [
             ("Source", escape(schedule.source)),
@@ -178,6 +182,23 @@ def live_schedule_confirmation(
         (SCHEDULE_LIVE_CANCEL_ACTION, "Cancel", value, None),
     )
     return message(warning, section(warning), shown, actions)
+
+
+def live_pipeline_approval_request(
+    *, asks: str, source: str, live_topic: str, requester: str, value: str, expires_in_s: float
+) -> Message:
+    """Posted in the channel: another owner's click creates (or resumes) the live pipeline.
+
+    ``asks`` says what is asked, e.g. "to schedule `every=1h`" or "to resume `p-…`"."""
+    text = (
+        f":raised_hand: {mention(requester)} asks {asks}, publishing {escape(clip(source, 80))} into the "
+        f"*live* topic {code(live_topic, limit=300)} on every run. Another owner of "
+        f"{escape(clip(source, 80))} must approve within {human_duration(expires_in_s)}."
+    )
+    actions = buttons(
+        "pipeline_live_approval", (PIPELINE_LIVE_APPROVE_ACTION, "Approve the live pipeline", value, "danger")
+    )
+    return message(text, section(text), actions)
 
 
 def unschedule_confirmation(view: PipelineView, *, value: str, expires_in_s: float) -> Message:

@@ -212,9 +212,11 @@ def progress_reply(
         text = f"{icon} Starting… progress shows here, in this one message, as the broker confirms events."
     else:
         done = f"*{count(run.confirmed)}*"
-        if rows:
+        if rows and run.confirmed is not None:
             percent = min(100.0, 100.0 * run.confirmed / rows)
             done += f" of {count(rows)} confirmed ({percent:.0f}%)"
+        elif rows:
+            done += f" of {count(rows)} confirmed"
         else:
             done += " confirmed"
         if run.state in TERMINAL_RUN_STATES:
@@ -222,7 +224,7 @@ def progress_reply(
         elif run.paused:  # live control: the tasks hold their place until resumed
             tail = f" · :double_vertical_bar: paused (resumes at {run.current_tps or run.tps:,}/s)"
         else:
-            left = max(rows - run.confirmed, 0) if rows else 0
+            left = max(rows - run.confirmed, 0) if rows and run.confirmed is not None else 0
             target = run.current_tps or run.tps
             speed = rate_now if rate_now else target
             shown = rate(rate_now) if rate_now else f"target {target:,}/s"  # no rate before a 2nd sample

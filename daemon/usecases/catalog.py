@@ -174,6 +174,15 @@ class Catalog:
         except KeyError:
             raise UnknownSource(name, list(self.sources)) from None
 
+    def owners_of(self, source: str) -> tuple[str, ...]:
+        """The source's owners as the catalog says now; none when it is no longer in the catalog.
+
+        A pipeline is managed by its source's current owners (and the admins), not by the owners it
+        was created with: a catalog change that removes someone removes their say over its pipelines.
+        """
+        found = self.sources.get(source)
+        return tuple(found.owners) if found is not None else ()
+
     def names(self) -> list[str]:
         return sorted(self.sources)
 

@@ -21,7 +21,14 @@ from sqlalchemy.exc import IntegrityError
 
 from daemon.config.settings import Settings
 from daemon.core.authz import may_manage_pipeline, may_use_source, vouched_fields_refused
-from daemon.core.errors import BadRequest, Conflict, Forbidden, ReplayError, ReusedIdempotencyKey
+from daemon.core.errors import (
+    BadRequest,
+    CapReached,
+    Conflict,
+    Forbidden,
+    ReplayError,
+    ReusedIdempotencyKey,
+)
 from daemon.core.grammar import ScheduleCommand, render
 from daemon.core.ids import new_pipeline_id
 from daemon.core.run_options import PipelineOptions, RunOptions, WindowKind
@@ -32,6 +39,7 @@ from daemon.usecases.audit import Audit
 from daemon.usecases.catalog import Catalog, Source
 from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.fire_times import next_fire
+from daemon.usecases.live_approval import check_live_approval
 from daemon.usecases.ports import Notifier, TableStats, TopicAdmin
 from daemon.usecases.wire import pipeline_out, run_out
 from store import Store
@@ -40,6 +48,7 @@ from store.models import Pipeline, Run
 log = structlog.get_logger(__name__)
 
 NO_NEW_DATA = "no new data"
+BUSY = "the platform is busy"
 
 
 @dataclass(frozen=True)
@@ -128,14 +137,28 @@ class PipelineService:
         confirm_live: bool = False,
         slack_channel: str | None = None,
         idempotency_key: str | None = None,
+        approved_by: str | None = None,
         vouched: bool = False,
     ) -> tuple[Pipeline, bool]:
         """Validate, provision the topic, record the pipeline, announce it. Returns (pipeline, created).
 
-        ``slack_channel`` is taken only when ``vouched`` (the service credential: the bot's request)."""
-        refusal = vouched_fields_refused(vouched=vouched, slack_channel=slack_channel)
+        ``slack_channel`` and ``approved_by`` (the second owner a live pipeline of a two-owner source
+        needs) are taken only when ``vouched`` (the service credential: the bot saw the click)."""
+        refusal = vouched_fields_refused(
+            vouched=vouched, approved_by=approved_by, slack_channel=slack_channel
+        )
         if refusal is not None:
             self._audit.refuse(actor, "schedule", command.source, Forbidden(refusal))
+        if approved_by is not None:  # every approval is audited under the approver, refused ones too
+            self._audit.refusing(
+                approved_by,
+                "approve",
+                command.source,
+                lambda: check_live_approval(
+                    actor, self._catalog.get(command.source), approved_by, what="live pipeline"
+                ),
+                requester=actor,
+            )
         request = render(command)  # canonical: the same command always renders the same
         if idempotency_key is not None:
             existing = self._store.pipelines.find_by_idempotency_key(actor, idempotency_key)
@@ -146,6 +169,7 @@ class PipelineService:
             source = self._catalog.get(command.source)
             if not may_use_source(actor, source_owners=source.owners, admins=self._settings.admins):
                 raise Forbidden(f"only the owners of '{source.name}' or a platform admin may schedule it")
+            self._check_pipeline_caps(actor, source.name)
             if source.watermark_column is None:
                 raise BadRequest(f"source '{source.name}' declares no watermark column in the catalog")
             if command.watermark != source.watermark_column:
@@ -178,6 +202,7 @@ class PipelineService:
                         f"publishing into the live topic '{source.live_topic}' needs an explicit "
                         "confirmation (confirm_live=true)"
                     )
+                check_live_approval(actor, source, approved_by, what="live pipeline")
                 topic, created = source.live_topic, False
             else:
                 topic, created = pipeline_topic(source.name, pipeline_id), True
@@ -209,6 +234,7 @@ class PipelineService:
                     idle_after_days=command.idle_after_days,
                     slack_channel=slack_channel,
                     idempotency_key=idempotency_key,
+                    live=command.topic == "live",
                 )
             except Exception as exc:
                 if created:
@@ -230,11 +256,44 @@ class PipelineService:
         self._audit.accepted(
             actor, "schedule", pipeline.id, source=pipeline.source, schedule=pipeline.schedule
         )
+        if approved_by is not None:
+            self._audit.accepted(approved_by, "approve", pipeline.id, requester=actor, source=pipeline.source)
         thread = self._notifier.pipeline_scheduled(pipeline_out(pipeline))
         if thread is not None:
             pipeline = self._store.pipelines.update(pipeline.id, slack_ts=thread)
         self._wake_scheduler()
         return pipeline, True
+
+    def _check_pipeline_caps(self, actor: str, source: str) -> None:
+        """Every pipeline holds a topic and fires on its own: one person, or one source, has a few."""
+        settings = self._settings
+        scheduled = [p for p in self._store.pipelines.list() if p.state != PipelineState.ARCHIVED]
+        if actor not in settings.admins:
+            mine = sum(1 for p in scheduled if p.created_by == actor)
+            if mine >= settings.max_pipelines_per_user:
+                raise CapReached(
+                    f"<@{actor}> already has {mine} pipelines scheduled, the most one person may have "
+                    f"(REPLAY_MAX_PIPELINES_PER_USER={settings.max_pipelines_per_user}): unschedule one first"
+                )
+        of_source = sum(1 for p in scheduled if p.source == source)
+        if of_source >= settings.max_pipelines_per_source:
+            raise CapReached(
+                f"'{source}' already has {of_source} pipelines scheduled, the most one source may have "
+                f"(REPLAY_MAX_PIPELINES_PER_SOURCE={settings.max_pipelines_per_source})"
+            )
+
+    def _busy(self) -> str | None:
+        """Why a pipeline's slot must wait: the runs not kept for people's replays are all taken."""
+        settings = self._settings
+        open_to_pipelines = settings.max_active_runs - settings.reserved_runs
+        unfinished = self._store.runs.unfinished_count()
+        if unfinished < open_to_pipelines:
+            return None
+        return (
+            f"{BUSY}: {unfinished} unfinished runs, and the last {settings.reserved_runs} of "
+            f"REPLAY_MAX_ACTIVE_RUNS={settings.max_active_runs} are kept for replays people ask for; "
+            "the next slot reads from the same watermark"
+        )
 
     def _live_partitions(self, source: Source) -> int:
         live = self._topics.describe(source.live_topic) if source.live_topic else None
@@ -252,13 +311,25 @@ class PipelineService:
 
     # -- changing -----------------------------------------------------------------------------
 
-    def _change(self, actor: str, action: str, pipeline_id: str, state: PipelineState) -> Pipeline:
+    def _change(
+        self,
+        actor: str,
+        action: str,
+        pipeline_id: str,
+        state: PipelineState,
+        approved_by: str | None = None,
+    ) -> Pipeline:
         def work() -> Pipeline:
             pipeline = self.get_pipeline(pipeline_id)
-            if not may_manage_pipeline(actor, owners=pipeline.owners, admins=self._settings.admins):
+            owners = self._catalog.owners_of(pipeline.source)
+            if not may_manage_pipeline(actor, owners=owners, admins=self._settings.admins):
                 raise Forbidden(f"only the owners of pipeline {pipeline_id} or an admin may {action} it")
             if pipeline.state == PipelineState.ARCHIVED:
                 raise Conflict(f"pipeline {pipeline_id} is unscheduled; it cannot be changed")
+            resuming = state == PipelineState.ACTIVE and pipeline.state == PipelineState.PAUSED
+            if resuming and pipeline.options.topic_mode == "live":
+                source = self._catalog.get(pipeline.source)
+                check_live_approval(actor, source, approved_by, what="live pipeline")
             changed = self._store.pipelines.set_state(pipeline_id, state)
             if state == PipelineState.ACTIVE:
                 changed = self._store.pipelines.update(
@@ -268,14 +339,31 @@ class PipelineService:
 
         pipeline = self._audit.refusing(actor, action, pipeline_id, work)
         self._audit.accepted(actor, action, pipeline_id)
+        if approved_by is not None:
+            self._audit.accepted(approved_by, "approve", pipeline_id, requester=actor, source=pipeline.source)
         self._wake_scheduler()
         return pipeline
 
     def pause(self, actor: str, pipeline_id: str) -> Pipeline:
         return self._change(actor, "pause", pipeline_id, PipelineState.PAUSED)
 
-    def resume(self, actor: str, pipeline_id: str) -> Pipeline:
-        return self._change(actor, "resume", pipeline_id, PipelineState.ACTIVE)
+    def resume(
+        self, actor: str, pipeline_id: str, *, approved_by: str | None = None, vouched: bool = False
+    ) -> Pipeline:
+        """Active again; a live pipeline of a two-owner source needs a second owner's approval again."""
+        refusal = vouched_fields_refused(vouched=vouched, approved_by=approved_by)
+        if refusal is not None:
+            self._audit.refuse(actor, "resume", pipeline_id, Forbidden(refusal))
+        if approved_by is not None:  # every approval is audited under the approver, refused ones too
+            source = self._catalog.get(self.get_pipeline(pipeline_id).source)
+            self._audit.refusing(
+                approved_by,
+                "approve",
+                pipeline_id,
+                lambda: check_live_approval(actor, source, approved_by, what="live pipeline"),
+                requester=actor,
+            )
+        return self._change(actor, "resume", pipeline_id, PipelineState.ACTIVE, approved_by)
 
     def unschedule(self, actor: str, pipeline_id: str, *, confirm: bool) -> Pipeline:
         if not confirm:
@@ -290,7 +378,8 @@ class PipelineService:
 
         def work() -> Pipeline:
             pipeline = self.get_pipeline(pipeline_id)
-            if not may_manage_pipeline(actor, owners=pipeline.owners, admins=self._settings.admins):
+            owners = self._catalog.owners_of(pipeline.source)
+            if not may_manage_pipeline(actor, owners=owners, admins=self._settings.admins):
                 raise Forbidden(f"only the owners of pipeline {pipeline_id} or an admin may run it")
             if pipeline.state != PipelineState.ACTIVE:
                 raise Conflict(f"pipeline {pipeline_id} is {pipeline.state}; resume it first")
@@ -356,6 +445,12 @@ class PipelineService:
             "slack_ts": pipeline.slack_ts,
         }
         following = next_fire(pipeline.schedule, now)
+        if (busy := self._busy()) is not None:  # skipped, not failed: nothing is lost, the watermark waits
+            run = self._store.pipelines.claim_slot(
+                pipeline_id, now=now, next_run_at=following, run_fields=fields, skipped_reason=busy
+            )
+            log.info("pipeline slot: the platform is busy", pipeline_id=pipeline_id, fired=run is not None)
+            return run
         if not has_new_data(high, pipeline.watermark_value):
             run = self._store.pipelines.claim_slot(
                 pipeline_id, now=now, next_run_at=following, run_fields=fields, skipped_reason=NO_NEW_DATA

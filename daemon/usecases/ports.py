@@ -150,6 +150,10 @@ class TopicAdmin(ABC):
     def delete(self, topic: str) -> bool:
         """Delete a topic; False if it was already gone (so de-provisioning can be repeated)."""
 
+    @abstractmethod
+    def names(self, prefix: str) -> list[str]:
+        """The names of the cluster's topics that start with ``prefix``, sorted."""
+
 
 @dataclass(frozen=True)
 class GroupMember:

@@ -21,12 +21,12 @@ from daemon.core.authz import may_cancel_run, may_use_source, vouched_fields_ref
 from daemon.core.auto_rate import AutoRate
 from daemon.core.errors import (
     BadRequest,
+    CapReached,
     Conflict,
     EmptyWindow,
     Forbidden,
     OverlappingReplay,
     ReusedIdempotencyKey,
-    TooManyRuns,
 )
 from daemon.core.grammar import OnError, Ordering, PlanCommand, ReplayCommand, Timestamp, Topic, render
 from daemon.core.ids import new_run_id
@@ -38,6 +38,7 @@ from daemon.usecases.audit import Audit
 from daemon.usecases.catalog import Catalog, Source
 from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.eta import Eta, check_execution_limit, estimate
+from daemon.usecases.live_approval import check_live_approval
 from daemon.usecases.ports import TableStats, TopicAdmin
 from store import Store
 from store.live_guard import LiveGuard
@@ -154,14 +155,14 @@ class ReplayService:
         if actor not in settings.admins:
             mine = self._store.runs.unfinished_count(requester=actor, kinds=_ASKED_KINDS)
             if mine >= settings.max_active_runs_per_user:
-                raise TooManyRuns(
+                raise CapReached(
                     f"<@{actor}> already has {mine} unfinished runs, the most one person may have "
                     f"(REPLAY_MAX_ACTIVE_RUNS_PER_USER={settings.max_active_runs_per_user}): wait for one "
                     "to end or cancel one, then ask again"
                 )
         everyone = self._store.runs.unfinished_count()
         if everyone >= settings.max_active_runs:
-            raise TooManyRuns(
+            raise CapReached(
                 f"the platform already has {everyone} unfinished runs, its limit "
                 f"(REPLAY_MAX_ACTIVE_RUNS={settings.max_active_runs}): try again once some have ended"
             )
@@ -261,20 +262,7 @@ class ReplayService:
         return tuple(Overlap(r.id, r.requester, str(r.state), r.window_label or "") for r in runs)
 
     def _check_approval(self, actor: str, source: Source, approved_by: str | None) -> None:
-        """A source with ``live_approvals: 2`` takes a live replay only with a second owner's approval."""
-        if approved_by is None:
-            if source.live_approvals > 1:
-                owners = ", ".join(f"<@{owner}>" for owner in source.owners if owner != actor)
-                raise Conflict(
-                    f"a replay of '{source.name}' into its live topic needs the approval of a second owner "
-                    f"({owners}); in Slack, confirm it and one of them approves in the channel"
-                )
-            return
-        if approved_by == actor:
-            raise Forbidden("the requester cannot approve their own live replay; another owner must")
-        if approved_by not in source.owners:
-            owners = ", ".join(f"<@{owner}>" for owner in source.owners if owner != actor)
-            raise Forbidden(f"only another owner of '{source.name}' ({owners}) may approve this live replay")
+        check_live_approval(actor, source, approved_by, what="live replay")
 
     def _count_rows(self, source: Source, window: DayWindow | TimeWindow) -> int:
         assert source.table.path is not None, "catalog tables are resolved by the EMR launcher"

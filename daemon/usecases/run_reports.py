@@ -34,10 +34,15 @@ def _moment(value: Any) -> datetime | None:
     return moment if moment.tzinfo is not None else None
 
 
-def report_fields(result: dict[str, Any], *, confirmed_so_far: int, now: datetime) -> dict[str, Any]:
-    """Run columns from a ``REPLAY_RESULT`` / ``REPLAY_FAILED`` document."""
+def report_fields(result: dict[str, Any], *, confirmed_so_far: int | None, now: datetime) -> dict[str, Any]:
+    """Run columns from a ``REPLAY_RESULT`` / ``REPLAY_FAILED`` document.
+
+    A document without ``confirmed`` (a job that ended before it could say) keeps what progress
+    counted; ``confirmed: null`` is unknown and stays None, with progress's count as the lower bound
+    ``on_topic_at_least`` (the broker confirmed at least that many)."""
+    reported = result.get("confirmed", confirmed_so_far)
     fields: dict[str, Any] = {
-        "confirmed": int(result.get("confirmed", confirmed_so_far) or 0),
+        "confirmed": _int(reported),
         "failed_tasks": int(result.get("failed_tasks") or 0),
         "duplicates": _int(result.get("duplicates_possible")),
     }
@@ -52,6 +57,8 @@ def report_fields(result: dict[str, Any], *, confirmed_so_far: int, now: datetim
         "last_delivery_at": _moment(result.get("last_delivery_at")),
     }
     fields.update({key: value for key, value in optional.items() if value is not None})
+    if reported is None and confirmed_so_far:  # unknown in the end, but progress saw this many
+        fields["on_topic_at_least"] = max(fields.get("on_topic_at_least") or 0, confirmed_so_far)
     if result.get("status") == "succeeded" and not fields["failed_tasks"]:
         fields["duplicates"] = 0  # no attempt failed: nothing was sent twice
     series = result.get("rate_series")

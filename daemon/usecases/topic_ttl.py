@@ -13,16 +13,23 @@ its full `notice` ahead; a notice Slack will not take is retried for one `notice
 the topic goes anyway: deleting the data is the promise, the message is a courtesy. Only topics the
 platform created are candidates, and a live topic (a source's `live_topic`) or any name outside
 `replay.` is never deleted.
+
+A one-off topic is created before the row of the run or pipeline it is for, so a crash between the
+two leaves a `replay.<source>.<id>` topic that nothing records. Each pass also looks for those
+(`sweep_strays`): a topic named for an id the store does not know, seen so on passes at least
+`stray_grace` apart, is deleted; a create still in flight records its row long before that.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import partial
 
 import structlog
 
+from daemon.core.errors import PipelineNotFound, RunNotFound
 from daemon.usecases.catalog import Catalog
 from daemon.usecases.janitor import UNDELIVERED_RETRY_AFTER
 from daemon.usecases.ports import Notifier, TopicAdmin
@@ -34,6 +41,9 @@ log = structlog.get_logger(__name__)
 
 ONE_OFF_PREFIX = "replay."
 PASS_LIMIT = 100  # runs looked at per pass; the next pass takes the rest
+STRAY_GRACE = timedelta(minutes=10)  # how long a topic may wait for its row before it is a stray
+# what auto_topic_name and pipeline_topic make: replay.<source>.<run or pipeline id>
+_ONE_OFF_NAME = re.compile(r"replay\.[^.]+\.(?P<owner>[rp]-[0-9a-f]{12})")
 
 
 class TopicTtl:
@@ -47,6 +57,7 @@ class TopicTtl:
         clock: Callable[[], datetime],
         ttl: timedelta,
         notice: timedelta,
+        stray_grace: timedelta = STRAY_GRACE,
     ) -> None:
         self._store = store
         self._catalog = catalog
@@ -55,6 +66,8 @@ class TopicTtl:
         self._clock = clock
         self._ttl = ttl
         self._notice = notice
+        self._stray_grace = stray_grace
+        self._strays: dict[str, datetime] = {}  # topic -> when a pass first found it recorded nowhere
 
     def run_once(self) -> None:
         """One pass over the finished runs whose topic is still kept and whose notice is due."""
@@ -66,6 +79,37 @@ class TopicTtl:
                 self.tend(run, now)
             except Exception:  # one topic's trouble must not keep the others
                 log.exception("replay topic ttl: could not tend the run's topic", run_id=run.id)
+        try:
+            self.sweep_strays(now)
+        except Exception:
+            log.exception("replay topic ttl: could not look for stray topics")
+
+    def sweep_strays(self, now: datetime) -> list[str]:
+        """Delete the one-off topics no run or pipeline records, once found so for ``stray_grace``."""
+        found: dict[str, datetime] = {}
+        for topic in self._topics.names(ONE_OFF_PREFIX):
+            named = _ONE_OFF_NAME.fullmatch(topic)
+            if named is None or self._protected(topic) or self._recorded(named["owner"]):
+                continue
+            found[topic] = self._strays.get(topic, now)
+        deleted = []
+        for topic, since in found.items():
+            if now - since >= self._stray_grace:
+                self._topics.delete(topic)
+                log.warning("replay topic deleted: no run or pipeline records it", topic=topic, since=since)
+                deleted.append(topic)
+        self._strays = {topic: since for topic, since in found.items() if topic not in deleted}
+        return deleted
+
+    def _recorded(self, owner: str) -> bool:
+        try:
+            if owner.startswith("r-"):
+                self._store.runs.get(owner)
+            else:
+                self._store.pipelines.get(owner)
+        except (RunNotFound, PipelineNotFound):
+            return False
+        return True
 
     def _protected(self, topic: str) -> bool:
         live = {source.live_topic for source in self._catalog.sources.values() if source.live_topic}

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from daemon.contract.models import ReplayBody
-from daemon.core.errors import BadRequest, TooManyRuns
+from daemon.core.errors import BadRequest, CapReached
 from tests.fixtures.aws import EXECUTION_ROLE_ARN, AwsClients
 from tests.fixtures.daemon import ADMIN, OWNER, DaemonProcess, running_daemon
 from tests.fixtures.runs import TERMINAL, replay_topics, wait_for
@@ -76,7 +76,7 @@ def test_a_create_over_the_per_user_or_the_total_cap_is_429_naming_the_setting_a
 
         over_mine = _post_replay(capped, OWNER, SLOW)
         admins = client.create_replay(ADMIN, SLOW)  # an admin is held by the total cap only
-        with pytest.raises(TooManyRuns) as over_total:
+        with pytest.raises(CapReached) as over_total:
             client.create_replay(ADMIN, SLOW)
 
         assert over_mine.status_code == 429

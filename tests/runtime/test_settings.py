@@ -66,3 +66,14 @@ def test_kafka_config_carries_sasl_credentials() -> None:
         "sasl.username": "svc",
         "sasl.password": "pw",
     }
+
+
+def test_a_reserve_for_replays_as_large_as_the_cap_is_refused_naming_both_settings() -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_settings({"REPLAY_MAX_ACTIVE_RUNS": "3", "REPLAY_ADHOC_RESERVED_RUNS": "3"})
+    assert str(refused.value) == (
+        "REPLAY_ADHOC_RESERVED_RUNS (3) must be below REPLAY_MAX_ACTIVE_RUNS (3), "
+        "or no pipeline could ever run"
+    )
+    assert load_settings({"REPLAY_MAX_ACTIVE_RUNS": "3"}).reserved_runs == 0  # a fifth, rounded down
+    assert load_settings({}).reserved_runs == 10

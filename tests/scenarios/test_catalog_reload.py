@@ -13,8 +13,8 @@ import httpx
 import pytest
 import yaml
 
-from daemon.contract.models import ReplayBody
-from daemon.core.errors import BadRequest
+from daemon.contract.models import ReplayBody, ScheduleBody
+from daemon.core.errors import BadRequest, Forbidden
 from daemon.core.grammar import ReplayCommand
 from daemon.core.windows import parse_window
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
@@ -156,3 +156,26 @@ def test_a_bad_catalog_is_refused_naming_the_problem_and_the_good_one_stays(
     with daemon.client() as client:  # the old catalog still plans
         plan = client.plan(OWNER, ReplayBody.of(ReplayCommand("orders", parse_window("2024-01-01"))))
     assert plan.rows == 300
+
+
+def test_a_pipeline_answers_to_its_sources_owners_as_the_catalog_says_now(daemon: DaemonProcess) -> None:
+    """An owner removed by a reload loses their say over the source's pipelines; one added gains it."""
+    newcomer = "U0NEWOWNER"
+    with daemon.client() as client:
+        pipeline, _ = client.schedule_once(
+            OWNER,
+            ScheduleBody(source="orders", cron="0 0 1 1 *", watermark="updated_at"),
+            idempotency_key="owners-now",
+        )
+        with pytest.raises(Forbidden):
+            client.pipeline_action(newcomer, pipeline.id, "pause")
+
+        def hand_over(catalog: dict[str, Any]) -> None:
+            catalog["sources"]["orders"]["owners"] = [newcomer]
+
+        _reload(daemon, hand_over)
+
+        with pytest.raises(Forbidden, match="only the owners of pipeline"):
+            client.pipeline_action(OWNER, pipeline.id, "run")
+        assert client.pipeline_action(newcomer, pipeline.id, "pause").state == "paused"
+        assert client.unschedule(newcomer, pipeline.id, confirm=True).state == "archived"

@@ -77,3 +77,19 @@ def test_a_reconcile_that_could_not_run_has_no_counts() -> None:
     )
     assert stored.selected is None and stored.error == "broker unreachable" and stored.on_demand
     assert stored.verdict().kind == "not measured"
+
+
+def test_a_count_the_job_could_not_read_stays_unknown_with_progress_as_the_lower_bound() -> None:
+    """`confirmed: null` was stored as 0 over progress's 700: unknown is not 0."""
+    fields = report_fields(
+        {"status": "failed", "reason": "broker gone", "confirmed": None, "on_topic_at_least": None},
+        confirmed_so_far=700,
+        now=NOW,
+    )
+    assert fields["confirmed"] is None
+    assert fields["on_topic_at_least"] == 700
+
+
+def test_a_document_without_a_count_keeps_what_progress_counted() -> None:
+    fields = report_fields({"status": "failed", "reason": "lost"}, confirmed_so_far=12, now=NOW)
+    assert fields["confirmed"] == 12 and "on_topic_at_least" not in fields

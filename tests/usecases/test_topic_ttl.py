@@ -8,6 +8,7 @@ touched. A restart sends nothing twice: what was told and deleted is recorded in
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from scripts.devtools.slack_standin import SlackStandin
 from scripts.devtools.thread_text import Posted
 from store import Store
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
+from tests.fixtures.kafka import create_topic
 from tests.fixtures.runs import TERMINAL, wait_for
 from tests.fixtures.slack import BOT_TOKEN, CHANNEL
 
@@ -108,3 +110,25 @@ def test_a_one_off_topic_is_announced_then_deleted_and_a_live_topic_is_never_tou
     assert len(_said(slack, one_off.topic, "will be deleted at")) == 1
     assert len(_said(slack, one_off.topic, "was deleted")) == 1
     assert live in existing()
+
+
+def test_a_one_off_topic_nothing_records_is_found_and_deleted_and_no_other_topic_is(
+    ttl_daemon: DaemonProcess, kafka_bootstrap: str
+) -> None:
+    """A crash between creating a run's topic and recording the run leaves a topic no row names."""
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    stray = f"replay.orders.r-{secrets.token_hex(6)}"
+    foreign = f"replay.orders.someone-elses-{secrets.token_hex(3)}"  # not a name the platform makes
+    for topic in (stray, foreign):
+        create_topic(kafka_bootstrap, topic)
+    client = ttl_daemon.client()
+    live = _live_topic(client)
+
+    deadline = time.monotonic() + 60
+    while stray in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+    names = set(admin.list_topics(timeout=10).topics)
+    assert stray not in names, "the stray one-off topic is still there"
+    assert {foreign, live} <= names
+    admin.delete_topics([foreign])
