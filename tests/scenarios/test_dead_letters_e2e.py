@@ -86,6 +86,7 @@ def test_the_sources_dlq_default_sets_the_record_aside_and_every_view_shows_the_
     run = finished(client, created.id)
     assert run.state == "succeeded", run
     assert (run.dead_lettered, run.rows_selected) == (1, window_rows(table))
+    assert run.confirmed is not None
     assert run.confirmed + 1 == run.rows_selected  # confirmed + dead-lettered: every row selected
     assert run.dlq_topic == "replay.dlq.orders"
     parked = [

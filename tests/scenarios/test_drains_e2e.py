@@ -158,6 +158,7 @@ def test_a_watched_group_catches_up_after_the_run_and_the_thread_says_when(
     assert result.state == "caught_up", result
     assert ended.ended_at is not None and result.caught_up_at is not None
     last_read = datetime.fromtimestamp(consumer.consumed[-1], tz=UTC)
+    assert ended.confirmed is not None
     assert len(consumer.consumed) == SEEDS + ended.confirmed  # it read every replayed record...
     assert last_read > ended.ended_at  # ...the last of them after the run had ended...
     assert result.caught_up_at >= last_read.replace(microsecond=0)  # ...and only then was it caught up

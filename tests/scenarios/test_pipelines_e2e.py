@@ -250,7 +250,7 @@ def _first_run_confirming(client: DaemonClient, pipeline_id: str, timeout_s: flo
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         runs = client.get_pipeline(OWNER, pipeline_id).runs
-        if runs and runs[0].confirmed > 0:
+        if runs and runs[0].confirmed:  # some confirmed (None: unknown)
             return runs[0].id
         time.sleep(0.3)
     raise AssertionError("the pipeline run never reported progress")

@@ -155,9 +155,9 @@ def audit(
         states[run.state] += 1
         records, distinct = _events_on_topic(world, run)
         tally.selected += run.rows_selected or 0
-        tally.confirmed += run.confirmed
+        tally.confirmed += run.confirmed or 0  # an unknown count adds nothing it did not know
         tally.on_topic += distinct
-        lost = max(0, run.confirmed - distinct)
+        lost = max(0, run.confirmed - distinct) if run.confirmed is not None else 0
         if run.state == "succeeded" and run.rows_selected is not None:
             lost = max(lost, run.rows_selected - distinct)
         if lost:

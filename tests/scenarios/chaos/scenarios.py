@@ -84,7 +84,7 @@ def _wait_confirmed(client: DaemonClient, run_id: str, at_least: int, timeout_s:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         run = client.get_replay(OWNER, run_id)
-        if run.confirmed >= at_least or run.state in ("succeeded", "failed", "cancelled"):
+        if (run.confirmed or 0) >= at_least or run.state in ("succeeded", "failed", "cancelled"):
             return
         time.sleep(0.3)
 
