@@ -172,7 +172,7 @@ class Janitor:
             keep_days=self._policy.keep_days,
         )
         delivered = True
-        for owner in self._owners(pipeline):
+        for owner in pipeline.owners:
             key = f"idle:{pipeline.id}:{pipeline.idle_since.isoformat()}:{owner}"
             send = partial(self._notifier.idle_prompt, prompt, owner)
             delivered = self._deliver(key, pipeline.id, "idle-prompt", send) and delivered
@@ -201,14 +201,9 @@ class Janitor:
 
     # -- answers from the owners --------------------------------------------------------------
 
-    def _owners(self, pipeline: Pipeline) -> tuple[str, ...]:
-        """Whom to tell: the source's current owners; the recorded ones if the source left the catalog."""
-        return self._catalog.owners_of(pipeline.source) or tuple(pipeline.owners or ())
-
     def _owned(self, actor: str, pipeline_id: str, action: str) -> Pipeline:
         pipeline = self._store.pipelines.get(pipeline_id)
-        owners = self._catalog.owners_of(pipeline.source)
-        if not may_manage_pipeline(actor, owners=owners, admins=self._admins):
+        if not may_manage_pipeline(actor, owners=pipeline.owners, admins=self._admins):
             self._store.audit.append(actor, action, pipeline_id, "refused", {"reason": "not an owner"})
             raise Forbidden(f"only the owners of pipeline {pipeline_id} or an admin may {action} it")
         if pipeline.state == PipelineState.ARCHIVED:
@@ -281,7 +276,7 @@ class Janitor:
                 f"its EMR application {pipeline.application_release}" + ("" if gone else " (being deleted)")
             )
         delivered = True
-        for owner in self._owners(pipeline):
+        for owner in pipeline.owners:
             send = partial(self._notifier.pipeline_removed, pipeline_out(pipeline), owner, removed, reason)
             delivered = (
                 self._deliver(f"deprovisioned:{pipeline.id}:{owner}", pipeline.id, "deprovisioned", send)

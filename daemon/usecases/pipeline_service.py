@@ -26,6 +26,7 @@ from daemon.core.errors import (
     CapReached,
     Conflict,
     Forbidden,
+    LivePipelineExists,
     ReplayError,
     ReusedIdempotencyKey,
 )
@@ -239,7 +240,8 @@ class PipelineService:
             except Exception as exc:
                 if created:
                     self._topics.delete(topic)
-                if isinstance(exc, IntegrityError) and idempotency_key is not None:
+                # a double click racing itself loses on the key or, into a live topic, on the live check
+                if isinstance(exc, IntegrityError | LivePipelineExists) and idempotency_key is not None:
                     existing = self._store.pipelines.find_by_idempotency_key(actor, idempotency_key)
                     if existing is not None:
                         raise _AlreadyCreated(existing) from exc
