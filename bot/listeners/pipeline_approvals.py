@@ -91,8 +91,11 @@ def ask_schedule(deps: BotDeps, request: LiveRequest, client: WebClient | None) 
     parsed = parse(request.command, CEILINGS)
     if not isinstance(parsed, ScheduleCommand):
         return refusal("this confirmation does not hold a schedule")
-    sources = {source.name: source for source in deps.daemon.sources(request.requester)}
-    live_topic = getattr(sources.get(parsed.source), "live_topic", None) or "(none)"
+    live_topic = next(
+        (s.live_topic for s in deps.daemon.sources(request.requester) if s.name == parsed.source), None
+    )
+    if not live_topic:
+        return refusal(f"source '{parsed.source}' has no live topic any more; nothing was scheduled")
     asks = f"to schedule `{escape(request.command)}`"
     return ask_in_channel(deps, request, client, asks=asks, source=parsed.source, live_topic=live_topic)
 

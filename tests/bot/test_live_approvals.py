@@ -11,7 +11,6 @@ import contextlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,12 +21,11 @@ from daemon.slack.run_messages import APPROVE_ACTION, CONFIRM_ACTION
 from scripts.devtools.slack_standin import SlackStandin
 from scripts.devtools.thread_text import Posted
 from store import Store
-from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess, running_daemon
-from tests.fixtures.slack import BOT_TOKEN, CHANNEL, BotUnderTest
+from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess
+from tests.fixtures.slack import CHANNEL, SECOND_OWNER, BotUnderTest, buttons_of, two_owner_daemon
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
-SECOND_OWNER = "U0OWNER2"
 LIVE = "orders 2024-01-05 tps=5000 topic=live"
 
 
@@ -36,12 +34,11 @@ def slack_daemon(
     tmp_path_factory: pytest.TempPathFactory, sample_table: Path, kafka_bootstrap: str, slack: SlackStandin
 ) -> Iterator[DaemonProcess]:
     """The real daemon with `orders` owned by two people who must both agree to a live replay."""
-    daemon = running_daemon(
+    daemon = two_owner_daemon(
         tmp_path_factory.mktemp("replayd-approvals"),
         sample_table=sample_table,
         bootstrap=kafka_bootstrap,
-        extra={"REPLAY_SLACK_BOT_TOKEN": BOT_TOKEN, "REPLAY_SLACK_API_URL": slack.base_url},
-        source_extra={"owners": [OWNER, SECOND_OWNER], "live_approvals": 2},
+        slack=slack,
     )
     try:
         yield daemon
@@ -49,17 +46,8 @@ def slack_daemon(
         daemon.stop()
 
 
-def _buttons(blocks: list[dict[str, Any]]) -> dict[str, str]:
-    return {
-        button["action_id"]: button["value"]
-        for block in blocks
-        if block["type"] == "actions"
-        for button in block["elements"]
-    }
-
-
 def _approval_requests(slack: SlackStandin) -> list[Posted]:
-    return [m for m in slack.messages(CHANNEL) if APPROVE_ACTION in _buttons(m.blocks)]
+    return [m for m in slack.messages(CHANNEL) if APPROVE_ACTION in buttons_of(m.blocks)]
 
 
 def _run_ids(client: DaemonClient) -> set[str]:
@@ -80,10 +68,10 @@ def test_a_live_replay_needs_a_second_owners_click_in_the_channel(
     assert "second owner" in question["text"]
 
     [asked] = bot.replies(
-        bot.click(CONFIRM_ACTION, _buttons(question["blocks"])[CONFIRM_ACTION], user=OWNER)[1]
+        bot.click(CONFIRM_ACTION, buttons_of(question["blocks"])[CONFIRM_ACTION], user=OWNER)[1]
     )
     [prompt] = slack.wait_until(lambda: _approval_requests(slack), timeout_s=30, what="the approval request")
-    approve = _buttons(prompt.blocks)[APPROVE_ACTION]
+    approve = buttons_of(prompt.blocks)[APPROVE_ACTION]
 
     [own] = bot.replies(bot.click(APPROVE_ACTION, approve, user=OWNER)[1])
     [stranger] = bot.replies(bot.click(APPROVE_ACTION, approve, user=STRANGER)[1], timeout_s=60)
@@ -139,7 +127,7 @@ def test_an_overlap_is_refused_at_once_and_force_names_the_run_it_overrides(
         daemon_client.cancel_replay(OWNER, first.id)
 
     assert first.id in refused["text"] and "force=yes" in refused["text"]
-    assert CONFIRM_ACTION not in _buttons(refused.get("blocks", []))
+    assert CONFIRM_ACTION not in buttons_of(refused.get("blocks", []))
     assert f"`force=yes` overrides `{first.id}`" in forced["text"]
     assert f"<@{OWNER}>" in forced["text"]
-    assert CONFIRM_ACTION in _buttons(forced["blocks"])
+    assert CONFIRM_ACTION in buttons_of(forced["blocks"])

@@ -24,12 +24,11 @@ from daemon.slack.pipeline_messages import PIPELINE_LIVE_APPROVE_ACTION, SCHEDUL
 from scripts.devtools.slack_standin import SlackStandin
 from scripts.devtools.thread_text import Posted
 from store import Store
-from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess, running_daemon
-from tests.fixtures.slack import BOT_TOKEN, CHANNEL, BotUnderTest
+from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess
+from tests.fixtures.slack import CHANNEL, SECOND_OWNER, BotUnderTest, buttons_of, two_owner_daemon
 
 pytestmark = [pytest.mark.kafka]
 
-SECOND_OWNER = "U0OWNER2"
 YEARLY = 'cron="0 0 1 1 *"'  # no run fires during a test
 LIVE_SCHEDULE = f"schedule orders {YEARLY} watermark=updated_at topic=live"
 
@@ -39,12 +38,11 @@ def slack_daemon(
     tmp_path_factory: pytest.TempPathFactory, sample_table: Path, kafka_bootstrap: str, slack: SlackStandin
 ) -> Iterator[DaemonProcess]:
     """The real daemon with `orders` owned by two people who must both agree to publish into live."""
-    daemon = running_daemon(
+    daemon = two_owner_daemon(
         tmp_path_factory.mktemp("replayd-pipeline-approvals"),
         sample_table=sample_table,
         bootstrap=kafka_bootstrap,
-        extra={"REPLAY_SLACK_BOT_TOKEN": BOT_TOKEN, "REPLAY_SLACK_API_URL": slack.base_url},
-        source_extra={"owners": [OWNER, SECOND_OWNER], "live_approvals": 2},
+        slack=slack,
     )
     try:
         yield daemon
@@ -52,17 +50,8 @@ def slack_daemon(
         daemon.stop()
 
 
-def _buttons(blocks: list[dict[str, Any]]) -> dict[str, str]:
-    return {
-        button["action_id"]: button["value"]
-        for block in blocks
-        if block["type"] == "actions"
-        for button in block["elements"]
-    }
-
-
 def _approval_requests(slack: SlackStandin) -> list[Posted]:
-    return [m for m in slack.messages(CHANNEL) if PIPELINE_LIVE_APPROVE_ACTION in _buttons(m.blocks)]
+    return [m for m in slack.messages(CHANNEL) if PIPELINE_LIVE_APPROVE_ACTION in buttons_of(m.blocks)]
 
 
 def _live_pipelines(client: DaemonClient) -> list[str]:
@@ -96,10 +85,10 @@ def test_a_live_pipeline_is_created_and_resumed_only_after_a_second_owners_click
     _unschedule_all(daemon_client)
     [question] = bot.replies(bot.slash(LIVE_SCHEDULE, user=OWNER).key, timeout_s=60)
     asked = _click(
-        bot, SCHEDULE_LIVE_CONFIRM_ACTION, _buttons(question["blocks"])[SCHEDULE_LIVE_CONFIRM_ACTION], OWNER
+        bot, SCHEDULE_LIVE_CONFIRM_ACTION, buttons_of(question["blocks"])[SCHEDULE_LIVE_CONFIRM_ACTION], OWNER
     )
     [prompt] = slack.wait_until(lambda: _approval_requests(slack), timeout_s=30, what="the approval request")
-    approve = _buttons(prompt.blocks)[PIPELINE_LIVE_APPROVE_ACTION]
+    approve = buttons_of(prompt.blocks)[PIPELINE_LIVE_APPROVE_ACTION]
 
     own = _click(bot, PIPELINE_LIVE_APPROVE_ACTION, approve, OWNER)
     stranger = _click(bot, PIPELINE_LIVE_APPROVE_ACTION, approve, STRANGER)
@@ -127,7 +116,7 @@ def test_a_live_pipeline_is_created_and_resumed_only_after_a_second_owners_click
     resumed = _click(
         bot,
         PIPELINE_LIVE_APPROVE_ACTION,
-        _buttons(prompts[0].blocks)[PIPELINE_LIVE_APPROVE_ACTION],
+        buttons_of(prompts[0].blocks)[PIPELINE_LIVE_APPROVE_ACTION],
         SECOND_OWNER,
     )
 
