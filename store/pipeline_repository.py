@@ -293,6 +293,16 @@ class PipelineRepository:
             pipeline.emr_application_id, pipeline.application_release = application_id, release
             touch(pipeline, self._store.now())
 
+    def being_deprovisioned(self) -> builtins.list[Pipeline]:
+        """Pipelines whose removal has begun and is not finished (not archived yet)."""
+        stmt = (
+            select(Pipeline)
+            .where(Pipeline.deprovision_reason.is_not(None), Pipeline.state != PipelineState.ARCHIVED)
+            .order_by(Pipeline.id)
+        )
+        with self._store.session() as session:
+            return list(session.scalars(stmt))
+
     def awaiting_release(self) -> builtins.list[Pipeline]:
         """Pipelines (archived ones too) whose EMR application is still to be deleted."""
         stmt = select(Pipeline).where(Pipeline.application_release.is_not(None)).order_by(Pipeline.id)

@@ -99,6 +99,8 @@ def describe_pipeline(pipeline: PipelineOut) -> str:
     text += f", committed {pipeline.watermark or 'nothing yet'}"
     if pipeline.state == "active" and pipeline.next_run_at is not None:
         text += f", next run {pipeline.next_run_at.isoformat()}"
+    if pipeline.deprovision_reason is not None:
+        text += f", being removed ({pipeline.deprovision_reason})"
     return text
 
 

@@ -169,6 +169,11 @@ class Settings(BaseSettings):
     replay_topic_check_s: float = Field(
         default=300.0, gt=0, description="seconds between two passes of the replay topics' TTL"
     )
+    deprovision_check_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="seconds between two looks at pipelines being removed (an unschedule's stopping run)",
+    )
     live_replay_guard_hours: float = Field(
         default=24.0, ge=0, description="refuse live replays overlapping one that succeeded this recently"
     )

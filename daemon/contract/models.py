@@ -493,6 +493,9 @@ class PipelineOut(BaseModel):
     created_at: datetime
     slack_channel: str | None
     slack_ts: str | None
+    deprovision_reason: str | None = Field(
+        default=None, description="why it is being removed, while its removal goes on (then archived)"
+    )
 
 
 class PipelineDetailOut(PipelineOut):

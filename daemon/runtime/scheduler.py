@@ -29,6 +29,7 @@ log = structlog.get_logger(__name__)
 SYNC_JOB = "sync-pipelines"
 JANITOR_JOB = "idle-pipeline-janitor"
 TOPIC_TTL_JOB = "replay-topic-ttl"
+DEPROVISION_JOB = "finish-deprovisioning"
 
 
 class PipelineScheduler:
@@ -43,9 +44,17 @@ class PipelineScheduler:
         janitor_schedule: str | None = None,
         topic_ttl: Callable[[], object] | None = None,
         topic_ttl_every_s: float = 300.0,
+        deprovisions: Callable[[], object] | None = None,
+        deprovisions_every_s: float = 10.0,
     ) -> None:
-        self._topic_ttl = topic_ttl
-        self._topic_ttl_every_s = topic_ttl_every_s
+        self._periodic = [
+            (job_id, work, every_s)
+            for job_id, work, every_s in (
+                (TOPIC_TTL_JOB, topic_ttl, topic_ttl_every_s),
+                (DEPROVISION_JOB, deprovisions, deprovisions_every_s),
+            )
+            if work is not None
+        ]
         self._janitor = janitor
         self._janitor_schedule = janitor_schedule
         self._store = store
@@ -68,13 +77,8 @@ class PipelineScheduler:
             self._scheduler.add_job(
                 self._janitor, trigger_for(self._janitor_schedule), id=JANITOR_JOB, replace_existing=True
             )
-        if self._topic_ttl is not None:
-            self._scheduler.add_job(
-                self._topic_ttl,
-                IntervalTrigger(seconds=self._topic_ttl_every_s),
-                id=TOPIC_TTL_JOB,
-                replace_existing=True,
-            )
+        for job_id, work, every_s in self._periodic:
+            self._scheduler.add_job(work, IntervalTrigger(seconds=every_s), id=job_id, replace_existing=True)
         self._scheduler.start()
         log.info("scheduler started", pipelines=len(self._planned))
 

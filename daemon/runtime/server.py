@@ -243,18 +243,6 @@ def build_daemon(
         wake_watcher=watcher.wake,
         rewind_hint=groups.rewind_instead,
     )
-    scheduler_box: list[PipelineScheduler] = []
-    pipelines = PipelineService(
-        settings=settings,
-        catalog=catalog,
-        store=store,
-        topics=topics,
-        table_stats=table_stats,
-        notifier=notifier,
-        clock=clock,
-        wake_watcher=watcher.wake,
-        wake_scheduler=lambda: scheduler_box[0].wake() if scheduler_box else None,
-    )
     janitor = Janitor(
         store=store,
         catalog=catalog,
@@ -269,6 +257,21 @@ def build_daemon(
         ),
         applications=launcher if isinstance(launcher, ApplicationDeleter) else None,
         wake_watcher=watcher.wake,
+    )
+    scheduler_box: list[PipelineScheduler] = []
+    pipelines = PipelineService(
+        settings=settings,
+        catalog=catalog,
+        store=store,
+        topics=topics,
+        table_stats=table_stats,
+        notifier=notifier,
+        clock=clock,
+        wake_watcher=watcher.wake,
+        deprovision=lambda pipeline, reason: janitor.deprovision(
+            pipeline, reason=reason, release_timeout_s=0.0, stop_timeout_s=0.0
+        ),
+        wake_scheduler=lambda: scheduler_box[0].wake() if scheduler_box else None,
     )
     topic_ttl = TopicTtl(
         store=store,
@@ -287,6 +290,8 @@ def build_daemon(
         clock=clock,
         janitor=janitor.run_once,
         janitor_schedule=settings.janitor_schedule,
+        deprovisions=janitor.finish_pending,
+        deprovisions_every_s=settings.deprovision_check_s,
         topic_ttl=topic_ttl.run_once,
         topic_ttl_every_s=settings.replay_topic_check_s,
     )

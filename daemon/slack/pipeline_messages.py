@@ -217,8 +217,15 @@ def unschedule_confirmation(view: PipelineView, *, value: str, expires_in_s: flo
 
 def unscheduled(view: PipelineView) -> Message:
     pid = escape(view.pipeline_id)
+    history = f"Its run history stays (`/replay pipeline {pid}`)."
+    if view.state == "archived":
+        return notice(
+            f":file_cabinet: Unscheduled `{pid}`: no more runs; what it made for itself (its topic, its "
+            f"application) is removed and its owners told. {history}"
+        )
     return notice(
-        f":file_cabinet: Unscheduled `{pid}`: no more runs. Its run history stays (`/replay pipeline {pid}`)."
+        f":file_cabinet: Unscheduling `{pid}`: no more runs. Its run in flight is being stopped; then its "
+        f"topic and application are removed and its owners told. {history}"
     )
 
 

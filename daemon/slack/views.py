@@ -29,6 +29,7 @@ class PipelineView:
     next_run_at: datetime | None = None
     last_published_at: datetime | None = None
     created_at: datetime | None = None
+    deprovision_reason: str | None = None
 
     @classmethod
     def of(cls, pipeline: PipelineOut) -> PipelineView:
@@ -45,4 +46,5 @@ class PipelineView:
             next_run_at=pipeline.next_run_at,
             last_published_at=pipeline.last_published_at,
             created_at=pipeline.created_at,
+            deprovision_reason=pipeline.deprovision_reason,
         )

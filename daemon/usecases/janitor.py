@@ -172,7 +172,7 @@ class Janitor:
             keep_days=self._policy.keep_days,
         )
         delivered = True
-        for owner in pipeline.owners:
+        for owner in self._owners(pipeline):
             key = f"idle:{pipeline.id}:{pipeline.idle_since.isoformat()}:{owner}"
             send = partial(self._notifier.idle_prompt, prompt, owner)
             delivered = self._deliver(key, pipeline.id, "idle-prompt", send) and delivered
@@ -201,9 +201,15 @@ class Janitor:
 
     # -- answers from the owners --------------------------------------------------------------
 
+    def _owners(self, pipeline: Pipeline) -> tuple[str, ...]:
+        """Who answers for the pipeline now: its source's owners as the catalog says today. A source
+        gone from the catalog leaves the owners recorded at creation to be told (nobody else is)."""
+        return self._catalog.owners_of(pipeline.source) or tuple(pipeline.owners or ())
+
     def _owned(self, actor: str, pipeline_id: str, action: str) -> Pipeline:
         pipeline = self._store.pipelines.get(pipeline_id)
-        if not may_manage_pipeline(actor, owners=pipeline.owners, admins=self._admins):
+        owners = self._catalog.owners_of(pipeline.source)
+        if not may_manage_pipeline(actor, owners=owners, admins=self._admins):
             self._store.audit.append(actor, action, pipeline_id, "refused", {"reason": "not an owner"})
             raise Forbidden(f"only the owners of pipeline {pipeline_id} or an admin may {action} it")
         if pipeline.state == PipelineState.ARCHIVED:
@@ -241,7 +247,9 @@ class Janitor:
             self._store.audit.append(actor, "delete", pipeline_id, "refused", {"reason": refusal})
             raise Conflict(refusal)
         self._store.audit.append(actor, "delete", pipeline_id, "accepted", {})
-        return self.deprovision(pipeline, reason=f"deleted by <@{actor}>", release_timeout_s=0.0)
+        return self.deprovision(
+            pipeline, reason=f"deleted by <@{actor}>", release_timeout_s=0.0, stop_timeout_s=0.0
+        )
 
     # -- de-provisioning ----------------------------------------------------------------------
 
@@ -249,25 +257,56 @@ class Janitor:
         return {s.live_topic for s in self._catalog.sources.values() if s.live_topic}
 
     def deprovision(
-        self, pipeline: Pipeline, *, reason: str, release_timeout_s: float | None = None
+        self,
+        pipeline: Pipeline,
+        *,
+        reason: str,
+        release_timeout_s: float | None = None,
+        stop_timeout_s: float | None = None,
     ) -> Pipeline:
         """Pause, stop the in-flight run, delete topic and application, tell the owners, archive: each
-        step repeatable. StaleUpdate when the pipeline changed since `pipeline` was read (kept)."""
+        step repeatable. StaleUpdate when the pipeline changed since `pipeline` was read (kept).
+
+        A request (unschedule, Delete now) passes zero timeouts: it begins the removal, does what can
+        be done at once and answers; `finish_pending` takes up the rest within seconds.
+        """
         begun = self._store.pipelines.begin_deprovision(pipeline.id, reason=reason, read=pipeline)
         self._store.audit.append("janitor", "pause", pipeline.id, "accepted", {"reason": reason})
-        timeout = self._release_timeout_s if release_timeout_s is None else release_timeout_s
-        return self._finish_deprovision(begun, release_timeout_s=timeout)
+        return self._finish_deprovision(
+            begun,
+            release_timeout_s=self._release_timeout_s if release_timeout_s is None else release_timeout_s,
+            stop_timeout_s=self._stop_timeout_s if stop_timeout_s is None else stop_timeout_s,
+        )
 
-    def _finish_deprovision(self, pipeline: Pipeline, *, release_timeout_s: float) -> Pipeline:
+    def finish_pending(self) -> None:
+        """Finish every de-provisioning begun and not yet done (a run still stopping, an owner not yet
+        told, an application still being deleted, a daemon killed halfway): every few seconds, so an
+        unschedule never waits for the daily pass. Nothing here waits: what is not done yet, the next
+        call looks at again."""
+        for pipeline in self._store.pipelines.being_deprovisioned():
+            try:
+                self._finish_deprovision(pipeline, release_timeout_s=0.0, stop_timeout_s=0.0)
+            except Exception:  # one pipeline's trouble must not stop the others' removal
+                log.exception("could not go on removing a pipeline", pipeline_id=pipeline.id)
+        for pipeline in self._store.pipelines.awaiting_release():
+            self._release(pipeline, timeout_s=0.0)
+
+    def _finish_deprovision(
+        self, pipeline: Pipeline, *, release_timeout_s: float, stop_timeout_s: float | None = None
+    ) -> Pipeline:
         reason = pipeline.deprovision_reason or "de-provisioned"
-        if not self._stop_runs(pipeline):
+        if not self._stop_runs(
+            pipeline, timeout_s=self._stop_timeout_s if stop_timeout_s is None else stop_timeout_s
+        ):
             log.info(
                 "pipeline paused; its run is still stopping: the next pass goes on", pipeline_id=pipeline.id
             )
             return pipeline
         pipeline = self._store.pipelines.get(pipeline.id)  # its application may be recorded since
         removed = ["its schedule"]
-        if pipeline.topic_created and pipeline.topic not in self._live_topics():
+        if pipeline.topic in self._live_topics():
+            removed.append(f"not its topic {pipeline.topic} (a source's live topic is never deleted)")
+        elif pipeline.topic_created:
             self._topics.delete(pipeline.topic)
             removed.append(f"its topic {pipeline.topic}")
         if pipeline.application_release:
@@ -276,7 +315,7 @@ class Janitor:
                 f"its EMR application {pipeline.application_release}" + ("" if gone else " (being deleted)")
             )
         delivered = True
-        for owner in pipeline.owners:
+        for owner in self._owners(pipeline):
             send = partial(self._notifier.pipeline_removed, pipeline_out(pipeline), owner, removed, reason)
             delivered = (
                 self._deliver(f"deprovisioned:{pipeline.id}:{owner}", pipeline.id, "deprovisioned", send)
@@ -291,9 +330,9 @@ class Janitor:
         log.info("pipeline de-provisioned", pipeline_id=pipeline.id, removed=removed, reason=reason)
         return archived
 
-    def _stop_runs(self, pipeline: Pipeline) -> bool:
+    def _stop_runs(self, pipeline: Pipeline, *, timeout_s: float) -> bool:
         """Cancel the pipeline's unfinished runs as a user's cancel does (CANCELLING; the watcher stops
-        the job) and wait for them to end; False when one is still going after `stop_timeout_s`."""
+        the job) and wait for them to end; False when one is still going after `timeout_s`."""
 
         def stopped() -> bool | None:
             going = self._store.runs.list(pipeline_id=pipeline.id, state=UNFINISHED_RUN_STATES, limit=50)[0]
@@ -314,9 +353,7 @@ class Janitor:
                 self._wake_watcher()
             return None
 
-        done = poll(
-            stopped, every_s=0.2, timeout_s=self._stop_timeout_s, clock=self._monotonic, sleep=self._sleep
-        )
+        done = poll(stopped, every_s=0.2, timeout_s=timeout_s, clock=self._monotonic, sleep=self._sleep)
         return done is not None
 
     def _release(self, pipeline: Pipeline, *, timeout_s: float) -> bool:

@@ -29,6 +29,7 @@ from daemon.core.errors import (
     LivePipelineExists,
     ReplayError,
     ReusedIdempotencyKey,
+    StaleUpdate,
 )
 from daemon.core.grammar import ScheduleCommand, render
 from daemon.core.ids import new_pipeline_id
@@ -105,8 +106,11 @@ class PipelineService:
         notifier: Notifier,
         clock: Callable[[], datetime],
         wake_watcher: Callable[[], None] = lambda: None,
+        deprovision: Callable[[Pipeline, str], Pipeline],
         wake_scheduler: Callable[[], None] = lambda: None,
     ) -> None:
+        """`deprovision(pipeline, reason)`: the janitor's removal, begun and not waited for."""
+        self._deprovision = deprovision
         self._settings = settings
         self._catalog = catalog
         self._store = store
@@ -368,12 +372,33 @@ class PipelineService:
         return self._change(actor, "resume", pipeline_id, PipelineState.ACTIVE, approved_by)
 
     def unschedule(self, actor: str, pipeline_id: str, *, confirm: bool) -> Pipeline:
+        """Stop the pipeline for good through the janitor's de-provisioning: paused at once, its run in
+        flight cancelled, its own topic and EMR application deleted, its owners told, then archived.
+        The answer comes once the removal has begun; what must wait (a job stopping) is finished by
+        the janitor within seconds, a restart included. Asking again while it goes on is harmless."""
         if not confirm:
             self.get_pipeline(pipeline_id)
             raise Conflict(
                 f"unscheduling pipeline {pipeline_id} needs an explicit confirmation (confirm=true)"
             )
-        return self._change(actor, "unschedule", pipeline_id, PipelineState.ARCHIVED)
+
+        def work() -> Pipeline:
+            pipeline = self.get_pipeline(pipeline_id)
+            owners = self._catalog.owners_of(pipeline.source)
+            if not may_manage_pipeline(actor, owners=owners, admins=self._settings.admins):
+                raise Forbidden(f"only the owners of pipeline {pipeline_id} or an admin may unschedule it")
+            if pipeline.state == PipelineState.ARCHIVED:
+                raise Conflict(f"pipeline {pipeline_id} is unscheduled; it cannot be changed")
+            return pipeline
+
+        pipeline = self._audit.refusing(actor, "unschedule", pipeline_id, work)
+        self._audit.accepted(actor, "unschedule", pipeline_id)
+        try:
+            removing = self._deprovision(pipeline, f"unscheduled by <@{actor}>")
+        except StaleUpdate:  # an idle answer landed between the read and the pause: read it again
+            removing = self._deprovision(self.get_pipeline(pipeline_id), f"unscheduled by <@{actor}>")
+        self._wake_scheduler()
+        return removing
 
     def run_now(self, actor: str, pipeline_id: str) -> Pipeline:
         """Make the next slot due now (the scheduler fires it within a second)."""

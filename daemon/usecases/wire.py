@@ -118,6 +118,7 @@ def pipeline_out(pipeline: Pipeline) -> PipelineOut:
         created_at=pipeline.created_at,
         slack_channel=pipeline.slack_channel,
         slack_ts=pipeline.slack_ts,
+        deprovision_reason=pipeline.deprovision_reason if pipeline.state != PipelineState.ARCHIVED else None,
     )
 
 

@@ -73,6 +73,21 @@ def test_delete_now_is_refused_to_strangers_and_done_for_owners(world: World) ->
     assert sorted(_dms(world, pipeline, "removed")) == ["D0COOWNER", "D0OWNER1"]
 
 
+def test_the_janitor_answers_to_the_owners_the_catalog_names_today(world: World) -> None:
+    pipeline = new_pipeline(world)  # recorded with OWNER and CO_OWNER
+    world.set_owners(OWNER, "U0NEWOWNER")  # CO_OWNER left the team; a new owner joined
+    world.clock.advance(days=31)
+    world.janitor.run_once()
+
+    assert sorted(_dms(world, pipeline, "idle")) == ["D0NEWOWNER", "D0OWNER1"]
+    with pytest.raises(Forbidden, match="only the owners"):
+        world.janitor.keep(CO_OWNER, pipeline.id)
+    world.janitor.keep("U0NEWOWNER", pipeline.id)
+    with pytest.raises(Forbidden, match="only the owners"):
+        world.janitor.delete_now(CO_OWNER, pipeline.id, confirm=True)
+    assert world.store.pipelines.get(pipeline.id).snoozed_by == "U0NEWOWNER"
+
+
 def test_the_live_topic_is_never_deleted(world: World) -> None:
     pipeline = new_pipeline(world, live=True)
     world.clock.advance(days=31)
