@@ -317,6 +317,17 @@ class PipelineService:
 
     # -- changing -----------------------------------------------------------------------------
 
+    def _managed(self, actor: str, pipeline_id: str, action: str) -> Pipeline:
+        """The pipeline, once `actor` may `action` it: a current owner of its source or an admin, and
+        the pipeline not unscheduled."""
+        pipeline = self.get_pipeline(pipeline_id)
+        owners = self._catalog.owners_of(pipeline.source)
+        if not may_manage_pipeline(actor, owners=owners, admins=self._settings.admins):
+            raise Forbidden(f"only the owners of pipeline {pipeline_id} or an admin may {action} it")
+        if pipeline.state == PipelineState.ARCHIVED:
+            raise Conflict(f"pipeline {pipeline_id} is unscheduled; it cannot be changed")
+        return pipeline
+
     def _change(
         self,
         actor: str,
@@ -326,12 +337,7 @@ class PipelineService:
         approved_by: str | None = None,
     ) -> Pipeline:
         def work() -> Pipeline:
-            pipeline = self.get_pipeline(pipeline_id)
-            owners = self._catalog.owners_of(pipeline.source)
-            if not may_manage_pipeline(actor, owners=owners, admins=self._settings.admins):
-                raise Forbidden(f"only the owners of pipeline {pipeline_id} or an admin may {action} it")
-            if pipeline.state == PipelineState.ARCHIVED:
-                raise Conflict(f"pipeline {pipeline_id} is unscheduled; it cannot be changed")
+            pipeline = self._managed(actor, pipeline_id, action)
             resuming = state == PipelineState.ACTIVE and pipeline.state == PipelineState.PAUSED
             if resuming and pipeline.options.topic_mode == "live":
                 source = self._catalog.get(pipeline.source)
@@ -382,16 +388,9 @@ class PipelineService:
                 f"unscheduling pipeline {pipeline_id} needs an explicit confirmation (confirm=true)"
             )
 
-        def work() -> Pipeline:
-            pipeline = self.get_pipeline(pipeline_id)
-            owners = self._catalog.owners_of(pipeline.source)
-            if not may_manage_pipeline(actor, owners=owners, admins=self._settings.admins):
-                raise Forbidden(f"only the owners of pipeline {pipeline_id} or an admin may unschedule it")
-            if pipeline.state == PipelineState.ARCHIVED:
-                raise Conflict(f"pipeline {pipeline_id} is unscheduled; it cannot be changed")
-            return pipeline
-
-        pipeline = self._audit.refusing(actor, "unschedule", pipeline_id, work)
+        pipeline = self._audit.refusing(
+            actor, "unschedule", pipeline_id, lambda: self._managed(actor, pipeline_id, "unschedule")
+        )
         self._audit.accepted(actor, "unschedule", pipeline_id)
         try:
             removing = self._deprovision(pipeline, f"unscheduled by <@{actor}>")
