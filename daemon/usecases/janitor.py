@@ -275,7 +275,7 @@ class Janitor:
         return self._finish_deprovision(
             begun,
             release_timeout_s=self._release_timeout_s if release_timeout_s is None else release_timeout_s,
-            stop_timeout_s=self._stop_timeout_s if stop_timeout_s is None else stop_timeout_s,
+            stop_timeout_s=stop_timeout_s,
         )
 
     def finish_pending(self) -> None:
