@@ -3,6 +3,12 @@
 Each job runs in its own process session, so it outlives a daemon restart; everything needed to
 re-attach (pid, its start time, file paths) is in the handle stored with the run.
 
+Launched once: the job's own process writes its pid file (a shell line before it execs
+`spark-submit`), and it holds an exclusive lock on the run's `lock` file for its whole life (the
+descriptor is inherited by the driver). A daemon killed after the job started but before it stored
+the handle therefore finds, on restart, either the pid file or a lock it cannot take, and re-attaches
+instead of starting a second job (ADR 0030).
+
 Admission: the machine paces only so many jobs at once (`max_concurrent_runs`, default
 `default_max_concurrent_runs()`); the watcher keeps the rest queued. A small monitor thread per job
 wakes the watcher the moment the job prints its result line and again when its process exits, so a
@@ -17,7 +23,9 @@ in `JOB_ENV_NAMES` / `JOB_ENV_PREFIXES`, never the daemon's REPLAY_* settings (t
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,6 +38,7 @@ from pathlib import Path
 import structlog
 
 import spark_job
+from daemon.core.errors import Unavailable
 from daemon.core.retry import Clock, Sleep, poll
 from daemon.usecases.ports import (
     FAILED_PREFIX,
@@ -49,6 +58,13 @@ JOB_ENTRY = Path(spark_job.__file__).parent / "main.py"
 CORES_PER_JOB = 2  # the default `local_workers`: two task threads publish, each with its producer
 MEMORY_PER_JOB = 2 * 1024**3  # Spark's default 1 GiB driver heap + the Python workers and JVM overhead
 MONITOR_EVERY_S = 0.1
+PID_FILE_WAIT_S = 10.0  # a job holding its lock writes its pid file within milliseconds of starting
+# Run by the job's own process before it becomes `spark-submit` (exec keeps the pid and start time):
+# "<pid> <start ticks>" into the pid file ($0), created 0600, renamed into place whole.
+RECORD_PID_THEN_EXEC = (
+    'umask 077 && printf "%s %s\\n" "$$" "$(cut -d" " -f22 /proc/$$/stat)" > "$0.tmp"'
+    ' && mv -f "$0.tmp" "$0" && exec "$@"'
+)
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 
@@ -193,15 +209,39 @@ class LocalSparkLauncher(Launcher):
         for spec in self._runs_dir.glob("*/spec.json") if self._runs_dir.is_dir() else ():
             run_id = spec.parent.name
             try:
-                ended = not self._alive(self._handle(run_id, self._pid(run_id)))
+                ended = not self._alive(self._recorded(run_id))
             except (OSError, ValueError, IndexError):  # no pid file: not started (a submit retry rewrites it)
                 continue
             if ended:
                 spec.unlink(missing_ok=True)
                 log.info("job spec deleted", run_id=run_id, reason="its job had ended")
 
-    def _pid(self, run_id: str) -> int:
-        return int((self.run_dir(run_id) / "pid").read_text().split()[0])
+    def _recorded(self, run_id: str) -> Handle:
+        """The handle of the job the run's pid file names (`OSError`, `ValueError`: none recorded)."""
+        fields = (self.run_dir(run_id) / "pid").read_text().split()
+        ticks = int(fields[1]) if len(fields) > 1 and fields[1] != "None" else None
+        return self._handle(run_id, int(fields[0]), ticks)
+
+    def _reattach(self, run_id: str) -> Handle:
+        handle = self._recorded(run_id)
+        self._monitor(handle)
+        log.info("job re-attached", run_id=run_id, pid=handle["pid"])
+        return handle
+
+    def _reattach_starting(self, run_id: str) -> Handle:
+        """A live job holds the run's lock but its pid file is not there yet: it is starting (a daemon
+        died between starting it and storing its handle). Wait for its pid file, never start another."""
+        pid_file = self.run_dir(run_id) / "pid"
+        poll(
+            lambda: True if pid_file.exists() else None,
+            every_s=0.05,
+            timeout_s=PID_FILE_WAIT_S,
+            clock=self._clock,
+            sleep=self._sleep,
+        )
+        if not pid_file.exists():
+            raise Unavailable(f"a job of run {run_id} holds its lock but wrote no pid file yet")
+        return self._reattach(run_id)
 
     def notify_on_change(self, wake: Callable[[], None]) -> None:
         self._wake = wake
@@ -237,14 +277,44 @@ class LocalSparkLauncher(Launcher):
         directory = self.run_dir(run_id)
         pid_file = directory / "pid"
         if pid_file.exists():  # submitted before a restart: re-attach, never start twice
-            handle = self._handle(run_id, self._pid(run_id))
-            self._monitor(handle)
-            return handle
+            return self._reattach(run_id)
         _private_dir(self._runs_dir)
         _private_dir(directory)
+        lock = _private_file(directory / "lock", os.O_RDWR)
+        try:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # its job is alive, started by a daemon that died right after
+                return self._reattach_starting(run_id)
+            if pid_file.exists():  # a job wrote it and ended between our two looks
+                return self._reattach(run_id)
+            process = self._start(run_id, spec_json, workers=workers, lock=lock)
+        finally:
+            os.close(lock)  # the job keeps the lock through its own copy of the descriptor
+        poll(  # its first act: then the pid file is there whenever a handle of ours is
+            lambda: True if pid_file.exists() or process.poll() is not None else None,
+            every_s=0.01,
+            timeout_s=PID_FILE_WAIT_S,
+            clock=self._clock,
+            sleep=self._sleep,
+        )
+        log.info("job started", run_id=run_id, pid=process.pid, workers=workers)
+        handle = self._handle(run_id, process.pid, _process_start_ticks(process.pid))
+        self._monitor(handle, process)
+        return handle
+
+    def _start(self, run_id: str, spec_json: str, *, workers: int, lock: int) -> subprocess.Popen[bytes]:
+        """Start the job, holding `lock` (inherited), its first act writing the run's pid file."""
+        if shutil.which(self._spark_submit) is None:
+            raise FileNotFoundError(f"spark-submit not found: {self._spark_submit}")
+        directory = self.run_dir(run_id)
         spec_path = directory / "spec.json"
         _write_private(spec_path, spec_json)
         command = [
+            "/bin/sh",
+            "-c",
+            RECORD_PID_THEN_EXEC,
+            str(directory / "pid"),
             self._spark_submit,
             "--master",
             f"local[{workers},{self._task_retries}]",
@@ -271,33 +341,26 @@ class LocalSparkLauncher(Launcher):
             os.fdopen(_private_file(directory / "stderr.log", appending), "ab") as err,
         ):
             try:
-                process = subprocess.Popen(
+                return subprocess.Popen(
                     command,
                     stdout=out,
                     stderr=err,
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
+                    pass_fds=(lock,),
                     env=job_environment(os.environ),
                 )
-            except OSError:  # e.g. no spark-submit: the run fails to launch and is never released
+            except OSError:  # e.g. no /bin/sh: the run fails to launch and is never released
                 spec_path.unlink(missing_ok=True)
                 raise
-        tmp = pid_file.with_suffix(".tmp")
-        _write_private(tmp, f"{process.pid} {_process_start_ticks(process.pid)}\n")
-        tmp.replace(pid_file)
-        log.info("job started", run_id=run_id, pid=process.pid, workers=workers)
-        handle = self._handle(run_id, process.pid)
-        self._monitor(handle, process)
-        return handle
 
-    def _handle(self, run_id: str, pid: int) -> Handle:
+    def _handle(self, run_id: str, pid: int, start_ticks: int | None) -> Handle:
         directory = self.run_dir(run_id)
-        ticks = (directory / "pid").read_text().split()
         return {
             "kind": self.kind,
             "run_id": run_id,
             "pid": pid,
-            "start_ticks": int(ticks[1]) if len(ticks) > 1 and ticks[1] != "None" else None,
+            "start_ticks": start_ticks,
             "stdout": str(directory / "stdout.log"),
             "stderr": str(directory / "stderr.log"),
             "spec": str(directory / "spec.json"),

@@ -20,6 +20,7 @@ from daemon.adapters.local_launcher import (
     default_max_concurrent_runs,
     job_environment,
 )
+from daemon.core.errors import Unavailable
 from daemon.usecases.ports import JobState
 
 GIB = 1024**3
@@ -158,6 +159,7 @@ def test_the_run_directory_is_0700_and_its_spec_pid_and_logs_0600(
         "r-modes": 0o700,
         "spec.json": 0o600,
         "pid": 0o600,
+        "lock": 0o600,
         "stdout.log": 0o600,
         "stderr.log": 0o600,
     }
@@ -174,7 +176,7 @@ def test_release_deletes_the_spec_and_a_new_launcher_still_re_attaches(
     assert sleeping_launcher.release(handle) is True  # again, as a watcher retrying does
 
     directory = tmp_path / "runs" / "r-release"
-    assert sorted(path.name for path in directory.iterdir()) == ["pid", "stderr.log", "stdout.log"]
+    assert sorted(path.name for path in directory.iterdir()) == ["lock", "pid", "stderr.log", "stdout.log"]
     restarted = LocalSparkLauncher(runs_dir=tmp_path / "runs", spark_submit="/nonexistent/spark-submit")
     assert restarted.submit("r-release", "{}", workers=1) == handle  # from the pid file: no new job
     assert restarted.state(handle) is JobState.RUNNING
@@ -183,7 +185,7 @@ def test_release_deletes_the_spec_and_a_new_launcher_still_re_attaches(
 def test_a_job_that_cannot_start_leaves_no_spec(tmp_path: Path) -> None:
     launcher = LocalSparkLauncher(runs_dir=tmp_path / "runs", spark_submit=str(tmp_path / "no-spark-submit"))
 
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError, match="spark-submit not found"):
         launcher.submit("r-nostart", "{}", workers=1)
 
     assert not (tmp_path / "runs" / "r-nostart" / "spec.json").exists()
@@ -208,3 +210,69 @@ def test_a_starting_launcher_deletes_the_specs_of_jobs_that_ended_and_keeps_the_
     specs = sorted(spec.parent.name for spec in (tmp_path / "runs").glob("*/spec.json"))
     assert specs == ["r-running", "r-unstarted"]
     assert sleeping_launcher.state(running) is JobState.RUNNING
+
+
+# -- launched once: the job writes its own pid file and holds the run's lock ---------------------------
+
+
+def test_the_job_itself_wrote_the_pid_file_before_submit_returned(
+    sleeping_launcher: LocalSparkLauncher, tmp_path: Path
+) -> None:
+    handle = sleeping_launcher.submit("r-pidfile", "{}", workers=1)
+
+    pid, ticks = (tmp_path / "runs" / "r-pidfile" / "pid").read_text().split()
+    assert (int(pid), int(ticks)) == (handle["pid"], handle["start_ticks"])
+    assert ticks == Path(f"/proc/{pid}/stat").read_text().split(") ")[1].split()[19]  # that process's
+
+
+def test_a_job_holding_its_lock_before_its_pid_file_exists_is_waited_for_not_started_again(
+    sleeping_launcher: LocalSparkLauncher, tmp_path: Path
+) -> None:
+    """The window a daemon can die in: the job is alive (it holds the run's lock), the pid file not yet
+    written. A restarted daemon's launcher must wait for the pid file and re-attach."""
+    handle = sleeping_launcher.submit("r-window", "{}", workers=1)
+    pid_file = tmp_path / "runs" / "r-window" / "pid"
+    recorded = pid_file.read_text()
+    pid_file.unlink()  # as the instant before the job's first line ran
+    threading.Timer(0.5, pid_file.write_text, args=(recorded,)).start()
+
+    restarted = LocalSparkLauncher(runs_dir=tmp_path / "runs", spark_submit="/nonexistent/spark-submit")
+    again = restarted.submit("r-window", "{}", workers=1)
+
+    assert again == handle
+    assert restarted.state(again) is JobState.RUNNING
+
+
+def test_a_live_job_that_never_writes_its_pid_file_is_refused_not_doubled(
+    sleeping_launcher: LocalSparkLauncher, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("daemon.adapters.local_launcher.PID_FILE_WAIT_S", 0.3)
+    sleeping_launcher.submit("r-silent", "{}", workers=1)
+    pid_file = tmp_path / "runs" / "r-silent" / "pid"
+    recorded = pid_file.read_text()
+    pid_file.unlink()
+    restarted = LocalSparkLauncher(
+        runs_dir=tmp_path / "runs", spark_submit=str(_sleeping_spark_submit(tmp_path))
+    )
+    try:
+        with pytest.raises(Unavailable, match="holds its lock"):
+            restarted.submit("r-silent", "{}", workers=1)
+        assert not pid_file.exists()  # nothing was started
+    finally:
+        pid_file.write_text(recorded)  # so the fixture stops the job
+
+
+def test_after_the_job_ended_its_lock_is_free_and_a_new_submit_re_attaches_to_the_ended_job(
+    tmp_path: Path,
+) -> None:
+    launcher = LocalSparkLauncher(runs_dir=tmp_path / "runs", spark_submit="true")
+    ended = launcher.submit("r-ended", "{}", workers=1)
+    deadline = time.monotonic() + 5
+    while launcher.state(ended) is JobState.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+    again = LocalSparkLauncher(runs_dir=tmp_path / "runs", spark_submit="true").submit(
+        "r-ended", "{}", workers=1
+    )
+
+    assert again == ended and launcher.state(again) is JobState.EXITED
