@@ -142,7 +142,7 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
         selected = select(spark, spec) if rows else selected
     topic_partitions(spec.kafka, spec.topic)
     if spec.on_error == "dlq" and spec.dlq_topic:
-        ensure_dead_letter_topic(spec.kafka, spec.dlq_topic)
+        ensure_dead_letter_topic(spec.kafka, spec.dlq_topic, spec.dlq_retention_ms)
     if rows == 0:  # a watermark run with nothing new publishes nothing, successfully
         nothing = Published([0] * slots, [], 0.0, None, since=time.time())
         return _result(spec, started_at, rows, nothing, slots, failed=0, reconciled=None)

@@ -161,6 +161,16 @@ class RunRepository(RunDrains, RunQueue, RunReleases):  # RunDrains extends RunL
         with self._store.session() as session:
             return list(session.scalars(stmt))
 
+    def source_busy_since(self, source: str, since: datetime) -> bool:
+        """True when a run of ``source`` is unfinished or ended at or after ``since``: its dead-letter
+        topic may still be written to, or read for a dead letter just set aside."""
+        recent = or_(
+            Run.state.not_in(list(TERMINAL_RUN_STATES)), Run.ended_at >= since, Run.ended_at.is_(None)
+        )
+        stmt = select(Run.id).where(Run.source == source, recent).limit(1)
+        with self._store.session() as session:
+            return session.scalars(stmt).first() is not None
+
     def topic_deleted(self, run_id: str) -> None:
         """Record that the run's one-off topic is gone (leaves ``version``: the run did not change)."""
         stmt = update(Run).where(Run.id == run_id, Run.topic_deleted_at.is_(None))

@@ -16,7 +16,7 @@ from daemon.core.run_control import changes_from
 from daemon.core.run_options import WindowKind
 from daemon.core.states import RunKind
 from daemon.usecases.catalog import Catalog
-from daemon.usecases.dead_letters import dead_letter_options
+from daemon.usecases.dead_letters import dead_letter_options, dead_letter_retention_ms
 from daemon.usecases.pii import decrypt_section
 from spark_job.spec.model import (
     Control,
@@ -126,6 +126,9 @@ def build_spec(
         timestamp=options.timestamp or source.timestamp,
         on_error="dlq" if dead_letters["on_error"] == "dlq" else "fail",
         dlq_topic=options.dlq_topic or dead_letters["dlq_topic"],
+        dlq_retention_ms=dead_letter_retention_ms(
+            settings.topic_retention_ms, timedelta(hours=settings.replay_topic_ttl_hours)
+        ),
         mode="reconcile" if run.kind == RunKind.RECONCILE else "replay",
         reconcile=_reconcile_target(run),
         control=_control(run, settings, control_offset),

@@ -18,6 +18,11 @@ A one-off topic is created before the row of the run or pipeline it is for, so a
 two leaves a `replay.<source>.<id>` topic that nothing records. Each pass also looks for those
 (`sweep_strays`): a topic named for an id the store does not know, seen so on passes at least
 `stray_grace` apart, is deleted; a create still in flight records its row long before that.
+
+A source's dead-letter topic (`replay.dlq.<source>`) is shared by its runs and keeps each record for
+at most `ttl` (the job sets its retention, see `usecases.dead_letters`). Once the source has had no
+run, unfinished or ended, for `ttl`, whatever the topic held has expired and it is deleted
+(`sweep_dead_letters`) without a notice: nothing is left in it to tell anyone about.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import structlog
 
 from daemon.core.errors import PipelineNotFound, RunNotFound
 from daemon.usecases.catalog import Catalog
+from daemon.usecases.dead_letters import DEAD_LETTER_PREFIX
 from daemon.usecases.janitor import UNDELIVERED_RETRY_AFTER
 from daemon.usecases.ports import Notifier, TopicAdmin
 from daemon.usecases.wire import run_out
@@ -83,6 +89,22 @@ class TopicTtl:
             self.sweep_strays(now)
         except Exception:
             log.exception("replay topic ttl: could not look for stray topics")
+        try:
+            self.sweep_dead_letters(now)
+        except Exception:
+            log.exception("replay topic ttl: could not look at the dead-letter topics")
+
+    def sweep_dead_letters(self, now: datetime) -> list[str]:
+        """Delete the dead-letter topics of sources that have had no run for ``ttl``."""
+        deleted = []
+        for topic in self._topics.names(DEAD_LETTER_PREFIX):
+            source = topic.removeprefix(DEAD_LETTER_PREFIX)
+            if self._protected(topic) or self._store.runs.source_busy_since(source, now - self._ttl):
+                continue
+            self._topics.delete(topic)
+            log.info("dead-letter topic deleted: its source had no run for the ttl", topic=topic)
+            deleted.append(topic)
+        return deleted
 
     def sweep_strays(self, now: datetime) -> list[str]:
         """Delete the one-off topics no run or pipeline records, once found so for ``stray_grace``."""

@@ -9,6 +9,9 @@ A value that does not decrypt either fails the task (``on_error=fail``: the reas
 and the row's event id, never the value) or, with ``on_error=dlq``, keeps its raw row JSON (token
 untouched) and is marked in the publisher's ``ERROR`` column: the publisher sets it aside on the
 run's dead-letter topic like any other bad record, so ``confirmed + dead_lettered == rows_selected``.
+In that mode each batch also carries its values as read (the publisher's ``ORIGINAL`` column): a row
+that decrypted but was then refused (too large for the topic, say) is dead-lettered with its tokens,
+never its plaintext, so the dead-letter topic holds no more than the backup did.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import pyarrow as pa
 from spark_job.arrow_map import ArrowMapFunction
 from spark_job.pii.envelope import DecryptError, decrypt_value
 from spark_job.pii.keys import KeyResolver
-from spark_job.publish.publisher import ERROR
+from spark_job.publish.publisher import ERROR, ORIGINAL
 from spark_job.spec.decrypt import Decrypt
 from spark_job.spec.model import JobSpec
 
@@ -54,7 +57,8 @@ def _run(
 
 
 def decrypted_batches(plan: DecryptPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Batches with declared columns in plaintext; a bad row is fatal, or marked in ``ERROR``."""
+    """Batches with declared columns in plaintext; a bad row is fatal, or marked in ``ERROR`` (with
+    every row's value as read in ``ORIGINAL``, for its dead letter)."""
     resolve = KeyResolver(plan.decrypt.data_keys, plan.decrypt.kms, plan.decrypt.local_key_dir)
     for batch in batches:
         values: list[Any] = batch.column(1).to_pylist()
@@ -72,8 +76,8 @@ def decrypted_batches(plan: DecryptPlan, batches: Iterator[pa.RecordBatch]) -> I
         columns = [batch.column(0), pa.array(plain, batch.schema.field(1).type), *batch.columns[2:]]
         names = list(batch.schema.names)
         if plan.keep_bad_rows:
-            columns.append(pa.array(errors, pa.string()))
-            names.append(ERROR)
+            columns += [pa.array(errors, pa.string()), batch.column(1)]
+            names += [ERROR, ORIGINAL]
         yield pa.RecordBatch.from_arrays(columns, names=names)
 
 

@@ -10,6 +10,10 @@ were, the target's headers, and ``replay-error`` / ``replay-event-id`` / ``repla
 as dead-lettered only once the broker confirmed that copy, so every record of a successful task is
 either confirmed or dead-lettered (docs/rules.md rule 1): ``confirmed + dead_lettered == rows_selected``.
 With ``on_error=fail`` the first bad record fails the task and the reason names its event id.
+
+A dead letter holds what the source held, never more: a decrypted record is set aside with its
+value as read (``publisher.ORIGINAL``, PII still encrypted), and the topic keeps each one for the
+platform's retention (the spec's ``dlq_retention_ms``) from the moment the broker appended it.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Literal
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from spark_job.errors import PublishError
-from spark_job.publish.topics import ensure_topic
+from spark_job.publish.topics import ensure_topic, set_topic_config
 from spark_job.spec.model import KafkaValue
 
 OnError = Literal["fail", "dlq"]
@@ -89,9 +93,27 @@ def bad_record_of(exc: Exception, key: object, value: object) -> str | None:
     return None
 
 
-def ensure_dead_letter_topic(kafka: Mapping[str, KafkaValue], topic: str) -> None:
-    """Create the dead-letter topic unless it exists; large enough for what the target refused."""
-    ensure_topic(kafka, topic, config={"max.message.bytes": str(DEAD_LETTER_MAX_BYTES + 64 * 1024)})
+def dead_letter_topic_config(retention_ms: int | None) -> dict[str, str]:
+    """Large enough for what the target refused and, with ``retention_ms``, kept no longer than that
+    from the moment the broker took it (``LogAppendTime``: a record's own old timestamp must not
+    shorten its stay, nor a future one lengthen it)."""
+    config = {"max.message.bytes": str(DEAD_LETTER_MAX_BYTES + 64 * 1024)}
+    if retention_ms is not None:
+        config |= {
+            "retention.ms": str(retention_ms),
+            "message.timestamp.type": "LogAppendTime",
+            "cleanup.policy": "delete",
+        }
+    return config
+
+
+def ensure_dead_letter_topic(kafka: Mapping[str, KafkaValue], topic: str, retention_ms: int | None) -> None:
+    """Create the dead-letter topic unless it exists, then set its config: a topic made before (by an
+    older version, or by hand) is brought to the platform's retention before any record goes there."""
+    config = dead_letter_topic_config(retention_ms)
+    ensure_topic(kafka, topic, config=config)
+    if retention_ms is not None:
+        set_topic_config(kafka, topic, config)
 
 
 class DeadLetters:

@@ -57,6 +57,9 @@ HEADERS = "_replay_headers"
 EVENT_ID = "_replay_event_id"
 # ... and [, ERROR]: why a step before the publisher could not prepare the row (null when it could).
 ERROR = "_replay_error"
+# ... and [, ORIGINAL]: the value as the source holds it (PII still encrypted) when a step before
+# decrypted it: what a dead letter carries instead, so no plaintext is ever set aside.
+ORIGINAL = "_replay_original"
 RESULT_SCHEMA = (
     "partition int, attempt int, task_id long, confirmed long, skipped_s double, late_start_s double,"
     " dead_lettered long, first_delivery_at double, last_delivery_at double, per_second string"
@@ -129,7 +132,9 @@ class DeliveryCounter:
     def __call__(self, error: KafkaError | None, message: Message) -> None:
         self.report(None, error, message)
 
-    def report(self, event_id: str | None, error: KafkaError | None, message: Message) -> None:
+    def report(
+        self, event_id: str | None, error: KafkaError | None, message: Message, original: bytes | None = None
+    ) -> None:
         if error is None:
             now = time.time()
             self.confirmed += 1
@@ -139,7 +144,8 @@ class DeliveryCounter:
                 self.first_at = now
             return
         if self.dead_letters is not None and is_bad_record(error):
-            bad = BadRecord(message.key(), message.value(), event_id, kafka_reason(error))
+            value = original if original is not None else message.value()
+            bad = BadRecord(message.key(), value, event_id, kafka_reason(error))
             self.dead_letters.set_aside(bad)
             return
         self.failed += 1
@@ -275,6 +281,7 @@ def _publish_batch(
     event_ids = _optional(batch, EVENT_ID)
     errors = _column(batch, ERROR)
     own = _column(batch, HEADERS)
+    originals = _column(batch, ORIGINAL)
     timestamps = _timestamps(batch)
     send = _Sender(producer, settings.topic, settings.headers, counter)
     done, rows = 0, len(keys)
@@ -284,7 +291,7 @@ def _publish_batch(
         granted = pacer.take(rows - done)
         if granted:
             end = done + granted
-            if errors is None and own is None:  # the common case: no per-row branches
+            if errors is None and own is None and originals is None:  # the common case: no branches
                 send.plain(keys[done:end], values[done:end], event_ids[done:end], timestamps[done:end])
             else:
                 for index in range(done, end):
@@ -295,6 +302,7 @@ def _publish_batch(
                         timestamps[index],
                         errors[index] if errors is not None else None,
                         own[index] if own is not None else None,
+                        originals[index] if originals is not None else None,
                     )
             done = end
             producer.poll(0)
@@ -377,7 +385,7 @@ class _Sender:
                     on_delivery=partial(report, event_id),
                 )
             except (BufferError, KafkaException, TypeError, ValueError):
-                self.one(key, value, event_id, stamp, None, None)
+                self.one(key, value, event_id, stamp, None, None, None)
 
     def one(
         self,
@@ -387,11 +395,15 @@ class _Sender:
         stamp: int,
         error: str | None,
         own: list[dict[str, Any]] | None,
+        original: bytes | None,
     ) -> None:
-        """One record, with every case: marked bad before, its own headers, a full queue, a refusal."""
+        """One record, with every case: marked bad before, its own headers, a full queue, a refusal.
+
+        A dead letter carries ``original`` when there is one: the value before decryption."""
         dead_letters = self.dead_letters
+        parked = original if original is not None else value
         if error is not None and dead_letters is not None:  # marked by a step before
-            dead_letters.set_aside(BadRecord(key, value, event_id, error))
+            dead_letters.set_aside(BadRecord(key, parked, event_id, error))
             return
         headers = [(header["name"], header["value"]) for header in own or ()]
         headers += [*self.appended, (EVENT_ID_HEADER, event_id)]
@@ -403,7 +415,7 @@ class _Sender:
                     key,
                     headers=headers,
                     timestamp=stamp,
-                    on_delivery=partial(self.report, event_id),
+                    on_delivery=partial(self.report, event_id, original=original),
                 )
                 return
             except BufferError:  # local queue full: serve reports, then retry
@@ -412,7 +424,7 @@ class _Sender:
                 reason = bad_record_of(exc, key, value)
                 if reason is None or dead_letters is None:
                     raise
-                dead_letters.set_aside(BadRecord(key, value, event_id, reason))
+                dead_letters.set_aside(BadRecord(key, parked, event_id, reason))
                 return
 
 

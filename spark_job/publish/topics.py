@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from spark_job.errors import TopicError
 from spark_job.kafka_conf import client_config
@@ -56,6 +56,22 @@ def ensure_topic(
     except KafkaException as exc:
         if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
             raise TopicError(f"cannot create topic '{topic}': {_text(exc)}") from exc
+
+
+def set_topic_config(
+    kafka: Mapping[str, KafkaValue], topic: str, config: Mapping[str, str], *, timeout_s: float = 15.0
+) -> None:
+    """Set these entries of ``topic``'s config (the others stay as they are); ``TopicError`` if refused."""
+    entries = [
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in config.items()
+    ]
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
+    admin = AdminClient(client_config(kafka))
+    try:
+        admin.incremental_alter_configs([resource], request_timeout=timeout_s)[resource].result(timeout_s)
+    except KafkaException as exc:
+        raise TopicError(f"cannot set {', '.join(sorted(config))} of topic '{topic}': {_text(exc)}") from exc
 
 
 def _text(exc: KafkaException) -> str:

@@ -38,6 +38,8 @@ refused so a typo fails fast instead of being ignored. Shape (optional fields sh
       "on_error": "fail",               # or "dlq": a record that cannot be published (too large,
                                         # not encodable, not decryptable) goes to dlq_topic
       "dlq_topic": null,                # required with "dlq"; the job creates it when missing
+      "dlq_retention_ms": null,         # with "dlq": how long a dead letter is kept; the job sets it
+                                        # on the topic (and LogAppendTime), created or not
       "mode": "replay",                 # or "reconcile": publish nothing, reconcile an earlier run
       "reconcile": null,                # with "reconcile" only: {"run_id": "r-41", "offsets":
                                         # {"topic": ..., "partitions": {"0": [lo, hi]}} or null =
@@ -202,6 +204,7 @@ class JobSpec:
     timestamp: Timestamp = "replay"
     on_error: Literal["fail", "dlq"] = "fail"  # what a bad record does: fail the run, or go to dlq_topic
     dlq_topic: str | None = None
+    dlq_retention_ms: int | None = None  # None: the topic's own retention is left as it is
     mode: Mode = "replay"
     reconcile: ReconcileTarget | None = None  # required with mode "reconcile", refused otherwise
     control: Control | None = None  # live rate changes (spark_job.control); None: the rate is fixed
@@ -281,6 +284,8 @@ def _validate(spec: JobSpec) -> None:
         raise SpecError("dlq_topic", "is required when on_error is 'dlq'")
     if spec.dlq_topic is not None and spec.dlq_topic == spec.topic:
         raise SpecError("dlq_topic", "must not be the target topic")
+    if spec.dlq_retention_ms is not None and spec.dlq_retention_ms <= 0:
+        raise SpecError("dlq_retention_ms", "must be > 0")
     _validate_mode(spec)
     _validate_control(spec)
     if spec.decrypt is not None:

@@ -125,6 +125,7 @@ def _parse(doc: _Fields) -> JobSpec:
         timestamp=doc.get("timestamp", str, default="replay"),
         on_error=doc.get("on_error", str, default="fail"),
         dlq_topic=doc.get("dlq_topic", str),
+        dlq_retention_ms=doc.get("dlq_retention_ms", int),
         mode=doc.get("mode", str, default="replay"),
         reconcile=_parse_reconcile(doc.nested("reconcile")),
         control=_parse_control(doc.nested("control")),

@@ -12,11 +12,10 @@ import pyarrow.dataset as ds
 import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME
 
-from daemon.adapters.kafka_topic_admin import KafkaTopicAdmin
 from daemon.contract.client import DaemonClient
 from daemon.contract.models import ReplayBody, RunOut
 from tests.fixtures.daemon import OWNER, DaemonProcess
-from tests.fixtures.kafka import consume_all, value_of
+from tests.fixtures.kafka import consume_all, topic_config, value_of
 
 pytestmark = [pytest.mark.kafka]
 
@@ -38,12 +37,6 @@ def wait_for(client: DaemonClient, run_id: str, timeout_s: float = 240.0) -> Run
             return run
         time.sleep(0.5)
     raise AssertionError(f"run {run_id} did not finish: {run}")
-
-
-def topic_config(bootstrap: str, topic: str) -> dict[str, str]:
-    info = KafkaTopicAdmin(config={"bootstrap.servers": bootstrap}).describe(topic)
-    assert info is not None, f"topic {topic} does not exist"
-    return info.config
 
 
 def event_times_ms(table: Path) -> dict[str, int]:

@@ -1,7 +1,8 @@
 """Decrypting PII columns in the real job: what lands on the broker, how often KMS is asked, failures.
 
-Four ``spark-submit`` runs on small windows: local-key round trip, KMS (moto behind a counting
-proxy), a corrupted value with ``on_error=fail``, and the same with ``on_error=dlq``.
+Five ``spark-submit`` runs on small windows: local-key round trip, KMS (moto behind a counting
+proxy), a corrupted value with ``on_error=fail``, the same with ``on_error=dlq``, and records that
+decrypt but are too large for their topic (dead-lettered as read, never as plaintext).
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ from scripts.devtools.sample_pii import add_email_column, email_of
 from scripts.devtools.sample_table import write_sample_table
 from spark_job.spec.decrypt import KmsSettings
 from tests.fixtures.aws import REGION, AwsClients
-from tests.fixtures.kafka import consume_all, create_topic, headers_of, key_of, unique_topic, value_of
+from tests.fixtures.kafka import (
+    consume_all,
+    create_topic,
+    headers_of,
+    key_of,
+    topic_config,
+    unique_topic,
+    value_of,
+)
 from tests.fixtures.kms_proxy import CountingProxy, counting_proxy
 from tests.fixtures.spark import SAMPLE_START, job_spec, spark_submit, write_spec
 
@@ -198,3 +207,38 @@ def test_dlq_mode_parks_bad_rows_and_publishes_the_rest(
         assert headers["replay-run-id"] == document["run_id"] and headers["replay-source"] == "orders"
         assert key_of(message).decode() == value["order_id"]
         assert broken[event_id] not in headers["replay-error"]
+
+
+def test_a_decrypted_record_the_topic_refuses_is_dead_lettered_still_encrypted(
+    tmp_path: Path, kafka_bootstrap: str, encrypted_table: tuple[Path, Path]
+) -> None:
+    """Every record decrypts, then is too large for the target: each dead letter holds the token."""
+    table, keys = encrypted_table
+    source = window_rows(table)
+    topic, dlq_topic = unique_topic("pii-small"), unique_topic("pii-dlq")
+    create_topic(kafka_bootstrap, topic, partitions=2, config={"max.message.bytes": "64"})
+    create_topic(kafka_bootstrap, dlq_topic, partitions=1)  # as an older version made it: no retention
+    retention_ms = 3_600_000
+    document = job_spec(
+        table,
+        kafka_bootstrap,
+        topic,
+        decrypt=decrypt_section(table, keys),
+        on_error="dlq",
+        dlq_topic=dlq_topic,
+        dlq_retention_ms=retention_ms,
+    )
+    run = spark_submit(write_spec(tmp_path, document))
+    assert run.kind == "REPLAY_RESULT", run.stderr[-3000:]
+    assert (run.document["confirmed"], run.document["dead_lettered"]) == (0, len(source))
+    parked = consume_all(kafka_bootstrap, dlq_topic, expected=len(source))
+    assert len(parked) == len(source)
+    for message in parked:
+        value = json.loads(value_of(message))
+        row = source[value["event_id"]]
+        assert value["email"] == row["email"] != email_of(row["customer_id"])  # the token, as read
+        assert "@example.com" not in value_of(message).decode()
+        assert "MSG_SIZE_TOO_LARGE" in headers_of(message)["replay-error"].decode()
+    config = topic_config(kafka_bootstrap, dlq_topic)
+    assert config["retention.ms"] == str(retention_ms)
+    assert config["message.timestamp.type"] == "LogAppendTime"

@@ -7,6 +7,7 @@ as 0. The end-to-end path is in ``test_daemon_dead_letters`` and ``test_spark_de
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,7 @@ def _document(**extra: Any) -> dict[str, Any]:
         ({"on_error": "skip"}, "on_error"),
         ({"on_error": "dlq"}, "dlq_topic"),
         ({"on_error": "dlq", "dlq_topic": "replay.orders.r-1"}, "dlq_topic"),
+        ({"on_error": "dlq", "dlq_topic": "replay.dlq.orders", "dlq_retention_ms": 0}, "dlq_retention_ms"),
     ],
 )
 def test_the_specs_on_error_is_validated(extra: dict[str, Any], field: str) -> None:
@@ -162,6 +164,31 @@ def test_the_run_decides_else_the_source(
     catalog = _catalog(tmp_path / "orders", on_error=source_default)
     spec = build_spec(_run(options), catalog=catalog, settings=load_settings({}), result_uri=None)
     assert (spec.on_error, spec.dlq_topic) == expected
+
+
+@pytest.mark.parametrize(
+    ("retention_ms", "ttl_hours", "expected_ms"),
+    [
+        (7 * 24 * 3_600_000, 168.0, 7 * 24 * 3_600_000),  # the defaults agree
+        (7 * 24 * 3_600_000, 2.0, 2 * 3_600_000),  # a short ttl bounds every dead letter
+        (3_600_000, 168.0, 3_600_000),  # and so does a short retention
+    ],
+)
+def test_a_dead_letter_is_kept_the_platforms_retention_and_never_beyond_the_ttl(
+    tmp_path: Path, retention_ms: int, ttl_hours: float, expected_ms: int
+) -> None:
+    write_sample_table(tmp_path / "orders", date(2024, 1, 1), 1, 3)
+    settings = load_settings(
+        {"REPLAY_TOPIC_RETENTION_MS": str(retention_ms), "REPLAY_REPLAY_TOPIC_TTL_HOURS": str(ttl_hours)}
+    )
+    spec = build_spec(
+        _run({"on_error": "dlq", "dlq_topic": "replay.dlq.orders"}),
+        catalog=_catalog(tmp_path / "orders"),
+        settings=settings,
+        result_uri=None,
+    )
+    assert spec.dlq_retention_ms == expected_ms
+    assert spec_from_dict(json.loads(spec.to_json())).dlq_retention_ms == expected_ms
 
 
 def test_the_catalog_refuses_an_unknown_on_error(tmp_path: Path) -> None:

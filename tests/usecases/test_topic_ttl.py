@@ -3,7 +3,8 @@
 A real daemon (SQLite, the session's broker) posts to the Slack stand-in, with a TTL of seconds: a
 `topic=auto` replay's topic gets its notice while it still exists, is deleted once its TTL ran out,
 and the deletion is said in the same thread. The source's live topic, replayed into as well, is never
-touched. A restart sends nothing twice: what was told and deleted is recorded in the store.
+touched. A restart sends nothing twice: what was told and deleted is recorded in the store. A
+source's dead-letter topic goes once the source has had no run for the TTL.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -132,3 +134,30 @@ def test_a_one_off_topic_nothing_records_is_found_and_deleted_and_no_other_topic
     assert stray not in names, "the stray one-off topic is still there"
     assert {foreign, live} <= names
     admin.delete_topics([foreign])
+
+
+def test_a_dead_letter_topic_is_deleted_once_its_source_had_no_run_for_the_ttl(
+    ttl_daemon: DaemonProcess, kafka_bootstrap: str
+) -> None:
+    """``replay.dlq.<source>`` is shared by the source's runs: kept while one ran within the ttl."""
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    client = ttl_daemon.client()
+    ended = _ended(client, ReplayBody(source="orders", window=WINDOW, tps=50))
+    busy, quiet = "replay.dlq.orders", f"replay.dlq.nothing-ran-{secrets.token_hex(3)}"
+    for topic in (busy, quiet):
+        create_topic(kafka_bootstrap, topic)
+
+    deadline = time.monotonic() + 30
+    while quiet in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
+        time.sleep(0.2)
+    names = set(admin.list_topics(timeout=10).topics)
+    assert quiet not in names, "the dead-letter topic of a source without runs is still there"
+    with Store(f"sqlite:///{ttl_daemon.state_dir / 'replay.db'}") as store:
+        ended_at = store.runs.get(ended.id).ended_at
+        assert ended_at is not None and store.now() - ended_at < timedelta(seconds=TTL_S), "too slow to tell"
+    assert busy in names, "a run of orders ended within the ttl: its dead-letter topic is kept"
+
+    deadline = time.monotonic() + TTL_S + 30
+    while busy in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert busy not in admin.list_topics(timeout=10).topics, "kept after its source was quiet for the ttl"
