@@ -6,6 +6,12 @@ newest version is the whole truth and a task that missed one message loses nothi
 effect at its ``at`` (wall-clock epoch seconds, set by the daemon a little ahead of now), the same
 instant on every task, so the slots' shared schedule stays one grid (``spark_job.publish.timeline``).
 
+Anyone who may write to the control topic could otherwise pause or speed up any run, so each
+message is signed: header ``replay-signature`` is the HMAC-SHA256 of the value under the run's own
+control key, which the daemon keeps on the run and the job gets in its spec (``control.key``). A task
+ignores every message it cannot verify, unsigned or signed under another key, and a spec without a
+key follows none. A key opens one run only, so a job's spec cannot steer another run.
+
 Why a topic: the executors already reach the broker (they publish there, with the run's
 credentials), wherever they run; they need not reach the daemon. A task reads the topic from the
 offset in its spec (the end of the topic when the daemon wrote the spec), so it sees only what came
@@ -17,7 +23,10 @@ after, never the history of other runs.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import sys
 import time
 import uuid
 from collections.abc import Mapping
@@ -29,6 +38,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from spark_job.kafka_conf import client_config
 from spark_job.spec.model import Control, KafkaValue, RateChange
 
+SIGNATURE_HEADER = "replay-signature"
 CONTROL_PARTITION = 0  # the control topic has one partition: one order for every run's changes
 POLL_EVERY_S = 0.25  # how often a task looks for a change; the daemon's lead is several times this
 
@@ -63,6 +73,29 @@ class ControlMessage:
             raise ValueError(f"not a control message ({exc})") from None
 
 
+def signature(key: str, value: bytes) -> str:
+    """The ``replay-signature`` of a control message's value under a run's control key (hex)."""
+    return hmac.new(bytes.fromhex(key), value, hashlib.sha256).hexdigest()
+
+
+# A message's headers, as confluent-kafka gives them.
+Headers = list[tuple[str, str | bytes | None]] | dict[str, str | bytes | None] | None
+
+
+def is_signed(key: str | None, value: bytes, headers: Headers) -> bool:
+    """True when ``headers`` carry the value's signature under ``key`` (never without a key)."""
+    if key is None:
+        return False
+    expected = signature(key, value).encode()
+    pairs = headers.items() if isinstance(headers, dict) else headers or ()
+    for name, given in pairs:
+        if name == SIGNATURE_HEADER and given is not None:
+            text = given.encode() if isinstance(given, str) else given
+            if hmac.compare_digest(text, expected):
+                return True
+    return False
+
+
 class ControlFeed:
     """One task's view of its run's control messages: ``poll()`` is cheap and never blocks long.
 
@@ -80,7 +113,9 @@ class ControlFeed:
         run_id: str,
     ) -> None:
         self._key = run_id.encode()
+        self._control_key = control.key
         self._run_id = run_id
+        self.ignored = 0  # messages keyed for this run that did not verify
         self._version = 0
         self._next_at = 0.0
         config = {
@@ -118,6 +153,9 @@ class ControlFeed:
             value = message.value()
             if message.error() is not None or message.key() != self._key or value is None:
                 continue
+            if not is_signed(self._control_key, value, message.headers()):
+                self._ignore()
+                continue
             try:
                 decoded = ControlMessage.decode(value)
             except ValueError:
@@ -129,3 +167,11 @@ class ControlFeed:
             return None
         self._version = newest.version
         return newest.changes
+
+    def _ignore(self) -> None:
+        self.ignored += 1
+        if self.ignored == 1:  # once per task: the executor's log says someone tried
+            print(
+                f"run {self._run_id}: ignored a control message that is not signed with its key",
+                file=sys.stderr,
+            )

@@ -27,6 +27,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, validates
 
+from daemon.core.ids import new_control_key
 from daemon.core.run_options import PipelineOptions, RunOptions
 from daemon.core.states import FailureKind, PipelineState, RunKind, RunState
 from store.sqltypes import JsonType, OptionsType, UtcDateTime, require_aware
@@ -203,6 +204,8 @@ class Run(_AwareTimestamps, Base):
     last_delivery_at: Mapped[datetime | None]
     # live control: the rate changes so far, [{at, tps, paused}] in time order; None: the rate is fixed
     control: Mapped[list[dict[str, Any]] | None] = mapped_column(JsonType)
+    # what the run's control messages are signed with; its job gets it in its spec (never on the wire)
+    control_key: Mapped[str | None] = mapped_column(String(64), default=new_control_key)
     # consumer groups watched drain after the run (``daemon.core.drain``); ``watching`` while unfinished
     watch: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
     watching: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false(), index=True)

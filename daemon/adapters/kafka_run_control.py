@@ -1,7 +1,8 @@
 """`KafkaRunControlChannel`: live rate changes on the control topic, the channel the running jobs read.
 
 One partition (one order for every run's changes), key = run id; every message carries the run's whole
-list of changes (``spark_job.control.ControlMessage``), so the newest one is the whole truth. The topic
+list of changes (``spark_job.control.ControlMessage``), so the newest one is the whole truth, signed
+with the run's control key (header ``replay-signature``; the job follows nothing else). The topic
 keeps messages longer than any run (``cleanup.policy=delete``): a job reads only from the offset in its
 spec. confluent-kafka's `KafkaException` and delivery errors are translated here, once, into
 `Unavailable`.
@@ -20,7 +21,7 @@ from daemon.core.errors import BadRequest, Unavailable
 from daemon.core.run_control import RateChange
 from daemon.usecases.job_specs import job_rate_changes
 from daemon.usecases.ports import RunControlChannel, TopicAdmin
-from spark_job.control import CONTROL_PARTITION, ControlMessage
+from spark_job.control import CONTROL_PARTITION, SIGNATURE_HEADER, ControlMessage, signature
 
 log = structlog.get_logger(__name__)
 
@@ -82,13 +83,14 @@ class KafkaRunControlChannel(RunControlChannel):
                 raise self._unavailable("reading the end offset", exc) from exc
         return int(high)
 
-    def publish(self, run_id: str, changes: Sequence[RateChange]) -> None:
+    def publish(self, run_id: str, changes: Sequence[RateChange], *, key: str) -> None:
         self.ensure_topic()
         message = ControlMessage(
             run_id=run_id,
             version=len(changes),
             changes=job_rate_changes(changes),
         )
+        value = message.encode()
         failures: list[KafkaError] = []
 
         def delivered(error: KafkaError | None, _message: Message) -> None:
@@ -109,7 +111,8 @@ class KafkaRunControlChannel(RunControlChannel):
                 self._producer.produce(
                     self.topic,
                     key=run_id.encode(),
-                    value=message.encode(),
+                    value=value,
+                    headers=[(SIGNATURE_HEADER, signature(key, value).encode())],
                     partition=CONTROL_PARTITION,
                     on_delivery=delivered,
                 )

@@ -144,6 +144,21 @@ class Settings(BaseSettings):
     max_active_runs: int = Field(
         default=50, ge=1, description="unfinished runs of any kind (queued + going): more replays are refused"
     )
+    max_reconciles_per_user: int = Field(
+        default=1,
+        ge=1,
+        description="one person's unfinished reconciles (each reads a topic); admins are exempt",
+    )
+    max_slow_calls_per_user: int = Field(
+        default=2,
+        ge=1,
+        description="API calls of one caller that take seconds (lag, rewind, chart) at a time",
+    )
+    max_slow_calls: int = Field(
+        default=16,
+        ge=1,
+        description="such calls of everyone at a time: the API's worker threads stay free for the rest",
+    )
     adhoc_reserved_runs: int | None = Field(
         default=None,
         ge=0,

@@ -27,3 +27,9 @@ def new_run_id() -> str:
 def new_pipeline_id() -> str:
     """``p-`` + 12 hex digits."""
     return f"p-{secrets.token_hex(ID_HEX_DIGITS // 2)}"
+
+
+def new_control_key() -> str:
+    """A run's control key: 32 random bytes, hex. The daemon signs the run's control messages with
+    it and the run's job, which gets it in its spec, follows only messages it verifies."""
+    return secrets.token_hex(32)

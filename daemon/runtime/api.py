@@ -8,6 +8,7 @@ error, a domain error, a validation error or an unknown route or verb, answers o
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Annotated, Any
@@ -17,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from daemon.contract.groups import LagOut, RewindBody, RewindOut
@@ -47,6 +49,7 @@ from daemon.core.grammar import LagCommand, PlanCommand, ReplayCommand
 from daemon.core.states import PipelineState, RunState
 from daemon.runtime.api_guard import SERVICE, ApiKeys, FrontDoor
 from daemon.runtime.readiness import Readiness
+from daemon.runtime.slow_calls import SlowCalls
 from daemon.slack.rate_chart import render_run_chart
 from daemon.usecases.audit import CREDENTIAL
 from daemon.usecases.consumer_groups import ConsumerGroups
@@ -178,7 +181,9 @@ def create_api(
     run_control: RunControlService | None = None,
     metrics: Callable[[], tuple[bytes, str]] | None = None,
     readiness: Readiness | None = None,
+    slow_calls: SlowCalls,
 ) -> FastAPI:
+    slow = slow_calls
     app = FastAPI(
         title="Replay Service",
         version="1",
@@ -315,7 +320,8 @@ def create_api(
         found = rate_series_out(run)
         if found is None:
             raise NotFound(f"run {run_id} has no rate series (it confirmed nothing, or has not ended)")
-        return Response(content=render_run_chart(run_out(run), found), media_type="image/png")
+        with slow.held(who, "ask for the chart again"):
+            return Response(content=render_run_chart(run_out(run), found), media_type="image/png")
 
     @app.get("/v1/sources", response_model=SourcesOut)
     def sources(who: Actor) -> SourcesOut:
@@ -326,7 +332,7 @@ def create_api(
     if janitor is not None:
         _janitor_routes(app, janitor)
     if groups is not None:
-        _group_routes(app, groups)
+        _group_routes(app, groups, slow)
     if run_control is not None:
         _run_control_routes(app, run_control)
     return app
@@ -438,17 +444,22 @@ def _janitor_routes(app: FastAPI, janitor: Janitor) -> None:
         return pipeline_out(janitor.delete_now(who, pipeline_id, confirm=body.confirm))
 
 
-def _group_routes(app: FastAPI, groups: ConsumerGroups) -> None:
+def _group_routes(app: FastAPI, groups: ConsumerGroups, slow: SlowCalls) -> None:
     @app.get("/v1/groups/{group}/lag", response_model=LagOut)
-    def lag(
+    async def lag(
         group: str,
         who: Actor,
         topic: Annotated[str | None, Query(max_length=249)] = None,
         sample_s: Annotated[float | None, Query(ge=0, le=30)] = None,
     ) -> LagOut:
-        """Per-partition lag, the hottest partition, members, and the drain over two samples."""
+        """Per-partition lag, the hottest partition, members, and the drain over two samples.
+
+        Async: each sample reads Kafka on a worker thread, the wait between them holds none."""
         asked = LagCommand(group, topic)  # the grammar's rules for a group id and a topic
-        return lag_out(groups.lag(asked.group, asked.topic, sample_s=sample_s))
+        with slow.held(who, "ask for the lag again"):
+            sampling = await run_in_threadpool(groups.begin_lag, asked.group, asked.topic, sample_s=sample_s)
+            await asyncio.sleep(sampling.wait_s)
+            return lag_out(await run_in_threadpool(groups.finish_lag, sampling))
 
     @app.post("/v1/groups/{group}/rewind", response_model=RewindOut)
     def rewind(
@@ -459,6 +470,6 @@ def _group_routes(app: FastAPI, groups: ConsumerGroups) -> None:
     ) -> RewindOut:
         """Preview (the default) or apply (`preview: false`) a move of the group's offsets on a topic."""
         command = body.command(group)
-        return rewind_out(
-            groups.rewind(who, command, apply=not body.preview, idempotency_key=idempotency_key)
-        )
+        with slow.held(who, "ask for the rewind again"):
+            outcome = groups.rewind(who, command, apply=not body.preview, idempotency_key=idempotency_key)
+        return rewind_out(outcome)

@@ -51,6 +51,7 @@ from daemon.runtime.api_guard import new_personal_token
 from daemon.runtime.metrics import render_metrics
 from daemon.runtime.readiness import readiness_for
 from daemon.runtime.scheduler import PipelineScheduler
+from daemon.runtime.slow_calls import SlowCalls
 from daemon.runtime.watcher import Watcher, WatcherTiming
 from daemon.usecases.auto_steer import AutoSteer
 from daemon.usecases.catalog import Catalog, CatalogChange, load_catalog
@@ -307,6 +308,7 @@ def build_daemon(
         groups=groups,
         metrics=lambda: render_metrics(store),
         readiness=readiness_for(settings, store=store, catalog=catalog),
+        slow_calls=SlowCalls(per_user=settings.max_slow_calls_per_user, total=settings.max_slow_calls),
     )
     return Daemon(
         settings=settings,

@@ -50,6 +50,18 @@ class GroupLag:
 
 
 @dataclass(frozen=True)
+class LagSampling:
+    """A lag call between its two samples: what the second needs, and how long to wait for it."""
+
+    group: str
+    description: GroupDescription
+    topic: str | None
+    topics: tuple[str, ...]
+    first: OffsetSample
+    wait_s: float
+
+
+@dataclass(frozen=True)
 class RewindOutcome:
     description: GroupDescription
     preview: RewindPreview
@@ -102,6 +114,16 @@ class ConsumerGroups:
     def lag(self, group: str, topic: str | None = None, *, sample_s: float | None = None) -> GroupLag:
         """Per-partition lag of the group on `topic` (or on every topic it has offsets on or is assigned),
         and, unless `sample_s` is 0, the drain over a second sample `sample_s` later."""
+        sampling = self.begin_lag(group, topic, sample_s=sample_s)
+        if sampling.wait_s > 0:
+            self._sleep(sampling.wait_s)
+        return self.finish_lag(sampling)
+
+    def begin_lag(
+        self, group: str, topic: str | None = None, *, sample_s: float | None = None
+    ) -> LagSampling:
+        """``lag``'s first sample; the caller waits ``wait_s`` (without holding a thread, in the API)
+        and then calls ``finish_lag``."""
         description = self._known(group)
         if topic is not None:
             self._groups.partitions(topic)  # NotFound for a topic that does not exist
@@ -111,12 +133,14 @@ class ConsumerGroups:
             assigned = {name for member in description.members for name, _ in member.assignment}
             topics = sorted({name for name, _ in committed} | assigned)
         wait = self._sample_s if sample_s is None else min(max(sample_s, 0.0), MAX_SAMPLE_S)
-        first = self._sample(group, topics, topic)
-        if wait <= 0:
-            return GroupLag(description, topic, lag_report(first))
-        self._sleep(wait)
-        second = self._sample(group, topics, topic)
-        return GroupLag(description, topic, lag_report(second, first))
+        return LagSampling(group, description, topic, tuple(topics), self._sample(group, topics, topic), wait)
+
+    def finish_lag(self, sampling: LagSampling) -> GroupLag:
+        """The report: of the first sample alone when there is no wait, else over the two samples."""
+        if sampling.wait_s <= 0:
+            return GroupLag(sampling.description, sampling.topic, lag_report(sampling.first))
+        second = self._sample(sampling.group, list(sampling.topics), sampling.topic)
+        return GroupLag(sampling.description, sampling.topic, lag_report(second, sampling.first))
 
     # -- rewind ----------------------------------------------------------------------------------
 

@@ -84,7 +84,10 @@ def _control(run: Run, settings: Settings, offset: int | None) -> Control | None
     if offset is None or run.kind == RunKind.RECONCILE or run.tps <= 0:
         return None
     return Control(
-        topic=settings.control_topic, offset=offset, changes=job_rate_changes(changes_from(run.control))
+        topic=settings.control_topic,
+        offset=offset,
+        changes=job_rate_changes(changes_from(run.control)),
+        key=run.control_key,
     )
 
 

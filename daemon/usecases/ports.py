@@ -277,8 +277,9 @@ class RunControlChannel(ABC):
         """Where the next message will land: a job reads from here on."""
 
     @abstractmethod
-    def publish(self, run_id: str, changes: Sequence[RateChange]) -> None:
-        """Send every change of the run so far (version ``len(changes)``), durably, or raise."""
+    def publish(self, run_id: str, changes: Sequence[RateChange], *, key: str) -> None:
+        """Send every change of the run so far (version ``len(changes)``), signed with the run's
+        control ``key``, durably, or raise."""
 
 
 @dataclass(frozen=True)

@@ -167,6 +167,18 @@ class ReplayService:
                 f"(REPLAY_MAX_ACTIVE_RUNS={settings.max_active_runs}): try again once some have ended"
             )
 
+    def _check_reconcile_cap(self, actor: str) -> None:
+        """A reconcile reads a whole run's records back from its topic: one person's are few."""
+        if actor in self._settings.admins:
+            return
+        cap = self._settings.max_reconciles_per_user
+        mine = self._store.runs.unfinished_count(requester=actor, kinds=(RunKind.RECONCILE,))
+        if mine >= cap:
+            raise CapReached(
+                f"<@{actor}> already has {mine} unfinished reconciles, the most one person may have "
+                f"(REPLAY_MAX_RECONCILES_PER_USER={cap}): ask again once it has a verdict"
+            )
+
     def _execution_limit(self) -> tuple[float | None, str]:
         """The launcher's execution timeout in seconds (None: none) and the setting that sets it."""
         if self._settings.launcher == "emr":
@@ -481,6 +493,7 @@ class ReplayService:
             pending = self._store.runs.unfinished_reconcile(run_id)
             if pending is not None:
                 return pending
+            self._check_reconcile_cap(actor)
             self._check_caps(actor)
             return self._store.runs.create(
                 kind=RunKind.RECONCILE,

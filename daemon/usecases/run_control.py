@@ -171,8 +171,11 @@ class RunControlService:
 
     def _send(self, run: Run) -> None:
         changes = changes_from(run.control)
+        if run.control_key is None:  # a run finished before keys were kept: no job is left to tell
+            log.warning("no control key: the change is recorded, not sent", run_id=run.id)
+            return
         try:
-            self._channel.publish(run.id, changes)
+            self._channel.publish(run.id, changes, key=run.control_key)
         except Unavailable:
             with self._lock:
                 if self._unsent is not None:

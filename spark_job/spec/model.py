@@ -46,8 +46,9 @@ refused so a typo fails fast instead of being ignored. Shape (optional fields sh
                                         # the whole topic, "dlq_topic": null}
       "control": null                   # live control (spark_job.control): {"topic": "replay.control",
                                         # "offset": 0, "changes": [{"at": epoch s, "tps": 3000,
-                                        # "paused": false}]}: the rate from "at" on; tasks read newer
-                                        # changes from "topic" at "offset" onward
+                                        # "paused": false}], "key": hex}: the rate from "at" on;
+                                        # tasks read newer changes from "topic" at "offset" onward,
+                                        # following only those signed with "key"
     }
 
 Naive timestamps are read as UTC. This module is the shape and its invariants only: reading a
@@ -58,6 +59,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
@@ -167,6 +169,9 @@ class RateChange:
     paused: bool = False
 
 
+_CONTROL_KEY = re.compile(r"[0-9a-f]{64}")
+
+
 @dataclass(frozen=True)
 class Control:
     """Where a running job learns of rate changes: ``topic`` from ``offset`` on; ``changes`` are those
@@ -175,6 +180,7 @@ class Control:
     topic: str
     offset: int
     changes: tuple[RateChange, ...] = ()
+    key: str | None = None  # the run's control key (hex); None: no message is followed
 
 
 @dataclass(frozen=True)
@@ -316,6 +322,8 @@ def _validate_control(spec: JobSpec) -> None:
         raise SpecError("control", "is only used by a throttled replay")
     if control.offset < 0:
         raise SpecError("control.offset", f"must be >= 0, got {control.offset}")
+    if control.key is not None and not _CONTROL_KEY.fullmatch(control.key):
+        raise SpecError("control.key", "must be 64 hex digits (the run's control key)")
     previous = -math.inf
     for index, change in enumerate(control.changes):
         if change.tps < 1:

@@ -154,6 +154,7 @@ def _parse_control(doc: _Fields | None) -> Control | None:
         topic=doc.get("topic", str, required=True),
         offset=doc.get("offset", int, required=True),
         changes=tuple(changes),
+        key=doc.get("key", str),
     )
     doc.done()
     return control

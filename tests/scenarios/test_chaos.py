@@ -30,7 +30,7 @@ def test_the_short_chaos_suite_loses_nothing_launches_nothing_twice_and_tells_sl
 ) -> None:
     lines: list[str] = []
     tallies = run(tmp_path, SHORT, seed=SEED, broker=broker_control, say=lines.append)
-    assert len(tallies) == 8, lines  # seven scenarios and the secrets check
+    assert len(tallies) == 10, lines  # nine scenarios and the secrets check
     assert all(tally.ok for tally in tallies), "\n".join(lines)
     assert sum(tally.started for tally in tallies) >= SHORT.kill_runs + SHORT.two_daemon_runs, lines
     assert lines[-1].endswith("-> PASS"), lines

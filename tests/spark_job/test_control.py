@@ -10,6 +10,7 @@ the instant the change names, on both tasks together, and never a second above 1
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from datetime import date
@@ -21,7 +22,7 @@ from pyspark.sql import SparkSession
 
 from scripts.devtools.sample_table import write_sample_table
 from spark_job import main as job_main
-from spark_job.control import ControlMessage
+from spark_job.control import SIGNATURE_HEADER, ControlMessage, signature
 from spark_job.publish.pacing import CATCH_UP
 from spark_job.spec.model import RateChange
 from tests.fixtures.kafka import consume_all, create_topic, topic_record_count, unique_topic
@@ -31,6 +32,7 @@ from tests.fixtures.spark import JobRun, job_spec, parse_job_output, write_spec
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 RUN_ID = "r-livecontrol01"
+CONTROL_KEY = secrets.token_hex(32)  # the run's control key, as the daemon makes one
 DAYS, ROWS_PER_DAY = 4, 5_000  # 20,000 rows: ~4 s at 1,000/s, 4 s at 3,000/s (12,000), ~4 s at 1,000/s
 LEAD_S = 1.0  # the daemon's: a change takes effect this long after it is sent
 FAST_S = 4.0  # how long the fast rate lasts
@@ -66,8 +68,9 @@ class Operator(threading.Thread):
 
     def _send(self, change: RateChange) -> None:
         self.changes.append(change)
-        message = ControlMessage(RUN_ID, version=len(self.changes), changes=tuple(self.changes))
-        self._producer.produce(self.control_topic, message.encode(), RUN_ID.encode(), partition=0)
+        value = ControlMessage(RUN_ID, version=len(self.changes), changes=tuple(self.changes)).encode()
+        signed: list[tuple[str, str | bytes | None]] = [(SIGNATURE_HEADER, signature(CONTROL_KEY, value))]
+        self._producer.produce(self.control_topic, value, RUN_ID.encode(), partition=0, headers=signed)
         assert self._producer.flush(10) == 0, "control message not delivered"
         self.send_s.append(time.time() - (change.at - LEAD_S))
 
@@ -99,7 +102,7 @@ def run_controlled(
     window = {"column": "dt", "start_day": "2024-01-01", "end_day": last}
     document = job_spec(table, bootstrap, topic, tps=1_000, ordering="none", window=window)
     document["run_id"] = RUN_ID
-    document["control"] = {"topic": control_topic, "offset": 0, "changes": []}
+    document["control"] = {"topic": control_topic, "offset": 0, "changes": [], "key": CONTROL_KEY}
     playing = operator(bootstrap, topic, control_topic)
     playing.start()
 

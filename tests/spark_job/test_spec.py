@@ -217,9 +217,10 @@ def test_watermark_runs_name_their_range_in_a_watermark_header() -> None:
 
 
 def test_a_control_section_round_trips_and_is_absent_when_unused() -> None:
-    section = {"topic": "replay.control", "offset": 17, "changes": [{"at": 1.5, "tps": 300, "paused": True}]}
+    changes = [{"at": 1.5, "tps": 300, "paused": True}]
+    section = {"topic": "replay.control", "offset": 17, "changes": changes, "key": "ab" * 32}
     spec = spec_from_dict(document(control=section))
-    assert spec.control == Control("replay.control", 17, (RateChange(1.5, 300, paused=True),))
+    assert spec.control == Control("replay.control", 17, (RateChange(1.5, 300, paused=True),), key="ab" * 32)
     assert spec_from_json(spec.to_json()) == spec
     assert "control" not in spec_from_dict(document()).to_dict()
 
@@ -238,6 +239,8 @@ def test_a_control_section_round_trips_and_is_absent_when_unused() -> None:
             "control.changes.0.x",
         ),
         ({"control": {"topic": "c", "offset": 0}, "tps": 0}, "control"),
+        ({"control": {"topic": "c", "offset": 0, "key": "not-hex"}}, "control.key"),
+        ({"control": {"topic": "c", "offset": 0, "key": "AB" * 32}}, "control.key"),
     ],
 )
 def test_a_bad_control_section_names_the_field(overrides: dict[str, Any], field: str) -> None:

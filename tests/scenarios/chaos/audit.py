@@ -109,13 +109,19 @@ def _events_on_topic(world: World, run: RunOut) -> tuple[int, int]:
 
 
 def _launches(daemons: list[DaemonProcess]) -> Counter[str]:
-    """How many times any daemon started a job for each run (its `job started` log events)."""
-    started: Counter[str] = Counter()
+    """How many jobs each run got: the daemons' `job started` log events, or the jobs' own count
+    when higher (each Spark driver names its run in its log once, and a daemon killed as it
+    launched one logged nothing)."""
+    logged: Counter[str] = Counter()
+    submitted: Counter[str] = Counter()
     for daemon in daemons:
         for line in daemon.log_text().splitlines():
             if line.startswith("{") and '"job started"' in line:
-                started[json.loads(line).get("run_id", "?")] += 1
-    return started
+                logged[json.loads(line).get("run_id", "?")] += 1
+        for log in (daemon.state_dir / "runs").glob("r-*/stderr.log"):
+            text = log.read_text(errors="replace")
+            submitted[log.parent.name] += text.count(f"Submitted application: replay-{log.parent.name}")
+    return Counter({run: max(logged[run], submitted[run]) for run in logged | submitted})
 
 
 def _finals(world: World, run_id: str) -> int:

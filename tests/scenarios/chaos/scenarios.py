@@ -14,17 +14,20 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 import httpx
 from confluent_kafka.admin import AdminClient
 from sqlalchemy import create_engine, select
 
 from daemon.contract.client import DaemonClient
+from daemon.contract.groups import LagOut
 from daemon.contract.models import ReplayBody
 from daemon.core.errors import ReplayError
 from daemon.core.ids import PIPELINE_ID_PATTERN
 from store.models import Pipeline, Run
 from tests.fixtures.daemon import ADMIN, API_TOKEN, OWNER, DaemonProcess
+from tests.fixtures.groups import LAGGING_BY, lagging_group
 from tests.fixtures.slack import BotUnderTest, SlashResult
 from tests.scenarios.chaos.audit import Tally, audit, wait_terminal
 from tests.scenarios.chaos.fuzz import ApiCase, SlashCase, cases
@@ -35,6 +38,7 @@ ACK_BUDGET_S = 3.0  # Slack drops a slash command not acknowledged within 3 s
 # Topics the platform (or the broker) shares between runs, made by the first accepted run that needs one.
 SHARED_TOPIC = re.compile(r"__|replay\.(progress|control|dlq)\b")
 BROKEN = ("Traceback", "Internal Server Error", 'File "/')
+CRASH_AT_LAUNCH = "after-job-spawn"  # tests.fixtures.crash_points: as Popen returns a job's process
 
 
 @dataclass(frozen=True)
@@ -47,11 +51,15 @@ class Sizes:
     crowd: int
     two_daemon_runs: int
     fuzz: int
+    launch_kills: int = 1
+    slow_calls: int = 50
     down_s: tuple[float, float] = (3.0, 8.0)  # how long the broker or PostgreSQL stays away
     slack_burst: tuple[int, int] = (3, 9)  # failed answers in a row, per method and status (randrange)
 
 
-LONG = Sizes(kill_runs=20, restart_runs=2, slack_runs=5, crowd=50, two_daemon_runs=8, fuzz=600)
+LONG = Sizes(
+    kill_runs=20, restart_runs=2, slack_runs=5, crowd=50, two_daemon_runs=8, fuzz=600, launch_kills=5
+)
 SHORT = Sizes(
     kill_runs=2,
     restart_runs=1,
@@ -325,6 +333,76 @@ def fuzz(world: World, sizes: Sizes, rng: random.Random) -> Tally:
     return tally
 
 
+def launch_kill(world: World, sizes: Sizes, rng: random.Random) -> Tally:
+    """SIGKILL the daemon the instant it spawned a run's Spark job, before it recorded anything; the
+    daemon that comes back must find that job, not start a second (ADR 0030)."""
+    tally = Tally("kill at launch")
+    daemon = world.daemon("launch-kill", crash_point=CRASH_AT_LAUNCH)
+    client = daemon.client()
+    run_ids: list[str] = []
+    for index in range(sizes.launch_kills):
+        if index:
+            daemon.stop()
+            daemon.start(crash_point=CRASH_AT_LAUNCH)
+        body = _replay(_day(index))
+        run_ids.append(client.create_replay(OWNER, body, idempotency_key=f"chaos-launch-{index}").id)
+        if not daemon.crashed(timeout_s=120):
+            tally.problems.append(f"the daemon did not die as it launched {run_ids[-1]}")
+        time.sleep(rng.uniform(0.0, 1.0))
+        daemon.start()
+        wait_terminal(client, run_ids[-1:], timeout_s=300)
+    tally.figures["kills"] = len(run_ids)
+    audit(world, tally, client, run_ids)
+    return tally
+
+
+def stalled_api(world: World, sizes: Sizes, rng: random.Random) -> Tally:
+    """N people ask for a consumer group's lag over a long sample at once; meanwhile the health
+    check and an ordinary route each answer in under a second, and every call gets its answer."""
+    tally = Tally("slow calls")
+    users = [f"U0SLOW{index:03d}" for index in range(sizes.slow_calls)]
+    daemon = world.daemon("slow", extra={"REPLAY_MAX_SLOW_CALLS": str(sizes.slow_calls)})
+    group, topic = lagging_group(world.bootstrap)
+    client = daemon.client()
+    sample_s = 8.0
+    with ThreadPoolExecutor(sizes.slow_calls) as pool:
+        asked = [
+            pool.submit(_timed, partial(client.group_lag, user, group, topic=topic, sample_s=sample_s))
+            for user in users
+        ]
+        time.sleep(2.0)  # every call is in, sampling or waiting for its second sample
+        health = [_timed(client.health)[1] for _ in range(5)]
+        ordinary = [_timed(partial(client.sources, OWNER))[1] for _ in range(5)]
+        answers = [future.result() for future in asked]
+    failed = [repr(answer)[:120] for answer, _ in answers if not isinstance(answer, LagOut)]
+    if failed:
+        tally.problems.append(f"{len(failed)} lag calls got no lag: {failed[:3]}")
+    if max(health) >= 1.0 or max(ordinary) >= 1.0:
+        tally.problems.append(f"waited behind the slow calls: healthz {health}, sources {ordinary}")
+    after, _ = _timed(partial(client.group_lag, users[0], group, topic=topic, sample_s=0))
+    if not isinstance(after, LagOut) or after.total_lag != LAGGING_BY:  # every call was let go
+        tally.problems.append(f"a lag call after the crowd: {after!r}"[:200])
+    tally.figures.update(
+        {
+            "calls": len(answers),
+            "healthz_max_s": f"{max(health):.3f}",
+            "sources_max_s": f"{max(ordinary):.3f}",
+            "slowest_lag_s": f"{max(seconds for _, seconds in answers):.1f}",
+        }
+    )
+    return tally
+
+
+def _timed(call: Callable[[], object]) -> tuple[object, float]:
+    """What ``call`` answered (or the error it raised) and how long it took."""
+    started = time.monotonic()
+    try:
+        answer: object = call()
+    except Exception as exc:  # an error is an answer here: the scenario reports it
+        answer = exc
+    return answer, time.monotonic() - started
+
+
 SCENARIOS: dict[str, Callable[[World, Sizes, random.Random], Tally]] = {
     "kill": kill_nine,
     "broker": broker_restart,
@@ -333,4 +411,6 @@ SCENARIOS: dict[str, Callable[[World, Sizes, random.Random], Tally]] = {
     "crowd": crowd,
     "two-daemons": two_daemons,
     "fuzz": fuzz,
+    "launch-kill": launch_kill,
+    "slow-calls": stalled_api,
 }

@@ -109,8 +109,10 @@ class World:
         database_url: str | None = None,
         extra: dict[str, str] | None = None,
         owners: list[str] | None = None,
+        crash_point: str | None = None,
     ) -> DaemonProcess:
-        """A started `replayd` posting to the stand-in; on PostgreSQL when `database_url` is given."""
+        """A started `replayd` posting to the stand-in; on PostgreSQL when `database_url` is given,
+        armed to SIGKILL itself at `crash_point` (`tests.fixtures.crash_points`) when given."""
         daemon = running_daemon(
             self.root / name,
             sample_table=self.table,
@@ -130,6 +132,7 @@ class World:
                 "REPLAY_MAX_ACTIVE_RUNS": "200",
                 **(extra or {}),
             },
+            crash_point=crash_point,
         )
         self.daemons.append(daemon)
         return daemon
