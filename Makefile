@@ -35,7 +35,11 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 
 # Real services: PostgreSQL is started here; the Kafka broker by the session fixture (scripts/local-kafka).
+# A PostgreSQL cluster this target started is stopped again when pytest ends, however it ends.
 test: setup lint
+	@scripts/local-postgres status >/dev/null 2>&1 && up=yes || up=; \
+	[ -n "$$up" ] || trap 'scripts/local-postgres stop >/dev/null 2>&1' EXIT; \
+	trap 'exit 143' TERM; trap 'exit 130' INT; \
 	REPLAY_TEST_POSTGRES_URL="$$(scripts/local-postgres start | tail -n 1)" \
 		$(VENV)/bin/pytest $(PYTEST_ARGS)
 

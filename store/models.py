@@ -71,6 +71,7 @@ class _AwareTimestamps:
         "window_end",
         "lease_expires_at",
         "created_at",
+        "admitted_at",
         "submitted_at",
         "started_at",
         "ended_at",
@@ -193,6 +194,8 @@ class Run(_AwareTimestamps, Base):
     slack_ts: Mapped[str | None] = mapped_column(String(32))
     slack_progress_ts: Mapped[str | None] = mapped_column(String(32))  # the one progress message
     created_at: Mapped[datetime]
+    # when the run took a launcher slot (``RunQueue.admit``): it holds it from then until it ends
+    admitted_at: Mapped[datetime | None]
     submitted_at: Mapped[datetime | None]
     started_at: Mapped[datetime | None]
     ended_at: Mapped[datetime | None]

@@ -1,8 +1,13 @@
 """The launch queue and launcher timings: what admission control and the plan's ETA read.
 
 Queued runs wait in creation order (the order the watcher leases and launches them); a run holds a
-launcher slot from its submission until it ends. A launcher's recent timings (submission to first
-confirmed delivery, last delivery to the final state) are what the ETA learns start-up from.
+launcher slot from its admission until it ends. Admission is decided here, in one transaction for
+every daemon on the store (``admit``): SQLite's transactions take the write lock up front, and on
+PostgreSQL a transaction-scoped advisory lock serialises admissions, so the count of slots held and
+the claim of one are never split by another daemon's claim (docs/decisions/0033).
+
+A launcher's recent timings (submission to first confirmed delivery, last delivery to the final
+state) are what the ETA learns start-up from.
 """
 
 from __future__ import annotations
@@ -10,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select, text, tuple_
+from sqlalchemy.orm import Session
 
 from daemon.core.states import TERMINAL_RUN_STATES, RunKind, RunState
 from store.models import Run
@@ -20,6 +26,7 @@ if TYPE_CHECKING:
 
 # A run in these states holds a launcher slot once it has a job (a cancelled queued run never had one).
 _HOLDING = (RunState.SUBMITTED, RunState.RUNNING, RunState.CANCELLING)
+ADMISSION_LOCK = 0x7265706C6179  # "replay": the advisory lock key admissions take on PostgreSQL
 
 
 @dataclass(frozen=True)
@@ -42,10 +49,34 @@ class RunQueue:
             return list(session.scalars(stmt))
 
     def jobs_in_flight(self) -> int:
-        """Runs holding a launcher slot: submitted, running or cancelling with a job."""
-        stmt = select(func.count()).where(Run.state.in_(_HOLDING), Run.launcher_kind.is_not(None))
+        """Runs holding a launcher slot: admitted and not ended, or with a job (a run launched
+        before admissions were recorded)."""
         with self._store.session() as session:
-            return int(session.scalar(stmt) or 0)
+            return _holding(session)
+
+    def admit(self, run_id: str, *, cap: int | None) -> bool:
+        """Claim a launcher slot for the queued run ``run_id``: True when it holds one now (claimed
+        now, or before a restart), False when it must wait (every slot held, an older queued run not
+        admitted yet, or it is no longer queued). Atomic across daemons."""
+        with self._store.session() as session:
+            if session.get_bind().dialect.name == "postgresql":
+                session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": ADMISSION_LOCK})
+            run = session.get(Run, run_id, populate_existing=True)
+            if run is None or run.state != RunState.QUEUED:
+                return False
+            if run.admitted_at is not None:
+                return True
+            if cap is not None and _holding(session) >= cap:
+                return False
+            older = select(Run.id).where(
+                Run.state == RunState.QUEUED,
+                Run.admitted_at.is_(None),
+                tuple_(Run.created_at, Run.id) < tuple_(run.created_at, run.id),
+            )
+            if session.scalars(older.limit(1)).first() is not None:
+                return False  # first in line goes first, whichever daemon holds it
+            run.admitted_at = self._store.now()
+            return True
 
     def unfinished_count(self, *, requester: str | None = None, kinds: tuple[RunKind, ...] = ()) -> int:
         """Runs queued or going (any kind unless ``kinds``), of one requester or of everyone."""
@@ -83,3 +114,11 @@ class RunQueue:
             for submitted, first, last, ended in rows
             if submitted and first and last and ended  # filtered above; this tells the type checker
         ]
+
+
+def _holding(session: Session) -> int:
+    """Runs holding a launcher slot, read in ``session``'s transaction."""
+    admitted = (Run.admitted_at.is_not(None)) & Run.state.not_in(list(TERMINAL_RUN_STATES))
+    launched = Run.state.in_(_HOLDING) & Run.launcher_kind.is_not(None)
+    stmt = select(func.count()).where(or_(admitted, launched))
+    return int(session.scalar(stmt) or 0)

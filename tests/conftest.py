@@ -8,6 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.fixtures.leftovers import interrupt_on_sigterm, sweep
+
 pytest_plugins = [
     "tests.fixtures.kafka",
     "tests.fixtures.database",
@@ -19,6 +21,17 @@ pytest_plugins = [
     "tests.fixtures.daemon_standin",
     "tests.fixtures.janitor",
 ]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM interrupts the session like Ctrl-C, so every fixture's teardown runs."""
+    interrupt_on_sigterm()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """After the fixtures' teardown: whatever a test started and no teardown stopped."""
+    sweep()
+
 
 # Variables the test run itself is allowed to carry: where the session's services already run.
 _KEEP = ("REPLAY_TEST_",)

@@ -162,7 +162,7 @@ def default_spark_submit() -> str:
     return str(beside) if beside.exists() else "spark-submit"
 
 
-def _process_start_ticks(pid: int) -> int | None:
+def process_start_ticks(pid: int) -> int | None:
     """The process's start time in clock ticks: with the pid, it names one process, never a recycled pid."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -299,7 +299,7 @@ class LocalSparkLauncher(Launcher):
             sleep=self._sleep,
         )
         log.info("job started", run_id=run_id, pid=process.pid, workers=workers)
-        handle = self._handle(run_id, process.pid, _process_start_ticks(process.pid))
+        handle = self._handle(run_id, process.pid, process_start_ticks(process.pid))
         self._monitor(handle, process)
         return handle
 
@@ -373,7 +373,7 @@ class LocalSparkLauncher(Launcher):
             done, _ = os.waitpid(pid, os.WNOHANG)  # reap our own child so it does not linger as a zombie
             if done == pid:
                 return False
-        ticks = _process_start_ticks(pid)
+        ticks = process_start_ticks(pid)
         return ticks is not None and (handle.get("start_ticks") in (None, ticks))
 
     def state(self, handle: Handle) -> JobState:

@@ -13,10 +13,11 @@ Every tick steps *all* unfinished runs, leased a page at a time and kept while i
 A launch refused because a dependency is unavailable (Kafka electing leaders after a restart) is
 tried again on later ticks for `launch_patience_s` before the run fails with that reason.
 
-Admission: a queued run is launched only while fewer than the launcher's `max_concurrent_runs` jobs
-are in flight (counted in the store, so every daemon on it sees the same); queued runs are launched
-oldest first and never overtake each other. A replay that waits gets its thread at once, its card
-and progress message saying its place in line, edited as the line moves.
+Admission: a queued run is launched only once it holds one of the launcher's `max_concurrent_runs`
+slots, claimed in the store in one transaction for every daemon on it (`RunQueue.admit`); queued
+runs are admitted oldest first and never overtake each other, whichever daemon leases them. A
+replay that waits gets its thread at once, its card and progress message saying its place in line,
+edited as the line moves.
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ class Watcher:
     def _step(self, run: Run) -> None:
         state = RunState(run.state)
         if state == RunState.QUEUED:
-            if self._admit():
+            if self._admit(run):
                 self._launch(run)
             else:
                 self._wait(run)
@@ -157,11 +158,11 @@ class Watcher:
 
     # -- admission ---------------------------------------------------------------------------
 
-    def _admit(self) -> bool:
-        """A launcher slot is free (and no older queued run is waiting for one this tick)."""
-        cap = self._launcher.max_concurrent_runs
-        if self._admitting and cap is not None:
-            self._admitting = self._store.runs.jobs_in_flight() < cap
+    def _admit(self, run: Run) -> bool:
+        """The run holds a launcher slot, claimed in the store for every daemon at once (and no older
+        queued run had to wait this tick)."""
+        if self._admitting:
+            self._admitting = self._store.runs.admit(run.id, cap=self._launcher.max_concurrent_runs)
         return self._admitting
 
     def _wait(self, run: Run) -> None:

@@ -14,7 +14,7 @@ from daemon.slack.run_messages import final_reply, progress_reply, run_parent
 from tests.fixtures.kafka import LocalBroker
 from tests.fixtures.slack import changed
 from tests.fixtures.slack_messages import RUN
-from tests.scenarios.chaos.audit import FINAL, Tally
+from tests.scenarios.chaos.audit import FINAL, Tally, most_at_once
 from tests.scenarios.chaos.fuzz import cases
 from tests.scenarios.chaos.scenarios import SHORT
 from tests.scenarios.chaos.suite import run, summary
@@ -64,3 +64,18 @@ def test_fuzzed_inputs_are_the_same_for_the_same_seed_and_differ_across_seeds() 
     assert list(cases(7, 200)) == list(cases(7, 200))
     assert list(cases(7, 200)) != list(cases(8, 200))
     assert len(set(cases(7, 600))) > 300  # mostly distinct, not a few inputs many times
+
+
+@pytest.mark.parametrize(
+    ("spans", "most"),
+    [
+        ([], 0),
+        ([(0.0, 5.0), (5.0, 9.0)], 1),  # one ends as the next starts: never two at once
+        ([(0.0, 5.0), (4.9, 9.0)], 2),
+        ([(0.0, 10.0), (1.0, 2.0), (3.0, 4.0), (3.5, 11.0)], 3),
+    ],
+)
+def test_the_audit_counts_the_jobs_that_ran_at_one_instant(
+    spans: list[tuple[float, float]], most: int
+) -> None:
+    assert most_at_once(spans) == most

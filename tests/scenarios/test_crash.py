@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from daemon.adapters.local_launcher import _process_start_ticks
+from daemon.adapters.local_launcher import process_start_ticks
 from daemon.contract.models import ReplayBody
 from store import Store
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
@@ -37,7 +37,7 @@ def _finished_events(daemon: DaemonProcess, run_id: str) -> list[dict[str, Any]]
 
 
 def _alive(handle: dict[str, Any]) -> bool:
-    return _process_start_ticks(int(handle["pid"])) == handle.get("start_ticks")
+    return process_start_ticks(int(handle["pid"])) == handle.get("start_ticks")
 
 
 def test_daemon_killed_mid_run_reattaches_and_notifies_once(

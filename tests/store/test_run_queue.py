@@ -1,15 +1,20 @@
-"""The launch queue and launcher timings on both dialects: what admission control and the ETA read."""
+"""The launch queue, admission and launcher timings on both dialects: what the watcher and the ETA read."""
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from sqlalchemy import text
 
 from daemon.core.states import RunState
 from daemon.usecases.eta import DEFAULT_FINISH_S, DEFAULT_STARTUP_S, estimate
 from store import Store
 from store.migrate import upgrade
 from store.models import Run
+from store.run_queue import ADMISSION_LOCK
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -106,3 +111,60 @@ def test_eta_without_history_uses_the_launchers_documented_default(database_url:
     )
     assert (emr.startup_s, emr.publish_s) == (DEFAULT_STARTUP_S["emr"], 10.0)
     assert fixed.startup_s == 30.0
+
+
+def test_a_slot_is_claimed_oldest_first_up_to_the_cap_and_freed_when_its_run_ends(database_url: str) -> None:
+    ticks = iter(T0 + timedelta(seconds=i) for i in range(100))
+    with Store(database_url, clock=lambda: next(ticks)) as store:
+        upgrade(store.engine)
+        first, second, third = (_run(store) for _ in range(3))
+
+        assert not store.runs.admit(second.id, cap=2)  # the first in line goes first
+        assert store.runs.admit(first.id, cap=2)
+        assert store.runs.admit(first.id, cap=2)  # asked again (after a restart): still its own
+        assert store.runs.admit(second.id, cap=2)
+        assert not store.runs.admit(third.id, cap=2)  # both slots held
+        assert store.runs.jobs_in_flight() == 2
+
+        store.runs.transition(first.id, RunState.CANCELLING)  # admitted, cancelled: holds it until it ends
+        assert not store.runs.admit(third.id, cap=2)
+        store.runs.transition(first.id, RunState.CANCELLED)
+        assert store.runs.admit(third.id, cap=2)
+        assert not store.runs.admit(first.id, cap=2)  # no longer queued
+        assert store.runs.jobs_in_flight() == 2
+
+
+def test_no_cap_admits_in_line_order_only(database_url: str) -> None:
+    with Store(database_url) as store:
+        upgrade(store.engine)
+        runs = [_run(store) for _ in range(3)]
+        assert [store.runs.admit(run.id, cap=None) for run in runs] == [True, True, True]
+
+
+def test_an_admission_waits_for_another_daemons_admission_in_flight(database_url: str) -> None:
+    """The count of slots held and the claim are one transaction: one daemon's admission holding
+    the admission lock (PostgreSQL) or the write lock (SQLite) makes another's wait, not overlap."""
+    with Store(database_url) as store, Store(database_url) as other:
+        upgrade(store.engine)
+        run = _run(store)
+        taken, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with other.session() as session:
+                if other.dialect == "postgresql":
+                    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": ADMISSION_LOCK})
+                else:  # BEGIN IMMEDIATE took the write lock; make it so with a write
+                    session.execute(text("UPDATE runs SET tps = tps WHERE id = :id"), {"id": run.id})
+                taken.set()
+                release.wait(10)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert taken.wait(10)
+        threading.Timer(1.0, release.set).start()
+        started = time.monotonic()
+        admitted = store.runs.admit(run.id, cap=1)
+        waited = time.monotonic() - started
+        holder.join(10)
+
+    assert admitted and waited >= 0.9, waited

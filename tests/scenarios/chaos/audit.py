@@ -124,6 +124,33 @@ def _launches(daemons: list[DaemonProcess]) -> Counter[str]:
     return Counter({run: max(logged[run], submitted[run]) for run in logged | submitted})
 
 
+def job_spans(daemons: list[DaemonProcess]) -> list[tuple[float, float]]:
+    """(start, end) in epoch seconds of every local job these daemons launched, from the job's own
+    files: its pid file is written by the job's process as it starts, its logs last as it ends."""
+    spans = []
+    for daemon in daemons:
+        for pid_file in (daemon.state_dir / "runs").glob("r-*/pid"):
+            logs = [pid_file.with_name(name) for name in ("stdout.log", "stderr.log")]
+            ended = max((log.stat().st_mtime for log in logs if log.exists()), default=None)
+            if ended is not None:
+                spans.append((pid_file.stat().st_mtime, ended))
+    return spans
+
+
+def most_at_once(spans: list[tuple[float, float]]) -> int:
+    """The largest number of spans open at one instant (a span ending as another starts: not both)."""
+    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    most = running = 0
+    for _, step in events:  # at a tie the end (-1) sorts first
+        running += step
+        most = max(most, running)
+    return most
+
+
+def max_concurrent_jobs(daemons: list[DaemonProcess]) -> int:
+    return most_at_once(job_spans(daemons))
+
+
 def _finals(world: World, run_id: str) -> int:
     """Final messages Slack received for this run: in its thread, or as the parent when none opened."""
     messages = world.slack.messages()

@@ -29,7 +29,7 @@ from store.models import Pipeline, Run
 from tests.fixtures.daemon import ADMIN, API_TOKEN, OWNER, DaemonProcess
 from tests.fixtures.groups import LAGGING_BY, lagging_group
 from tests.fixtures.slack import BotUnderTest, SlashResult
-from tests.scenarios.chaos.audit import Tally, audit, wait_terminal
+from tests.scenarios.chaos.audit import Tally, audit, max_concurrent_jobs, wait_terminal
 from tests.scenarios.chaos.fuzz import ApiCase, SlashCase, cases
 from tests.scenarios.chaos.world import World
 
@@ -38,6 +38,7 @@ ACK_BUDGET_S = 3.0  # Slack drops a slash command not acknowledged within 3 s
 # Topics the platform (or the broker) shares between runs, made by the first accepted run that needs one.
 SHARED_TOPIC = re.compile(r"__|replay\.(progress|control|dlq)\b")
 BROKEN = ("Traceback", "Internal Server Error", 'File "/')
+TWO_DAEMON_CAP = 1  # jobs at once, for both daemons together (the local default on 2 cores)
 CRASH_AT_LAUNCH = "after-job-spawn"  # tests.fixtures.crash_points: as Popen returns a job's process
 
 
@@ -227,20 +228,30 @@ def crowd(world: World, sizes: Sizes, rng: random.Random) -> Tally:
 
 
 def two_daemons(world: World, sizes: Sizes, rng: random.Random) -> Tally:
-    """Two daemons on one PostgreSQL take runs from both; one is killed and comes back."""
+    """Two daemons on one PostgreSQL are asked for replays at once, through both; one is killed and
+    comes back. At no instant may more jobs run than the cap, counted from the jobs' own records."""
     tally = Tally("two daemons")
     url = world.postgres.new_database()
-    first, second = world.daemon("two-a", database_url=url), world.daemon("two-b", database_url=url)
+    cap = {"REPLAY_LOCAL_MAX_CONCURRENT_RUNS": str(TWO_DAEMON_CAP)}
+    first = world.daemon("two-a", database_url=url, extra=cap)
+    second = world.daemon("two-b", database_url=url, extra=cap)
     clients = [first.client(), second.client()]
-    run_ids = [
-        clients[i % 2].create_replay(OWNER, _replay(_day(i)), idempotency_key=f"chaos-two-{i}").id
-        for i in range(sizes.two_daemon_runs)
-    ]
+
+    def ask(index: int) -> str:
+        body = _replay(_day(index))
+        return clients[index % 2].create_replay(OWNER, body, idempotency_key=f"chaos-two-{index}").id
+
+    with ThreadPoolExecutor(sizes.two_daemon_runs) as pool:
+        run_ids = list(pool.map(ask, range(sizes.two_daemon_runs)))
     _wait_confirmed(clients[1], run_ids[0], at_least=1)
     first.kill()
     time.sleep(rng.uniform(1.0, 5.0))
     first.start()
     audit(world, tally, clients[1], run_ids)
+    most = max_concurrent_jobs([first, second])
+    if most > TWO_DAEMON_CAP:
+        tally.problems.append(f"{most} jobs ran at once; the cap is {TWO_DAEMON_CAP}")
+    tally.figures["max_concurrent_jobs"] = most
     return tally
 
 
