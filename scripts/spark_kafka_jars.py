@@ -26,7 +26,7 @@ from pathlib import Path
 
 SCRIPTS_DIR = Path(__file__).resolve().parent
 POM = SCRIPTS_DIR / "spark-kafka" / "pom.xml"
-FALLBACK_VERSION = "4.2.0"  # resolves with its dependencies and runs on pyspark 4.3's sink API
+FALLBACK_VERSION = "4.0.2"  # the default EMR release's Spark (daemon/core/spark_releases.py)
 KEEP = ("spark-sql-kafka-0-10_", "spark-token-provider-kafka-0-10_", "kafka-clients-", "commons-pool2-")
 MAVEN_TIMEOUT_S = 600.0
 
@@ -66,7 +66,7 @@ def cache_root() -> Path:
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -136,7 +136,7 @@ def ensure_jars() -> ConnectorJars:
     candidates = [pinned] if pinned else list(dict.fromkeys([spark_version, FALLBACK_VERSION]))
     root = cache_root()
     failures: list[str] = []
-    with _file_lock(root / ".spark-kafka.lock"):
+    with file_lock(root / ".spark-kafka.lock"):
         for version in candidates:
             dest = root / f"spark-kafka-{version}"
             jars = _cached(dest)

@@ -38,6 +38,7 @@ from daemon.adapters.emr_states import EmrJobRunState, exit_outcome, is_terminal
 from daemon.config.emr_settings import EmrSettings, spark_heap
 from daemon.core.errors import BadRequest, ConfigError, NotFound, ReplayError
 from daemon.core.retry import poll
+from daemon.core.spark_releases import EMR_DELTA_JARS, EMR_ICEBERG_JAR
 from daemon.usecases.ports import ApplicationDeleter, Handle, JobOutcome, JobState, Launcher, parse_outcome
 
 log = structlog.get_logger(__name__)
@@ -46,10 +47,13 @@ VENV_PYTHON = "./environment/bin/python"  # inside the `#environment` archive Sp
 
 
 def spark_submit_parameters(settings: EmrSettings, *, executors: int, py_files: str, venv: str) -> str:
-    """The `sparkSubmitParameters`: static executors, no speculation, the job's venv and package.
+    """The `sparkSubmitParameters`: static executors, no speculation, the job's venv and package, and
+    the release's own Iceberg and Delta runtimes on the classpath (the jars its image holds).
 
-    Extra `settings.spark_conf` comes first, so it can never override these.
+    Extra `settings.spark_conf` comes first, so it can never override these; jars it names are kept.
     """
+    lake_jars = ",".join((EMR_ICEBERG_JAR, *EMR_DELTA_JARS))
+    asked_jars = settings.spark_conf.get("spark.jars")
     forced = {
         "spark.executor.instances": str(executors),
         "spark.executor.cores": str(settings.executor_cores),
@@ -63,6 +67,7 @@ def spark_submit_parameters(settings: EmrSettings, *, executors: int, py_files: 
         "spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON": VENV_PYTHON,
         "spark.emr-serverless.driverEnv.PYSPARK_PYTHON": VENV_PYTHON,
         "spark.executorEnv.PYSPARK_PYTHON": VENV_PYTHON,
+        "spark.jars": f"{asked_jars},{lake_jars}" if asked_jars else lake_jars,
     }
     conf = {**settings.spark_conf, **forced}
     return " ".join([*(f"--conf {key}={value}" for key, value in conf.items()), f"--py-files {py_files}"])

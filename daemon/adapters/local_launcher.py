@@ -190,6 +190,7 @@ class LocalSparkLauncher(Launcher):
         task_retries: int = 2,
         extra_conf: dict[str, str] | None = None,
         max_concurrent_runs: int | None = None,
+        jars: tuple[Path, ...] = (),
         clock: Clock = time.monotonic,
         sleep: Sleep = time.sleep,
     ) -> None:
@@ -198,6 +199,7 @@ class LocalSparkLauncher(Launcher):
         self._spark_submit = spark_submit or default_spark_submit()
         self._task_retries = task_retries
         self._extra_conf = extra_conf or {}
+        self._jars = jars
         self.max_concurrent_runs = max_concurrent_runs or default_max_concurrent_runs()
         self._wake: Callable[[], None] | None = None
         self._monitored: set[str] = set()  # run ids with a monitor thread (jobs of a restarted daemon too)
@@ -303,6 +305,26 @@ class LocalSparkLauncher(Launcher):
         self._monitor(handle, process)
         return handle
 
+    def submit_command(self, run_id: str, spec_path: Path, *, workers: int) -> list[str]:
+        """The `spark-submit` of one run's job: `workers` slots, no speculation, the configured jars."""
+        conf = {"spark.driver.extraJavaOptions": LOCAL_DRIVER_JAVA_OPTIONS, **self._extra_conf}
+        jars = ["--jars", ",".join(str(jar) for jar in self._jars)] if self._jars else []
+        return [
+            self._spark_submit,
+            "--master",
+            f"local[{workers},{self._task_retries}]",
+            "--name",
+            f"replay-{run_id}",
+            "--conf",
+            "spark.speculation=false",
+            "--conf",
+            "spark.ui.enabled=false",
+            *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
+            *jars,
+            str(JOB_ENTRY),
+            str(spec_path),
+        ]
+
     def _start(self, run_id: str, spec_json: str, *, workers: int, lock: int) -> subprocess.Popen[bytes]:
         """Start the job, holding `lock` (inherited), its first act writing the run's pid file."""
         if shutil.which(self._spark_submit) is None:
@@ -315,25 +337,7 @@ class LocalSparkLauncher(Launcher):
             "-c",
             RECORD_PID_THEN_EXEC,
             str(directory / "pid"),
-            self._spark_submit,
-            "--master",
-            f"local[{workers},{self._task_retries}]",
-            "--name",
-            f"replay-{run_id}",
-            "--conf",
-            "spark.speculation=false",
-            "--conf",
-            "spark.ui.enabled=false",
-            *[
-                arg
-                for key, value in {
-                    "spark.driver.extraJavaOptions": LOCAL_DRIVER_JAVA_OPTIONS,
-                    **self._extra_conf,
-                }.items()
-                for arg in ("--conf", f"{key}={value}")
-            ],
-            str(JOB_ENTRY),
-            str(spec_path),
+            *self.submit_command(run_id, spec_path, workers=workers),
         ]
         appending = os.O_WRONLY | os.O_APPEND
         with (

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from daemon.core.errors import ConfigError
+from daemon.core.spark_releases import DEFAULT_RELEASE
 
 # vCPU -> (min GB, max GB, step GB): the worker sizes EMR Serverless accepts.
 WORKER_SIZES: dict[int, tuple[int, int, int]] = {
@@ -59,7 +60,7 @@ class EmrSettings(BaseModel):
     region: str = Field(default="us-east-1", description="the AWS region of EMR Serverless, S3 and KMS")
     endpoint_url: str | None = Field(default=None, description="AWS endpoint override (tests: moto)")
     # Spark 4.0 with Python 3.11: what the job is written for (emr-7.x ships Spark 3.5 and Python 3.9).
-    release_label: str = Field(default="emr-spark-8.0.0", description="the EMR release the job runs on")
+    release_label: str = Field(default=DEFAULT_RELEASE, description="the EMR release the job runs on")
     architecture: Literal["X86_64", "ARM64"] = Field(default="X86_64", description="the workers' CPU")
     execution_role_arn: str | None = Field(
         default=None, description="the IAM role job runs assume (required with the EMR launcher)"

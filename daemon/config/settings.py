@@ -103,6 +103,11 @@ class Settings(BaseSettings):
     local_workers: int = Field(
         default=2, ge=1, le=64, description="Spark task slots when a request names none"
     )
+    local_jars: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list,
+        description="jars every local job gets with --jars, comma-separated: the Iceberg and Delta "
+        "runtimes of the EMR release (`scripts/lake-jars` fetches them and prints the list)",
+    )
     local_max_concurrent_runs: int | None = Field(
         default=None,
         ge=1,
@@ -238,6 +243,15 @@ class Settings(BaseSettings):
 
     _split_admins = field_validator("admins", mode="before")(_split_list)
     _split_user_tokens = field_validator("user_tokens", mode="before")(_split_list)
+    _split_local_jars = field_validator("local_jars", mode="before")(_split_list)
+
+    @field_validator("local_jars")
+    @classmethod
+    def _jars_exist(cls, value: list[Path]) -> list[Path]:
+        missing = [str(jar) for jar in value if not jar.is_file()]
+        if missing:
+            raise ValueError(f"no such jar: {', '.join(missing)} (scripts/lake-jars fetches the lake jars)")
+        return value
 
     @field_validator("user_tokens")
     @classmethod

@@ -114,6 +114,7 @@ def build_launcher(settings: Settings) -> Launcher:
             runs_dir=settings.state_dir / "runs",
             spark_submit=settings.spark_submit or None,
             max_concurrent_runs=settings.local_max_concurrent_runs,
+            jars=tuple(settings.local_jars),
         )
     emr = settings.emr
     kwargs = emr.client_kwargs()

@@ -13,6 +13,7 @@ import pytest
 from daemon.adapters.emr_launcher import EmrServerlessLauncher
 from daemon.config.emr_settings import EmrSettings, spark_heap
 from daemon.core.errors import BadRequest, ConfigError, Unavailable
+from daemon.core.spark_releases import EMR_DELTA_JARS, EMR_ICEBERG_JAR
 from tests.fixtures.aws import EXECUTION_ROLE_ARN, AwsClients
 from tests.fixtures.emr_launcher import (
     ARTIFACTS,
@@ -146,6 +147,7 @@ def test_job_run_is_submitted_with_static_spark_settings(
         f"spark.archives={ARTIFACTS['venv']}#environment",
         "spark.emr-serverless.driverEnv.PYSPARK_PYTHON=./environment/bin/python",
         "spark.executorEnv.PYSPARK_PYTHON=./environment/bin/python",
+        f"spark.jars={EMR_ICEBERG_JAR},{','.join(EMR_DELTA_JARS)}",  # the release's own lake runtimes
     ):
         assert conf in parameters
     assert ARTIFACTS["py_files"] == parameters[parameters.index("--py-files") + 1]
@@ -158,6 +160,7 @@ def test_extra_spark_conf_is_passed_but_cannot_undo_static_sizing(aws: AwsClient
     glue = "spark.hadoop.hive.metastore.client.factory.class"
     extra = {glue: "com.amazonaws.glue.catalog.metastore.AWSGlueDataCatalogHiveClientFactory"}
     extra["spark.dynamicAllocation.enabled"] = "true"
+    extra["spark.jars"] = "s3://bucket/udfs.jar"
     settings = emr_settings(aws, spark_conf=extra)
     launcher = EmrServerlessLauncher(
         emr_client=aws.emr_serverless, s3_client=aws.s3, settings=settings, artifacts=ARTIFACTS
@@ -168,6 +171,12 @@ def test_extra_spark_conf_is_passed_but_cannot_undo_static_sizing(aws: AwsClient
     assert f"{glue}={extra[glue]}" in parameters.split(" ")
     assert "spark.dynamicAllocation.enabled=true" not in parameters
     assert parameters.split(" ").count("spark.dynamicAllocation.enabled=false") == 1
+    [jars] = [word for word in parameters.split(" ") if word.startswith("spark.jars=")]
+    assert jars.removeprefix("spark.jars=").split(",") == [
+        "s3://bucket/udfs.jar",
+        EMR_ICEBERG_JAR,
+        *EMR_DELTA_JARS,
+    ]
 
 
 def test_submit_uploads_the_spec_with_an_s3_result_uri(
