@@ -98,6 +98,9 @@ def test_a_consumer_that_slows_down_mid_run_keeps_a_bounded_lag_and_the_run_fini
     # the lag a sample can show: the limit, plus what one decision period at the ceiling adds
     bound = limit + ceiling * (HOLD_S + 2.0) * 2
     assert max(lag for _, _, lag in history) <= bound, history
-    settled = [rate for at, rate, _ in history if at > slow_at + 60]
-    if settled:
-        assert min(settled) <= slow * ceiling * 1.3 + auto.floor  # it found the slower pace
+    # Once the lag passes its limit after the slowdown, the rate comes down to the consumer's pace (not
+    # "stays there": as the last rows drain the lag falls and the rate rightly climbs again;
+    # ceiling=500 fast=0.59 slow=0.0625 slow_at=99 sat at 31/s from 114 s to 148 s, then climbed).
+    after = [(rate, lag) for at, rate, lag in history if at > slow_at]
+    if any(lag > limit for _, lag in after):
+        assert min(rate for rate, _ in after) <= slow * ceiling * 1.3 + auto.floor
