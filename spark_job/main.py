@@ -57,15 +57,26 @@ REQUIRED_CONF = {
 DEFAULT_CONF = {"spark.task.maxFailures": "3"}  # a retry re-publishes a partition: allow few
 
 
-def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
-    """Apply the job's Spark settings to a session builder (tests use the same settings)."""
+# What reading a table format needs in the session (static settings: set before it starts). Delta's
+# reader refuses to run without its extension and catalog; Iceberg reads a path without either.
+FORMAT_CONF = {
+    "delta": {
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    },
+}
+
+
+def configure(builder: SparkSession.Builder, table_format: str = "parquet") -> SparkSession.Builder:
+    """Apply the job's Spark settings to a session builder (tests use the same settings), with what
+    reading ``table_format`` needs."""
     from pyspark import SparkConf
 
     submitted = SparkConf()
     for key, value in DEFAULT_CONF.items():
         if not submitted.contains(key):
             builder = builder.config(key, value)
-    for key, value in REQUIRED_CONF.items():
+    for key, value in {**REQUIRED_CONF, **FORMAT_CONF.get(table_format, {})}.items():
         builder = builder.config(key, value)
     return builder
 
@@ -101,7 +112,8 @@ def _ship_package(spark: SparkSession) -> None:
 def _session(spec: JobSpec) -> SparkSession:
     from pyspark.sql import SparkSession
 
-    spark = configure(SparkSession.builder.appName(f"replay-{spec.run_id}")).getOrCreate()
+    builder = SparkSession.builder.appName(f"replay-{spec.run_id}")
+    spark = configure(builder, spec.source.format).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     _ship_package(spark)
     return spark

@@ -51,12 +51,20 @@ _SIZES = pa.schema([("partition", pa.int32()), ("rows", pa.int64())])
 
 
 def read_source(spark: SparkSession, source: Source, selection: Selection | None = None) -> DataFrame:
-    """The source table; for a day window only its day directories (`<path>/<column>=<day>`) are given
-    to Spark, which lists every file under the paths it gets before pruning anything. With none of
-    them there, the whole table (the window has no rows either way)."""
+    """The source table. An Iceberg or Delta table is read through its format, at the run's snapshot
+    when it has one (the window's filter is pushed down to the table's metadata). For Parquet and a
+    day window only the day directories (`<path>/<column>=<day>`) are given to Spark, which lists
+    every file under the paths it gets before pruning anything; with none of them there, the whole
+    table (the window has no rows either way)."""
     if source.table is not None:
         return spark.table(source.table)
     reader = spark.read.format(source.format)
+    if source.format in ("iceberg", "delta"):  # the table's own metadata prunes; pinned when told
+        if source.snapshot is not None:
+            reader = reader.option(
+                "snapshot-id" if source.format == "iceberg" else "versionAsOf", source.snapshot
+            )
+        return reader.load(source.path)
     if isinstance(selection, DayWindow) and source.path is not None:
         base = source.path.rstrip("/")
         span = (selection.end_day - selection.start_day).days + 1

@@ -1,4 +1,5 @@
-"""`ParquetTableStats`: cheap facts about a lake table, read by the daemon without a Spark job.
+"""`ParquetTableStats`: cheap facts about a Parquet table, read by the daemon without a Spark job
+(`LakeTableStats` picks it for `format: parquet`).
 
 A plan (rows in a window, ETA) must answer in Slack's time budget whatever the table's size, so the
 cost follows the window, not the table: only the window's partition directories
@@ -20,7 +21,6 @@ import pyarrow.parquet as pq
 
 from daemon.core.errors import BadRequest, DependencyDown, Unavailable
 from daemon.core.watermarks import Value
-from daemon.usecases.ports import TableStats
 
 _OPEN_ERRORS = (FileNotFoundError, pa.ArrowInvalid, OSError)
 
@@ -34,7 +34,7 @@ def _data_dir(info: pafs.FileInfo) -> bool:
     return info.type == pafs.FileType.Directory and not info.base_name.startswith(("_", "."))
 
 
-class ParquetTableStats(TableStats):
+class ParquetTableStats:
     """Hive-partitioned Parquet at a path (local or s3://), read with pyarrow.
 
     `filesystem`: where the paths are (they are then plain paths in it); by default each path says

@@ -291,6 +291,10 @@ class PlanOut(BaseModel):
     rewind_instead: str | None = Field(
         default=None, description="the window is still on the live topic: a rewind that re-delivers it"
     )
+    snapshot: str | None = Field(
+        default=None,
+        description="the table version counted, which the run reads (Iceberg snapshot id, Delta version)",
+    )
 
 
 class ReconcileOut(BaseModel):
@@ -372,6 +376,10 @@ class RunOut(BaseModel):
     )
     requester: str
     rows_planned: int | None = Field(description="rows the plan counted; None for a pipeline run")
+    snapshot: str | None = Field(
+        default=None,
+        description="the table version the run reads (Iceberg snapshot id, Delta version); None for Parquet",
+    )
     rows_selected: int | None = Field(description="rows the job selected; None until it reports")
     confirmed: int | None = Field(
         description="events the broker confirmed; null: unknown (see on_topic_at_least)"

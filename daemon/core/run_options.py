@@ -52,6 +52,9 @@ class RunOptions:
     auto: AutoRate | None = None  # tps=auto: the daemon steers the rate from the group's lag
     overrides: tuple[str, ...] = ()  # live, force=yes: the overlapping runs it went ahead of
     approved_by: str | None = None  # live, two owners: the second owner
+    # The table version the plan counted and every read of the run sees (an Iceberg snapshot id, a
+    # Delta version); None: a Parquet table, or a run from before snapshots were recorded.
+    snapshot: str | None = None
 
     def __post_init__(self) -> None:
         _check(self)

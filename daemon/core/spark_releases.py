@@ -82,6 +82,19 @@ RELEASES: dict[str, SparkRelease] = {
 DEFAULT_RELEASE = "emr-spark-8.0.0"
 
 
+# The jar that carries each table format's Spark runtime, by the start of its file name.
+_RUNTIME_JARS = {"iceberg": "iceberg-spark-runtime-", "delta": "delta-spark_"}
+
+
+def missing_runtime(table_format: str, jar_names: list[str]) -> str | None:
+    """What a local job lacks to read ``table_format`` given its jars' file names; None: nothing
+    (Parquet is Spark's own)."""
+    prefix = _RUNTIME_JARS.get(table_format)
+    if prefix is None or any(name.startswith(prefix) for name in jar_names):
+        return None
+    return f"{table_format} runtime ({prefix}*.jar)"
+
+
 def spark_release(label: str) -> SparkRelease:
     """The release ``label`` names; a label not in the table is refused with the ones that are."""
     try:

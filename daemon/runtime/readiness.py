@@ -21,9 +21,9 @@ from sqlalchemy import text
 
 from daemon.adapters.aws_errors import aws_errors
 from daemon.adapters.kafka_topic_admin import KafkaTopicAdmin
-from daemon.adapters.table_stats import ParquetTableStats
+from daemon.adapters.lake_table_stats import LakeTableStats
 from daemon.config.settings import Settings
-from daemon.usecases.catalog import Catalog
+from daemon.usecases.catalog import Catalog, TableRef
 from store import Store
 
 PROBE_TIMEOUT_S = 2.0
@@ -82,16 +82,14 @@ def _aws_client(service: str, settings: Settings, timeout_s: float) -> Any:
     return boto3.client(service, config=config, **settings.emr.client_kwargs())  # type: ignore[call-overload]  # service is a runtime name
 
 
-def _table_paths(catalog: Catalog) -> list[str]:
+def _tables(catalog: Catalog) -> list[TableRef]:
     """One table per storage: an s3 bucket (or other scheme's authority), or the local disk."""
-    seen: dict[str, str] = {}
+    seen: dict[str, TableRef] = {}
     for name in catalog.names():
-        path = catalog.sources[name].table.path
-        if path is None:
-            continue
-        scheme, _, rest = path.partition("://")
+        table = catalog.sources[name].table
+        scheme, _, rest = table.location.partition("://")
         storage = f"{scheme}://{rest.split('/', 1)[0]}" if rest else "local"
-        seen.setdefault(storage, path)
+        seen.setdefault(storage, table)
     return list(seen.values())
 
 
@@ -112,15 +110,15 @@ def readiness_for(
     """The probes this daemon's settings and catalog call for; the tables probed are read from the
     catalog at each check (a reload may move them)."""
     kafka = KafkaTopicAdmin(config=settings.kafka_config(), timeout_s=timeout_s)
-    stats = ParquetTableStats()
+    stats = LakeTableStats()
 
     def database() -> None:
         with store.session() as session:
             session.execute(text("SELECT 1"))
 
     def table_storage() -> None:
-        for path in _table_paths(catalog):
-            stats.column_names(path)
+        for table in _tables(catalog):
+            stats.column_names(table)
 
     def aws_probe(service: str, name: str, call: Callable[[Any], object]) -> Probe:
         client = _aws_client(service, settings, timeout_s)  # made once: a new client costs ~1 s
@@ -134,7 +132,7 @@ def readiness_for(
     probes: dict[str, Probe | None] = {
         "kafka": kafka.ping,
         "database": database,
-        "table_storage": table_storage if _table_paths(catalog) else None,
+        "table_storage": table_storage if _tables(catalog) else None,
         "kms": aws_probe("kms", "KMS", lambda c: c.list_keys(Limit=1)) if _kms_keys(catalog) else None,
         "emr": aws_probe("emr-serverless", "EMR Serverless", lambda c: c.list_applications(maxResults=1))
         if settings.launcher == "emr"

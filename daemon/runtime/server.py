@@ -36,11 +36,11 @@ from daemon.adapters.kafka_consumer_group_admin import KafkaConsumerGroupAdmin
 from daemon.adapters.kafka_progress_source import KafkaProgressSource
 from daemon.adapters.kafka_run_control import KafkaRunControlChannel
 from daemon.adapters.kafka_topic_admin import KafkaTopicAdmin
+from daemon.adapters.lake_table_stats import LakeTableStats
 from daemon.adapters.local_launcher import LocalSparkLauncher
 from daemon.adapters.log_notifier import LogNotifier
 from daemon.adapters.packaging import package_and_upload
 from daemon.adapters.slack_notifier import slack_notifier_from_settings
-from daemon.adapters.table_stats import ParquetTableStats
 from daemon.config.logs import configure_logging
 from daemon.config.settings import Settings, load_settings
 from daemon.core.errors import BadRequest, ConfigError, ReplayError, Unavailable
@@ -163,7 +163,7 @@ def build_daemon(
         admins=list(settings.admins),
         sample_s=settings.lag_sample_s,
     )
-    table_stats = ParquetTableStats()
+    table_stats = LakeTableStats()
     launcher = launcher or build_launcher(settings)
     notifier = notifier or slack_notifier_from_settings(settings) or LogNotifier()
     progress = KafkaProgressSource(kafka_config=settings.kafka_config(), topic=settings.progress_topic)

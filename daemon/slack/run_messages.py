@@ -153,13 +153,18 @@ def _window(run: RunOut) -> str:
     return f"{shown} = `{escape(pinned)}`" if pinned != (run.window or "") else f"{shown} (UTC)"
 
 
+def _source(name: str, snapshot: str | None) -> str:
+    """The source, with the table snapshot the run reads when the table has snapshots."""
+    return escape(name) + (f" at snapshot `{escape(snapshot)}`" if snapshot is not None else "")
+
+
 def run_parent(run: RunOut, *, redirected: tuple[str, str] | None = None) -> Message:
     """The channel message of a run: what, how much, where, how fast; final counts once it ended.
 
     `redirected` = (channel, Slack's error) when the thread went to the requester's DM instead."""
     icon, final = run_icon(run.state), run.state in TERMINAL_RUN_STATES
     pairs = [
-        ("Source", escape(run.source)),
+        ("Source", _source(run.source, run.snapshot)),
         ("Window", _window(run)),
         ("Rows", count(run.rows)),
         ("Target topic", f"`{escape(run.topic)}`"),
@@ -345,7 +350,7 @@ def cancelling(run: RunOut) -> Message:
 def _plan_fields(plan: PlanOut) -> dict[str, Any]:
     return fields(
         [
-            ("Source", escape(plan.source)),
+            ("Source", _source(plan.source, plan.snapshot)),
             ("Window", f"`{escape(plan.window)}`" + ("" if " tz=" in plan.window else " (UTC)")),
             ("Rows", count(plan.rows)),
             ("Target topic", f"`{escape(plan.topic)}` ({plan.partitions} partitions)"),

@@ -44,14 +44,19 @@ _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
 
 
+TableFormat = Literal["parquet", "iceberg", "delta"]
+TABLE_FORMATS: tuple[TableFormat, ...] = ("parquet", "iceberg", "delta")
+
+
 class TableRef(BaseModel):
-    """Where the table lives: a path (local or s3://) or a catalog table name."""
+    """Where the table lives and how it is stored: hive-partitioned Parquet files, an Apache Iceberg
+    table or a Delta Lake table, at a path (local or s3://)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: str | None = None
     table: str | None = None
-    format: Literal["parquet"] = "parquet"
+    format: TableFormat = "parquet"
 
     @model_validator(mode="after")
     def _one_location(self) -> TableRef:
@@ -60,9 +65,15 @@ class TableRef(BaseModel):
         if self.table is not None:  # refused here, so no plan or replay of it ever fails half-way
             raise ValueError(
                 f"catalog tables ('table: {self.table}') are not supported yet: give the table's 'path' "
-                "(local or s3://) instead; plans read its Parquet footers and the job reads it by path"
+                "(local or s3://) and its 'format' (parquet, iceberg or delta) instead"
             )
         return self
+
+    @property
+    def location(self) -> str:
+        """The table's path (every table has one until named catalog tables are supported)."""
+        assert self.path is not None, "a TableRef without a path is refused when the catalog loads"
+        return self.path
 
 
 class EncryptedColumn(BaseModel):

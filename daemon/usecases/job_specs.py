@@ -106,7 +106,13 @@ def build_spec(
     dead_letters = dead_letter_options(options.on_error or source.on_error, source.name)
     return JobSpec(
         run_id=run.id,
-        source=Source(name=source.name, path=source.table.path, table=source.table.table),
+        source=Source(
+            name=source.name,
+            path=source.table.path,
+            table=source.table.table,
+            format=source.table.format,
+            snapshot=options.snapshot,
+        ),
         selection=job_selection(run, source.partition_column, source.event_time_column),
         topic=run.topic,
         kafka=_job_kafka(settings),

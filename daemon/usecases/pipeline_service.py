@@ -127,11 +127,6 @@ class PipelineService:
     def get_pipeline(self, pipeline_id: str) -> Pipeline:
         return self._store.pipelines.get(pipeline_id)
 
-    def _table_path(self, source: Source) -> str:
-        if source.table.path is None:
-            raise BadRequest(f"source '{source.name}' is a catalog table; pipelines need a path for now")
-        return source.table.path
-
     # -- creating -----------------------------------------------------------------------------
 
     def schedule(
@@ -182,10 +177,10 @@ class PipelineService:
                     f"watermark={command.watermark} is not the watermark column of '{source.name}' "
                     f"in the catalog (it is '{source.watermark_column}')"
                 )
-            if command.watermark not in self._table_stats.column_names(self._table_path(source)):
+            if command.watermark not in self._table_stats.column_names(source.table):
                 raise BadRequest(f"the table of '{source.name}' has no column '{command.watermark}'")
             if command.lookback_seconds:
-                current = self._table_stats.max_value(self._table_path(source), command.watermark)
+                current = self._table_stats.max_value(source.table, command.watermark)
                 if isinstance(current, int):  # a sequence number cannot be moved back by a duration
                     raise BadRequest(
                         f"lookback needs a timestamp watermark column; '{command.watermark}' holds integers"
@@ -459,7 +454,7 @@ class PipelineService:
     def _fire_slot(self, pipeline: Pipeline, now: datetime) -> Run | None:
         pipeline_id = pipeline.id
         source = self._catalog.get(pipeline.source)
-        high = self._table_stats.max_value(self._table_path(source), pipeline.watermark_column)
+        high = self._table_stats.max_value(source.table, pipeline.watermark_column)
         fields = {
             "source": pipeline.source,
             "topic": pipeline.topic,

@@ -29,6 +29,7 @@ from daemon.contract.models import IdlePrompt, PipelineOut, RateSeriesOut, RunOu
 from daemon.core.lag import GroupState
 from daemon.core.run_control import RateChange
 from daemon.core.watermarks import Value
+from daemon.usecases.catalog import TableRef
 
 Handle = dict[str, Any]
 
@@ -206,27 +207,35 @@ class ConsumerGroupAdmin(ABC):
 
 
 class TableStats(ABC):
-    """Answers within Slack's time budget: metadata and pruned reads, never a scan of the table."""
+    """Answers within Slack's time budget: metadata and pruned reads, never a scan of the table.
+
+    A table is the catalog's `TableRef` (a path and its format); `snapshot` pins a count to one
+    version of an Iceberg or Delta table (None: the current one; plain Parquet has none)."""
 
     @abstractmethod
-    def column_names(self, path: str) -> list[str]:
+    def snapshot(self, table: TableRef) -> str | None:
+        """The table's current snapshot (Iceberg snapshot id, Delta version); None for Parquet."""
+
+    @abstractmethod
+    def column_names(self, table: TableRef) -> list[str]:
         """The table's columns, partition columns included."""
 
     @abstractmethod
     def count_window_rows(
         self,
-        path: str,
+        table: TableRef,
         *,
         partition_column: str,
         days: list[date],
         time_column: str | None = None,
         start: datetime | None = None,
         end: datetime | None = None,
+        snapshot: str | None = None,
     ) -> int:
         """Rows in the given partition days, optionally narrowed to `start <= time_column < end`."""
 
     @abstractmethod
-    def max_value(self, path: str, column: str) -> Value | None:
+    def max_value(self, table: TableRef, column: str) -> Value | None:
         """The watermark column's current maximum (a pipeline run's high mark); None for no rows."""
 
 

@@ -32,6 +32,7 @@ from daemon.core.grammar import OnError, Ordering, PlanCommand, ReplayCommand, T
 from daemon.core.ids import new_run_id
 from daemon.core.quantities import partitions_for_rate
 from daemon.core.run_options import RunOptions, WindowKind
+from daemon.core.spark_releases import missing_runtime
 from daemon.core.states import RunKind, RunState
 from daemon.core.windows import DayWindow, TimeWindow, bounds, days, label, resolve
 from daemon.usecases.audit import Audit
@@ -91,6 +92,7 @@ class Plan:
     rewind_instead: str | None = None  # the window is still on the live topic: this rewind re-delivers it
     watch: tuple[str, ...] = ()  # consumer groups whose drain the run watches after it ends
     auto: AutoRate | None = None  # tps=auto: ``tps`` is the start rate, the daemon steers from there
+    snapshot: str | None = None  # the table version counted, which the run will read (None: Parquet)
 
 
 class _AlreadyCreated(Exception):
@@ -217,7 +219,9 @@ class ReplayService:
             raise BadRequest(f"workers={workers} is above the maximum of {self._settings.max_workers}")
         if command.ordering == "entity" and not source.key_column:
             raise BadRequest(f"source '{source.name}' has no entity key column for ordering=entity")
-        rows = self._count_rows(source, window)
+        self._check_table_runtime(source)
+        snapshot = self._table_stats.snapshot(source.table)
+        rows = self._count_rows(source, window, snapshot)
         if rows == 0:
             raise EmptyWindow(f"no rows of '{source.name}' in {written}; nothing to replay")
         overlapping: tuple[Overlap, ...] = ()
@@ -261,8 +265,21 @@ class ReplayService:
             rewind_instead=hint,
             watch=command.watch,
             auto=command.auto,
+            snapshot=snapshot,
         )
         return source, plan
+
+    def _check_table_runtime(self, source: Source) -> None:
+        """A local job reads Iceberg and Delta only with their runtimes' jars: refused before anything
+        is created, not failed in the job (EMR's images carry them)."""
+        if self._settings.launcher != "local":
+            return
+        missing = missing_runtime(source.table.format, [jar.name for jar in self._settings.local_jars])
+        if missing is not None:
+            raise BadRequest(
+                f"source '{source.name}' is a {source.table.format} table and this daemon's local jobs have "
+                f"no {missing}: list it in REPLAY_LOCAL_JARS (scripts/lake-jars fetches it)"
+            )
 
     def _guard_since(self) -> datetime:
         return self._clock() - timedelta(hours=self._settings.live_replay_guard_hours)
@@ -276,20 +293,21 @@ class ReplayService:
     def _check_approval(self, actor: str, source: Source, approved_by: str | None) -> None:
         check_live_approval(actor, source, approved_by, what="live replay")
 
-    def _count_rows(self, source: Source, window: DayWindow | TimeWindow) -> int:
-        assert source.table.path is not None, "catalog tables are resolved by the EMR launcher"
+    def _count_rows(self, source: Source, window: DayWindow | TimeWindow, snapshot: str | None) -> int:
+        """The window's rows in the table as of ``snapshot`` (the one the run will read)."""
         if isinstance(window, DayWindow):
             return self._table_stats.count_window_rows(
-                source.table.path, partition_column=source.partition_column, days=days(window)
+                source.table, partition_column=source.partition_column, days=days(window), snapshot=snapshot
             )
         start, end = bounds(window)
         return self._table_stats.count_window_rows(
-            source.table.path,
+            source.table,
             partition_column=source.partition_column,
             days=days(window),
             time_column=source.event_time_column,
             start=start,
             end=end,
+            snapshot=snapshot,
         )
 
     def _auto_partitions(self, source: Source, tps: int) -> int:
@@ -421,6 +439,7 @@ class ReplayService:
                     **dead_letter_options(plan.on_error, source.name),
                     overrides=tuple(o.run_id for o in plan.overlapping) if plan.force else (),
                     approved_by=approved_by,
+                    snapshot=plan.snapshot,
                 ),
                 idempotency_key=idempotency_key,
                 slack_channel=slack_channel,
@@ -514,6 +533,7 @@ class ReplayService:
                     topic_mode=subject.options.topic_mode,
                     on_error=subject.options.on_error,
                     dlq_topic=subject.options.dlq_topic,
+                    snapshot=subject.options.snapshot,  # the table as the subject read it, not as now
                 ),
                 reconciles=subject.id,
                 offsets=subject.offsets,  # where the subject's records lie; None: the whole topic

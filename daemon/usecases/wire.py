@@ -54,6 +54,7 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         ],
         requester=run.requester,
         rows_planned=options.planned_rows,
+        snapshot=options.snapshot,
         rows_selected=run.rows_selected,
         confirmed=run.confirmed,
         achieved_tps=run.achieved_tps,
@@ -158,6 +159,7 @@ def plan_out(plan: Plan) -> PlanOut:
         ],
         live_approvals=plan.live_approvals,
         rewind_instead=plan.rewind_instead,
+        snapshot=plan.snapshot,
     )
 
 

@@ -82,12 +82,17 @@ DEFAULT_PARTITIONER: Partitioner = "murmur2_random"
 Timestamp = Literal["replay", "event"]  # the record's Kafka timestamp: publish time, or the row's event time
 
 
+TABLE_FORMATS = ("parquet", "iceberg", "delta")
+
+
 @dataclass(frozen=True)
 class Source:
     name: str
     path: str | None = None
     table: str | None = None
-    format: str = "parquet"
+    format: str = "parquet"  # one of TABLE_FORMATS
+    # Iceberg: the snapshot id to read; Delta: the version. None: the table as it is now (and Parquet).
+    snapshot: str | None = None
 
 
 @dataclass(frozen=True)
@@ -223,6 +228,8 @@ class JobSpec:
         selection = document.pop("selection")
         key = "watermark" if isinstance(self.selection, WatermarkRange) else "window"
         document[key] = {k: _iso(v) if isinstance(v, date) else v for k, v in selection.items()}
+        if document["source"]["snapshot"] is None:
+            del document["source"]["snapshot"]  # and specs of unversioned tables
         if document["decrypt"] is None:
             del document["decrypt"]  # specs of sources without PII stay as they were
         if document["control"] is None:
@@ -243,8 +250,16 @@ def _validate(spec: JobSpec) -> None:
         raise SpecError("tps", f"must be >= 0 (0 = unthrottled), got {spec.tps}")
     if (spec.source.path is None) == (spec.source.table is None):
         raise SpecError("source.path", "give exactly one of 'path' or 'table'")
-    if spec.source.format != "parquet":
-        raise SpecError("source.format", f"only 'parquet' is supported, got {spec.source.format!r}")
+    if spec.source.format not in TABLE_FORMATS:
+        raise SpecError(
+            "source.format", f"must be one of {', '.join(TABLE_FORMATS)}, got {spec.source.format!r}"
+        )
+    if spec.source.snapshot is not None and spec.source.format == "parquet":
+        raise SpecError("source.snapshot", "a Parquet table has no snapshots to pin")
+    if spec.source.snapshot is not None and not spec.source.snapshot.isdigit():
+        raise SpecError(
+            "source.snapshot", f"must be a snapshot id or version number, got {spec.source.snapshot!r}"
+        )
     if isinstance(spec.selection, DayWindow) and spec.selection.start_day > spec.selection.end_day:
         raise SpecError("window.end_day", "is before window.start_day")
     if isinstance(spec.selection, TimeWindow) and spec.selection.start >= spec.selection.end:

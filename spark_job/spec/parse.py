@@ -192,6 +192,7 @@ def _parse_source(doc: _Fields) -> Source:
         path=doc.get("path", str),
         table=doc.get("table", str),
         format=doc.get("format", str, default="parquet"),
+        snapshot=doc.get("snapshot", str),
     )
     doc.done()
     return source

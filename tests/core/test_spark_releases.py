@@ -15,7 +15,7 @@ import pytest
 
 from daemon.config.emr_settings import EmrSettings
 from daemon.core.errors import ConfigError
-from daemon.core.spark_releases import DEFAULT_RELEASE, RELEASES, spark_release
+from daemon.core.spark_releases import DEFAULT_RELEASE, RELEASES, missing_runtime, spark_release
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 DEFAULT = RELEASES[DEFAULT_RELEASE]
@@ -71,3 +71,19 @@ def test_a_release_not_in_the_table_is_refused_with_the_ones_that_are() -> None:
         ConfigError, match=r"'emr-7\.5\.0' is not one the job is built for: emr-spark-8\.0\.0"
     ):
         spark_release("emr-7.5.0")
+
+
+@pytest.mark.parametrize(
+    ("table_format", "jars", "missing"),
+    [
+        ("parquet", [], None),
+        ("iceberg", ["iceberg-spark-runtime-4.0_2.13-1.10.1.jar"], None),
+        ("delta", ["delta-spark_2.13-4.0.0.jar", "delta-storage-4.0.0.jar"], None),
+        ("iceberg", ["delta-spark_2.13-4.0.0.jar"], "iceberg runtime (iceberg-spark-runtime-*.jar)"),
+        ("delta", ["delta-storage-4.0.0.jar"], "delta runtime (delta-spark_*.jar)"),
+    ],
+)
+def test_a_local_job_lacks_a_formats_runtime_without_its_jar(
+    table_format: str, jars: list[str], missing: str | None
+) -> None:
+    assert missing_runtime(table_format, jars) == missing

@@ -54,6 +54,18 @@ def test_the_parent_names_source_window_rows_topic_rate_eta_and_requester() -> N
     }
 
 
+def test_a_run_of_a_table_with_snapshots_names_the_one_it_reads_in_its_card_and_plan() -> None:
+    pinned = changed(RUN, snapshot="8655821210307430332")
+
+    [source] = [
+        f["text"] for f in run_messages.run_parent(pinned).blocks[1]["fields"] if "*Source*" in f["text"]
+    ]
+    planned = repr(run_messages.plan_summary(wire_plan(snapshot="3")).blocks)
+
+    assert source == "*Source*\norders at snapshot `8655821210307430332`"
+    assert "orders at snapshot `3`" in planned
+
+
 def test_the_final_parent_shows_the_confirmed_count_rate_and_duration() -> None:
     final = changed(
         RUN,

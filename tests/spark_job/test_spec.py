@@ -69,7 +69,14 @@ def test_watermark_low_may_be_null() -> None:
 SPECS = st.builds(
     JobSpec,
     run_id=st.text(min_size=1, max_size=12).filter(str.strip),
-    source=st.builds(Source, name=st.just("orders"), path=st.just("/lake/orders")),
+    source=st.builds(Source, name=st.just("orders"), path=st.just("/lake/orders"))
+    | st.builds(
+        Source,
+        name=st.just("orders"),
+        path=st.just("/lake/orders"),
+        format=st.sampled_from(["iceberg", "delta"]),
+        snapshot=st.none() | st.integers(0, 2**63 - 1).map(str),
+    ),
     selection=st.one_of(
         st.builds(DayWindow, st.just("dt"), st.just(date(2024, 1, 1)), st.dates(min_value=date(2024, 1, 1))),
         st.builds(
@@ -126,6 +133,11 @@ def test_json_round_trip_is_exact(spec: JobSpec) -> None:
         ),
         ({"source": {"name": "orders", "path": "/p", "table": "db.t"}}, "source.path"),
         ({"source": {"name": "orders", "path": "/p", "format": "csv"}}, "source.format"),
+        ({"source": {"name": "orders", "path": "/p", "snapshot": "12"}}, "source.snapshot"),  # Parquet
+        (
+            {"source": {"name": "orders", "path": "/p", "format": "delta", "snapshot": "v12"}},
+            "source.snapshot",
+        ),
         ({"kafka": {}}, "kafka.bootstrap.servers"),
         ({"kafka": {"bootstrap.servers": "b:1", "enable.idempotence": False}}, "kafka.enable.idempotence"),
         ({"kafka": {"bootstrap.servers": "b:1", "acks": "1"}}, "kafka.acks"),

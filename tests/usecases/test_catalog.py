@@ -43,6 +43,14 @@ def test_example_catalogs_are_valid(name: str, sources: list[str]) -> None:
     assert catalog.names() == sources
 
 
+@pytest.mark.parametrize("table_format", ["parquet", "iceberg", "delta"])
+def test_a_table_is_parquet_iceberg_or_delta_at_a_path(tmp_path: Path, table_format: str) -> None:
+    catalog = load_catalog(_write(tmp_path, GOOD.replace("format: parquet", f"format: {table_format}")))
+
+    table = catalog.get("orders").table
+    assert (table.format, Path(table.location).name) == (table_format, "orders")
+
+
 def test_unknown_source_lists_the_known_ones(tmp_path: Path) -> None:
     catalog = load_catalog(_write(tmp_path, GOOD))
 
@@ -56,7 +64,11 @@ def test_unknown_source_lists_the_known_ones(tmp_path: Path) -> None:
         (("    key_column: order_id\n", ""), "key_column", "Field required"),
         (("[U0OWNER1]", "[bob]"), "owners", "not a Slack user id"),
         (("live_topic: orders", "live_topic: 'bad topic!'"), "live_topic", "not a valid Kafka topic name"),
-        (("format: parquet", "format: csv"), "table.format", "Input should be 'parquet'"),
+        (
+            ("format: parquet", "format: csv"),
+            "table.format",
+            "Input should be 'parquet', 'iceberg' or 'delta'",
+        ),
         (("{path: lake/orders, format: parquet}", "{format: parquet}"), "table", "exactly one of"),
         (
             ("{path: lake/orders, format: parquet}", "{table: lake.orders, format: parquet}"),

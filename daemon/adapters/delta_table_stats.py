@@ -1,0 +1,127 @@
+"""`DeltaTableStats`: a Delta Lake table's facts from its transaction log, without a Spark job.
+
+The log's `add` actions name every live data file of a version with its partition values and its
+row count (`numRecords`), so a day window is counted from the log alone; a time window reads its
+days' files for the time column only. Reads are pinned: a plan counts the version it records, and
+a count given a version sees no commit after it. The `deltalake` package reads the log (JSON
+commits and checkpoints alike); its errors are translated here, once.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError, TableNotFoundError
+
+from daemon.core.errors import BadRequest, DependencyDown
+
+
+class DeltaTableStats:
+    """A Delta table at a path (local or s3://, credentials from the environment as boto3 reads them)."""
+
+    def snapshot(self, path: str) -> str:
+        """The table's current version, as the run records it."""
+        return str(self._open(path).version())
+
+    def column_names(self, path: str) -> list[str]:
+        """The current version's columns."""
+        return [field.name for field in self._open(path).schema().fields]
+
+    def count_window_rows(
+        self,
+        path: str,
+        *,
+        partition_column: str,
+        days: list[date],
+        time_column: str | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        snapshot: str | None = None,
+    ) -> int:
+        table = self._open(path, snapshot)
+        names = [field.name for field in table.schema().fields]
+        _require(names, partition_column, time_column)
+        if partition_column not in table.metadata().partition_columns:
+            raise BadRequest(
+                f"the Delta table at {path} is not partitioned by '{partition_column}' "
+                f"(its partition columns: {', '.join(table.metadata().partition_columns) or 'none'})"
+            )
+        wanted = {day.isoformat() for day in days}
+        if time_column is None:
+            actions = pa.table(table.get_add_actions(flatten=True))
+            values = actions.column(f"partition.{partition_column}").to_pylist()
+            rows = actions.column("num_records").to_pylist()
+            deleted = _deleted_rows(actions)
+            in_window = [i for i, value in enumerate(values) if _day(value) in wanted]
+            if any(rows[i] is None for i in in_window):  # a writer that kept no stats: count by reading
+                return self._read_count(table, path, partition_column, wanted, None)
+            return sum(rows[i] - deleted[i] for i in in_window)
+        condition = None
+        if start is not None:
+            condition = ds.field(time_column) >= pa.scalar(start, type=pa.timestamp("us", tz="UTC"))
+        if end is not None:
+            below = ds.field(time_column) < pa.scalar(end, type=pa.timestamp("us", tz="UTC"))
+            condition = below if condition is None else condition & below
+        return self._read_count(table, path, partition_column, wanted, condition)
+
+    def _read_count(
+        self,
+        table: DeltaTable,
+        path: str,
+        partition_column: str,
+        wanted: set[str],
+        condition: ds.Expression | None,
+    ) -> int:
+        """Rows of the window's partitions matching ``condition``, read from those files only."""
+        try:
+            dataset = table.to_pyarrow_dataset(
+                file_pruning_predicate=[(partition_column, "in", sorted(wanted))]
+            )
+            return int(dataset.count_rows(filter=condition))
+        except (DeltaError, OSError, pa.ArrowInvalid) as exc:
+            raise _unreadable(path, exc) from exc
+
+    @staticmethod
+    def _open(path: str, snapshot: str | None = None) -> DeltaTable:
+        try:
+            return DeltaTable(path, version=None if snapshot is None else int(snapshot))
+        except TableNotFoundError as exc:
+            raise BadRequest(f"{path} is not a Delta table (no _delta_log there): {exc}") from exc
+        except DeltaError as exc:
+            if snapshot is not None and "version" in str(exc).lower():
+                raise BadRequest(
+                    f"version {snapshot} of the Delta table at {path} can no longer be read ({exc}): "
+                    "its log or files were cleaned up; plan the window again to read the current version"
+                ) from exc
+            raise _unreadable(path, exc) from exc
+        except OSError as exc:
+            raise _unreadable(path, exc) from exc
+
+
+def _day(value: object) -> str | None:
+    """A partition value as the day it names: a date, or text that starts with one."""
+    if isinstance(value, datetime | date):
+        return value.isoformat()[:10]
+    return None if value is None else str(value)[:10]
+
+
+def _deleted_rows(actions: pa.Table) -> list[int]:
+    """Rows each file's deletion vector removes (0 where it has none)."""
+    if "deletionVector.cardinality" not in actions.column_names:
+        return [0] * actions.num_rows
+    return [count or 0 for count in pc.fill_null(actions.column("deletionVector.cardinality"), 0).to_pylist()]
+
+
+def _require(names: list[str], partition_column: str, time_column: str | None) -> None:
+    if partition_column not in names:
+        raise BadRequest(f"the table has no partition column '{partition_column}'")
+    if time_column is not None and time_column not in names:
+        raise BadRequest(f"the table has no column '{time_column}'")
+
+
+def _unreadable(path: str, exc: Exception) -> DependencyDown:
+    return DependencyDown("table_storage", path, f"cannot read the Delta table at {path}: {exc}")

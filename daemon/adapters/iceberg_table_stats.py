@@ -1,0 +1,132 @@
+"""`IcebergTableStats`: an Apache Iceberg table's facts from its metadata, without a Spark job.
+
+A table at a path (a Hadoop table, as Spark's `hadoop` catalog and path reads make them) names its
+current metadata file in `metadata/version-hint.text`; its snapshots, manifests and data files are
+read from there with `pyiceberg`. A day window plans only the window's files (Iceberg prunes by the
+partition values in the manifests) and sums their row counts; a file with delete files attached, or
+a time window, is read for the one column it needs, deletes applied. Counts are pinned: given a
+snapshot id, nothing committed after it is seen.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any
+
+from pyiceberg.exceptions import NoSuchTableError, ValidationError
+from pyiceberg.expressions import And, BooleanExpression, GreaterThanOrEqual, In, LessThan
+from pyiceberg.io.pyarrow import PyArrowFileIO
+from pyiceberg.table import StaticTable
+from pyiceberg.transforms import IdentityTransform
+
+from daemon.core.errors import BadRequest, DependencyDown
+
+_READ_ERRORS = (OSError, ValueError, NoSuchTableError, ValidationError)
+
+
+class IcebergTableStats:
+    """An Iceberg table at a path (local or s3://)."""
+
+    def snapshot(self, path: str) -> str | None:
+        """The table's current snapshot id, as the run records it; None for a table never written."""
+        current = self._open(path).metadata.current_snapshot_id
+        return None if current is None else str(current)
+
+    def column_names(self, path: str) -> list[str]:
+        """The current schema's columns (a replay reads its snapshot's rows with today's schema)."""
+        return [field.name for field in self._open(path).schema().fields]
+
+    def count_window_rows(
+        self,
+        path: str,
+        *,
+        partition_column: str,
+        days: list[date],
+        time_column: str | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        snapshot: str | None = None,
+    ) -> int:
+        table = self._open(path)
+        snapshot_id = self._snapshot_id(table, path, snapshot)
+        if snapshot_id is None:
+            return 0  # a table never written has no rows
+        names = [field.name for field in table.schema().fields]
+        if partition_column not in names:
+            raise BadRequest(f"the table has no partition column '{partition_column}'")
+        if time_column is not None and time_column not in names:
+            raise BadRequest(f"the table has no column '{time_column}'")
+        self._require_identity_partition(table, path, partition_column)
+        condition = _predicate(In, partition_column, {day.isoformat() for day in days})
+        if time_column is not None and start is not None:
+            condition = And(condition, _predicate(GreaterThanOrEqual, time_column, start.isoformat()))
+        if time_column is not None and end is not None:
+            condition = And(condition, _predicate(LessThan, time_column, end.isoformat()))
+        try:
+            scan = table.scan(
+                row_filter=condition, snapshot_id=snapshot_id, selected_fields=(partition_column,)
+            )
+            tasks = list(scan.plan_files())
+            if time_column is None and not any(task.delete_files for task in tasks):
+                return sum(task.file.record_count for task in tasks)
+            fields = (partition_column,) if time_column is None else (partition_column, time_column)
+            read = table.scan(row_filter=condition, snapshot_id=snapshot_id, selected_fields=fields)
+            return int(read.to_arrow().num_rows)
+        except _READ_ERRORS as exc:
+            raise _unreadable(path, exc) from exc
+
+    @staticmethod
+    def _require_identity_partition(table: StaticTable, path: str, column: str) -> None:
+        """Counting by file needs every file to hold one day: the column must be an identity partition."""
+        field_id = table.schema().find_field(column).field_id
+        spec = table.spec()
+        if not any(
+            part.source_id == field_id and isinstance(part.transform, IdentityTransform)
+            for part in spec.fields
+        ):
+            named = ", ".join(f"{part.name} ({part.transform})" for part in spec.fields) or "none"
+            raise BadRequest(
+                f"the Iceberg table at {path} is not partitioned by '{column}' "
+                f"(its partition fields: {named})"
+            )
+
+    @staticmethod
+    def _snapshot_id(table: StaticTable, path: str, snapshot: str | None) -> int | None:
+        if snapshot is None:
+            return table.metadata.current_snapshot_id
+        wanted = int(snapshot)
+        if table.metadata.snapshot_by_id(wanted) is None:
+            raise BadRequest(
+                f"snapshot {snapshot} of the Iceberg table at {path} has expired (no longer in its "
+                "metadata): plan the window again to read the current snapshot"
+            )
+        return wanted
+
+    @staticmethod
+    def _open(path: str) -> StaticTable:
+        root = path.rstrip("/")
+        io = PyArrowFileIO()
+        try:
+            with io.new_input(f"{root}/metadata/version-hint.text").open() as hint:
+                version = hint.read().decode().strip()
+        except FileNotFoundError as exc:
+            raise BadRequest(
+                f"{path} is not an Iceberg table at a path (no metadata/version-hint.text there)"
+            ) from exc
+        except OSError as exc:
+            raise _unreadable(path, exc) from exc
+        try:
+            return StaticTable.from_metadata(f"{root}/metadata/v{version}.metadata.json")
+        except _READ_ERRORS as exc:
+            raise _unreadable(path, exc) from exc
+
+
+def _predicate(kind: Any, column: str, value: object) -> BooleanExpression:
+    """``kind(column, value)``: pyiceberg's predicates take positional arguments its pydantic models do
+    not declare to a type checker."""
+    made: BooleanExpression = kind(column, value)
+    return made
+
+
+def _unreadable(path: str, exc: Exception) -> DependencyDown:
+    return DependencyDown("table_storage", path, f"cannot read the Iceberg table at {path}: {exc}")
