@@ -73,6 +73,7 @@ def create(spark: SparkSession, parquet: str, warehouse: str, delta: str) -> dic
     iceberg = spark.read.format("iceberg")
     delta_reader = spark.read.format("delta")
     return {
+        "spark": spark.version,
         "iceberg": {
             "path": f"{warehouse.rstrip('/')}/sample/orders",
             "first_snapshot": str(iceberg_first),
