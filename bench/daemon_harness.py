@@ -48,20 +48,37 @@ def free_port() -> int:
         return port
 
 
-def write_catalog(state_dir: Path, table: Path) -> Path:
-    """examples/sources.yaml's `orders`, reading `table`; its email column is not encrypted here."""
+def write_catalog(state_dir: Path, table: Path, lake: dict[str, Path] | None = None) -> Path:
+    """examples/sources.yaml's `orders`, reading `table`; its email column is not encrypted here.
+    `lake` adds `orders-<format>` for each Iceberg or Delta copy of the table (by format)."""
     catalog = yaml.safe_load((REPO / "examples" / "sources.yaml").read_text())
     orders = catalog["sources"]["orders"]
     orders["table"]["path"] = str(table)
     orders.pop("encrypted_columns", None)
+    sources = {"orders": orders}
+    for table_format, path in (lake or {}).items():
+        sources[f"orders-{table_format}"] = {
+            **orders,
+            "table": {"path": str(path), "format": table_format},
+            "watermark_column": None,
+        }
     path = state_dir / "sources.yaml"
-    path.write_text(yaml.safe_dump({"sources": {"orders": orders}}, sort_keys=False))
+    path.write_text(yaml.safe_dump({"sources": sources}, sort_keys=False))
     return path
 
 
 @contextlib.contextmanager
-def replayd(state_dir: Path, bootstrap: str, table: Path, *, max_tps: int | None = None) -> Iterator[Daemon]:
-    """`python -m daemon.runtime.server` on a free port until the block ends."""
+def replayd(
+    state_dir: Path,
+    bootstrap: str,
+    table: Path,
+    *,
+    max_tps: int | None = None,
+    lake: dict[str, Path] | None = None,
+    jars: list[Path] | None = None,
+) -> Iterator[Daemon]:
+    """`python -m daemon.runtime.server` on a free port until the block ends (with `lake`, its copies
+    of the table as sources too, read with `jars`)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     token = secrets.token_hex(16)
@@ -70,7 +87,7 @@ def replayd(state_dir: Path, bootstrap: str, table: Path, *, max_tps: int | None
         {
             "REPLAY_STATE_DIR": str(state_dir),
             "REPLAY_KAFKA_BOOTSTRAP": bootstrap,
-            "REPLAY_CATALOG_PATH": str(write_catalog(state_dir, table)),
+            "REPLAY_CATALOG_PATH": str(write_catalog(state_dir, table, lake)),
             "REPLAY_API_TOKEN": token,
             "REPLAY_DAEMON_PORT": str(port),
             "REPLAY_DAEMON_URL": url,
@@ -79,6 +96,8 @@ def replayd(state_dir: Path, bootstrap: str, table: Path, *, max_tps: int | None
     )
     if max_tps is not None:
         env["REPLAY_MAX_TPS"] = str(max_tps)
+    if jars:
+        env["REPLAY_LOCAL_JARS"] = ",".join(str(jar) for jar in jars)
     with (state_dir / "replayd.log").open("ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "daemon.runtime.server"], cwd=REPO, env=env, stdout=log, stderr=log

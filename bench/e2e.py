@@ -3,6 +3,7 @@
     .venv/bin/python bench/e2e.py [--rows 15000] [--tps 1000] [--ordering entity|none] [--runs N]
     .venv/bin/python bench/e2e.py --max [--rows 1000000]  # unthrottled: vs a bare loop and Spark's sink
     .venv/bin/python bench/e2e.py --concurrent 3 --tps 3000 --rows 90000  # admission: N at once
+    .venv/bin/python bench/e2e.py --formats parquet,iceberg,delta  # the same rows from each table format
     [--bootstrap HOST:PORT]                               # default: a throwaway broker
 
 Seeds the sample `orders` table (7 daily partitions), starts ``replayd`` as ``scripts/demo`` does (local
@@ -41,12 +42,22 @@ run's lines as above and then
 queue_place: the largest place in line the run's answers showed (0: never shown in line); queued_s:
 created to started, as the API answered; overlap_s: whole seconds in which two or more of the runs
 had records landing on the broker.
+
+``--formats parquet,iceberg,delta`` writes the table's rows also as an Iceberg and a Delta table (one
+commit each, with the default EMR release's runtimes: scripts/lake-jars), replays the same window from
+each through one daemon, prints each run's lines as above and then
+
+    e2e-format format= rows= tps= plan_s= first_event_s= achieved= whole_run= span_ratio= snapshot=
+
+plan_s: the `replay plan` command (from table metadata); whole_run: rows / (last - first stamp);
+span_ratio: whole_run / T.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -81,6 +92,7 @@ from bench.daemon_harness import (
 )
 from bench.seconds import Figures, per_second, span_rate, summary
 from bench.throttle import sample_table
+from scripts.lake_jars import ensure_lake_jars
 from scripts.spark_kafka_jars import SparkKafkaJarsError, ensure_jars
 
 WINDOW = "2024-01-01..2024-01-07"  # the whole sample table
@@ -148,15 +160,85 @@ def finish_run(daemon: Daemon, started: Started) -> tuple[dict[str, Any], dict[s
     return answers[-1], timings
 
 
-def replay_words(tps: int, ordering: str) -> list[str]:
-    return ["orders", WINDOW, f"tps={tps}", f"ordering={ordering}"]
+def replay_words(tps: int, ordering: str, source: str = "orders") -> list[str]:
+    return [source, WINDOW, f"tps={tps}", f"ordering={ordering}"]
 
 
-def run_once(daemon: Daemon, tps: int, ordering: str) -> tuple[dict[str, Any], dict[str, float]]:
-    """One replay through the CLI; the final run as the API answered it, and the bench's timings."""
-    words = replay_words(tps, ordering)
+def run_once(
+    daemon: Daemon, tps: int, ordering: str, source: str = "orders"
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """One replay through the CLI; the final run as the API answered it, and the bench's timings
+    (`plan_s`: how long `replay plan` took, the CLI's start included)."""
+    words = replay_words(tps, ordering, source)
+    asked = time.monotonic()
     plans, _ = replay_cli(daemon, "plan", *words)
-    return finish_run(daemon, start_run(daemon, words, float(plans[0]["eta_s"])))
+    plan_s = time.monotonic() - asked
+    run, timings = finish_run(daemon, start_run(daemon, words, float(plans[0]["eta_s"])))
+    return run, {**timings, "plan_s": plan_s}
+
+
+def lake_copies(table: Path, directory: Path) -> tuple[dict[str, Path], list[Path]]:
+    """The table's rows as an Iceberg and a Delta table (one commit each), and the jars that read them."""
+    jars = ensure_lake_jars()
+    submit = str(Path(sys.executable).with_name("spark-submit"))
+    command = [
+        submit,
+        "--master",
+        "local[2]",
+        "--conf",
+        "spark.ui.enabled=false",
+        "--jars",
+        ",".join(map(str, jars)),
+    ]
+    script = REPO / "scripts" / "devtools" / "lake_tables.py"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    done = subprocess.run(
+        [*command, str(script), "copy", str(table), str(directory / "iceberg"), str(directory / "delta")],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("LAKE_TABLES ")]
+    if not lines:
+        raise SystemExit(f"the lake copies were not written: {done.stderr.strip()[-2000:]}")
+    seen = json.loads(lines[0].removeprefix("LAKE_TABLES "))
+    return {name: Path(seen[name]["path"]) for name in ("iceberg", "delta")}, jars
+
+
+def formats(bootstrap: str, directory: Path, table: Path, names: list[str], tps: int, ordering: str) -> int:
+    """One replay of the same rows per table format, through one daemon; a line per format."""
+    lake, jars = lake_copies(table, directory) if set(names) - {"parquet"} else ({}, [])
+    state = directory / "state-formats"
+    state.mkdir()
+    failed = 0
+    with replayd(state, bootstrap, table, lake=lake, jars=jars) as daemon:
+        for name in names:
+            source = "orders" if name == "parquet" else f"orders-{name}"
+            run, timings = run_once(daemon, tps, ordering, source)
+            if run["state"] != "succeeded":
+                failed += 1
+                print(
+                    f"e2e-format format={name} run={run['id']} state={run['state']} "
+                    f"reason={run.get('failure_reason')}"
+                )
+                continue
+            try:
+                stamps, _, whole = report_run(
+                    bootstrap, daemon, run, timings, ordering=ordering, with_bytes=False
+                )
+            finally:
+                delete_topic(bootstrap, run["topic"])
+            span_s = (max(stamps) - min(stamps)) / 1000
+            print(
+                f"e2e-format format={name} rows={len(stamps)} tps={tps} plan_s={timings['plan_s']:.2f} "
+                f"first_event_s={min(stamps) / 1000 - timings['command']:.1f} achieved={whole.achieved:.1f} "
+                f"whole_run={len(stamps) / span_s if span_s else float('nan'):.1f} "
+                f"span_ratio={len(stamps) / (tps * span_s) if span_s else float('nan'):.3f} "
+                f"snapshot={run.get('snapshot')} run={run['id']}",
+                flush=True,
+            )
+    return failed
 
 
 PHASE = re.compile(r"phase=(\w+)(?: s=([0-9.]+))? t=([0-9.]+)")  # first_event has no s=
@@ -348,6 +430,10 @@ def main() -> int:
     parser.add_argument("--max-tps", type=int, default=GRAMMAR_MAX_TPS, help="the rate --max asks for")
     parser.add_argument("--no-spark-sink", action="store_true", help="--max without Spark's sink line")
     parser.add_argument("--bootstrap", help="HOST:PORT of a running broker (default: start one)")
+    parser.add_argument(
+        "--formats",
+        help="comma-separated of parquet, iceberg, delta: the same rows replayed from each table format",
+    )
     args = parser.parse_args()
     if args.concurrent < 0 or (args.concurrent and (args.max or args.runs != 1)):
         parser.error("--concurrent takes N >= 1 and goes without --max and --runs")
@@ -357,6 +443,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-e2e-") as scratch, kafka(args.bootstrap) as bootstrap:
         directory = Path(scratch)
         table = sample_table(directory, rows)
+        if args.formats:
+            names = [name for name in args.formats.split(",") if name]
+            if not names or set(names) - {"parquet", "iceberg", "delta"}:
+                parser.error("--formats takes parquet, iceberg and/or delta")
+            return 1 if formats(bootstrap, directory, table, names, tps, args.ordering) else 0
         state = directory / "state"
         state.mkdir()
         with replayd(state, bootstrap, table, max_tps=tps if args.max else None) as daemon:

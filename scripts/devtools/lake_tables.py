@@ -3,6 +3,7 @@
     spark-submit --jars $(scripts/lake-jars | cut -d= -f2) scripts/devtools/lake_tables.py \\
         create <sample parquet dir> <iceberg warehouse> <delta path>
     spark-submit --jars ... scripts/devtools/lake_tables.py append <iceberg warehouse> <day> <rows>
+    spark-submit --jars ... scripts/devtools/lake_tables.py copy <sample> <iceberg warehouse> <delta path>
 
 `create` copies the Parquet sample into both formats over several commits, partitioned by day (`dt`,
 a date): the first days, then the rest, then a delete (the window's cancelled orders of one day) and
@@ -11,7 +12,8 @@ each table's path, its first and current snapshot, and the truth a full scan of 
 day, now and at the first commit), which the tests hold the metadata counts to. `append` commits
 `rows` new events (`late-<day>-<n>`) into one day of the Iceberg table and prints its new snapshot (the
 Delta table is appended to without Spark, with the `deltalake` package). The Iceberg table lives in a
-Hadoop catalog, so its path is `<warehouse>/sample/orders`.
+Hadoop catalog, so its path is `<warehouse>/sample/orders`. `copy` writes the same rows in one commit
+to each (bench/e2e.py's `--formats`).
 """
 
 from __future__ import annotations
@@ -91,6 +93,19 @@ def create(spark: SparkSession, parquet: str, warehouse: str, delta: str) -> dic
     }
 
 
+def copy(spark: SparkSession, parquet: str, warehouse: str, delta: str) -> dict[str, Any]:
+    """The same rows, one commit each: what the three-format bench compares."""
+    sample = spark.read.parquet(parquet).withColumn("dt", sf.col("dt").cast("date"))
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.sample")
+    sample.writeTo(ICEBERG_TABLE).using("iceberg").partitionedBy(sf.col("dt")).create()
+    sample.write.format("delta").partitionBy("dt").save(delta)
+    return {
+        "spark": spark.version,
+        "iceberg": {"path": f"{warehouse.rstrip('/')}/sample/orders"},
+        "delta": {"path": delta},
+    }
+
+
 def late_rows(spark: SparkSession, like: DataFrame, day: str, count: int) -> DataFrame:
     """``count`` new events in ``day``, shaped like the table's rows."""
     template = like.where(f"dt = '{day}'").limit(1).first()
@@ -122,12 +137,12 @@ def _first(frame: DataFrame) -> Any:
 
 def main(argv: list[str]) -> None:
     mode, *args = argv
-    warehouse = args[1] if mode == "create" else args[0]
+    warehouse = args[1] if mode in ("create", "copy") else args[0]
     spark = session(warehouse)
     spark.sparkContext.setLogLevel("ERROR")
-    if mode == "create":
+    if mode in ("create", "copy"):
         parquet, _, delta = args
-        seen = create(spark, parquet, warehouse, delta)
+        seen = (create if mode == "create" else copy)(spark, parquet, warehouse, delta)
     else:
         _, day, count = args
         seen = append(spark, day, int(count))
