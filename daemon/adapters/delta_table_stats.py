@@ -18,6 +18,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from daemon.core.errors import BadRequest, DependencyDown
+from daemon.usecases.ports import WindowRows
 
 
 class DeltaTableStats:
@@ -31,40 +32,30 @@ class DeltaTableStats:
         """The current version's columns."""
         return [field.name for field in self._open(path).schema().fields]
 
-    def count_window_rows(
-        self,
-        path: str,
-        *,
-        partition_column: str,
-        days: list[date],
-        time_column: str | None = None,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        snapshot: str | None = None,
-    ) -> int:
+    def count_window_rows(self, path: str, rows: WindowRows, *, snapshot: str | None = None) -> int:
         table = self._open(path, snapshot)
-        names = [field.name for field in table.schema().fields]
-        _require(names, partition_column, time_column)
+        partition_column, time_column = rows.partition_column, rows.time_column
+        _require([field.name for field in table.schema().fields], partition_column, time_column)
         if partition_column not in table.metadata().partition_columns:
             raise BadRequest(
                 f"the Delta table at {path} is not partitioned by '{partition_column}' "
                 f"(its partition columns: {', '.join(table.metadata().partition_columns) or 'none'})"
             )
-        wanted = {day.isoformat() for day in days}
+        wanted = {day.isoformat() for day in rows.days}
         if time_column is None:
             actions = pa.table(table.get_add_actions(flatten=True))
             values = actions.column(f"partition.{partition_column}").to_pylist()
-            rows = actions.column("num_records").to_pylist()
+            records = actions.column("num_records").to_pylist()
             deleted = _deleted_rows(actions)
             in_window = [i for i, value in enumerate(values) if _day(value) in wanted]
-            if any(rows[i] is None for i in in_window):  # a writer that kept no stats: count by reading
+            if any(records[i] is None for i in in_window):  # a writer that kept no stats: count by reading
                 return self._read_count(table, path, partition_column, wanted, None)
-            return sum(rows[i] - deleted[i] for i in in_window)
+            return sum(records[i] - deleted[i] for i in in_window)
         condition = None
-        if start is not None:
-            condition = ds.field(time_column) >= pa.scalar(start, type=pa.timestamp("us", tz="UTC"))
-        if end is not None:
-            below = ds.field(time_column) < pa.scalar(end, type=pa.timestamp("us", tz="UTC"))
+        if rows.start is not None:
+            condition = ds.field(time_column) >= pa.scalar(rows.start, type=pa.timestamp("us", tz="UTC"))
+        if rows.end is not None:
+            below = ds.field(time_column) < pa.scalar(rows.end, type=pa.timestamp("us", tz="UTC"))
             condition = below if condition is None else condition & below
         return self._read_count(table, path, partition_column, wanted, condition)
 

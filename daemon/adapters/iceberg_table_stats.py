@@ -10,7 +10,6 @@ snapshot id, nothing committed after it is seen.
 
 from __future__ import annotations
 
-from datetime import date, datetime
 from typing import Any
 
 from pyiceberg.exceptions import NoSuchTableError, ValidationError
@@ -20,6 +19,7 @@ from pyiceberg.table import StaticTable
 from pyiceberg.transforms import IdentityTransform
 
 from daemon.core.errors import BadRequest, DependencyDown
+from daemon.usecases.ports import WindowRows
 
 _READ_ERRORS = (OSError, ValueError, NoSuchTableError, ValidationError)
 
@@ -36,28 +36,24 @@ class IcebergTableStats:
         """The current schema's columns (a replay reads its snapshot's rows with today's schema)."""
         return [field.name for field in self._open(path).schema().fields]
 
-    def count_window_rows(
-        self,
-        path: str,
-        *,
-        partition_column: str,
-        days: list[date],
-        time_column: str | None = None,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        snapshot: str | None = None,
-    ) -> int:
+    def count_window_rows(self, path: str, rows: WindowRows, *, snapshot: str | None = None) -> int:
         table = self._open(path)
         snapshot_id = self._snapshot_id(table, path, snapshot)
         if snapshot_id is None:
             return 0  # a table never written has no rows
+        partition_column, time_column, start, end = (
+            rows.partition_column,
+            rows.time_column,
+            rows.start,
+            rows.end,
+        )
         names = [field.name for field in table.schema().fields]
         if partition_column not in names:
             raise BadRequest(f"the table has no partition column '{partition_column}'")
         if time_column is not None and time_column not in names:
             raise BadRequest(f"the table has no column '{time_column}'")
         self._require_identity_partition(table, path, partition_column)
-        condition = _predicate(In, partition_column, {day.isoformat() for day in days})
+        condition = _predicate(In, partition_column, {day.isoformat() for day in rows.days})
         if time_column is not None and start is not None:
             condition = And(condition, _predicate(GreaterThanOrEqual, time_column, start.isoformat()))
         if time_column is not None and end is not None:

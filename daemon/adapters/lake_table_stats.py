@@ -6,15 +6,13 @@ picks one by the table's `format`, so the use cases never branch on formats.
 
 from __future__ import annotations
 
-from datetime import date, datetime
-
 from daemon.adapters.delta_table_stats import DeltaTableStats
 from daemon.adapters.iceberg_table_stats import IcebergTableStats
 from daemon.adapters.table_stats import ParquetTableStats
 from daemon.core.errors import BadRequest
 from daemon.core.watermarks import Value
 from daemon.usecases.catalog import TableRef
-from daemon.usecases.ports import TableStats
+from daemon.usecases.ports import TableStats, WindowRows
 
 
 class LakeTableStats(TableStats):
@@ -40,35 +38,17 @@ class LakeTableStats(TableStats):
         reader = self._parquet if versioned is None else versioned
         return reader.column_names(table.location)
 
-    def count_window_rows(
-        self,
-        table: TableRef,
-        *,
-        partition_column: str,
-        days: list[date],
-        time_column: str | None = None,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        snapshot: str | None = None,
-    ) -> int:
+    def count_window_rows(self, table: TableRef, rows: WindowRows, *, snapshot: str | None = None) -> int:
         versioned = self._versioned(table)
-        if versioned is None:
-            return self._parquet.count_window_rows(
-                table.location,
-                partition_column=partition_column,
-                days=days,
-                time_column=time_column,
-                start=start,
-                end=end,
-            )
-        return versioned.count_window_rows(
+        if versioned is not None:
+            return versioned.count_window_rows(table.location, rows, snapshot=snapshot)
+        return self._parquet.count_window_rows(
             table.location,
-            partition_column=partition_column,
-            days=days,
-            time_column=time_column,
-            start=start,
-            end=end,
-            snapshot=snapshot,
+            partition_column=rows.partition_column,
+            days=list(rows.days),
+            time_column=rows.time_column,
+            start=rows.start,
+            end=rows.end,
         )
 
     def max_value(self, table: TableRef, column: str) -> Value | None:

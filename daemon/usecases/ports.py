@@ -206,6 +206,18 @@ class ConsumerGroupAdmin(ABC):
         """Commit these offsets for the group; `GroupHasMembers` when Kafka refuses for that reason."""
 
 
+@dataclass(frozen=True)
+class WindowRows:
+    """The rows of a window as a plan counts them: whole partition days, optionally narrowed to
+    `start <= time_column < end`."""
+
+    partition_column: str
+    days: Sequence[date]
+    time_column: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+
+
 class TableStats(ABC):
     """Answers within Slack's time budget: metadata and pruned reads, never a scan of the table.
 
@@ -221,18 +233,8 @@ class TableStats(ABC):
         """The table's columns, partition columns included."""
 
     @abstractmethod
-    def count_window_rows(
-        self,
-        table: TableRef,
-        *,
-        partition_column: str,
-        days: list[date],
-        time_column: str | None = None,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        snapshot: str | None = None,
-    ) -> int:
-        """Rows in the given partition days, optionally narrowed to `start <= time_column < end`."""
+    def count_window_rows(self, table: TableRef, rows: WindowRows, *, snapshot: str | None = None) -> int:
+        """The table's rows ``rows`` selects, as of ``snapshot``."""
 
     @abstractmethod
     def max_value(self, table: TableRef, column: str) -> Value | None:

@@ -40,7 +40,7 @@ from daemon.usecases.catalog import Catalog, Source
 from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.eta import Eta, check_execution_limit, estimate
 from daemon.usecases.live_approval import check_live_approval
-from daemon.usecases.ports import TableStats, TopicAdmin
+from daemon.usecases.ports import TableStats, TopicAdmin, WindowRows
 from store import Store
 from store.live_guard import LiveGuard
 from store.models import Run
@@ -295,20 +295,11 @@ class ReplayService:
 
     def _count_rows(self, source: Source, window: DayWindow | TimeWindow, snapshot: str | None) -> int:
         """The window's rows in the table as of ``snapshot`` (the one the run will read)."""
-        if isinstance(window, DayWindow):
-            return self._table_stats.count_window_rows(
-                source.table, partition_column=source.partition_column, days=days(window), snapshot=snapshot
-            )
-        start, end = bounds(window)
-        return self._table_stats.count_window_rows(
-            source.table,
-            partition_column=source.partition_column,
-            days=days(window),
-            time_column=source.event_time_column,
-            start=start,
-            end=end,
-            snapshot=snapshot,
-        )
+        rows = WindowRows(source.partition_column, days(window))
+        if isinstance(window, TimeWindow):
+            start, end = bounds(window)
+            rows = WindowRows(source.partition_column, days(window), source.event_time_column, start, end)
+        return self._table_stats.count_window_rows(source.table, rows, snapshot=snapshot)
 
     def _auto_partitions(self, source: Source, tps: int) -> int:
         live = self._topics.describe(source.live_topic) if source.live_topic else None

@@ -14,6 +14,7 @@ import pytest
 from daemon.adapters.lake_table_stats import LakeTableStats
 from daemon.core.errors import BadRequest
 from daemon.usecases.catalog import TableRef
+from daemon.usecases.ports import WindowRows
 from tests.fixtures.spark import LakeCopy
 
 pytestmark = [pytest.mark.spark]
@@ -34,9 +35,7 @@ def test_rows_per_day_from_metadata_are_what_a_full_scan_sees(
     copy, stats = lake_copies[table_format], LakeTableStats()
 
     counted = {
-        day.isoformat(): stats.count_window_rows(
-            _ref(copy), partition_column="dt", days=[day], snapshot=copy.snapshot
-        )
+        day.isoformat(): stats.count_window_rows(_ref(copy), WindowRows("dt", [day]), snapshot=copy.snapshot)
         for day in WEEK
     }
 
@@ -44,8 +43,8 @@ def test_rows_per_day_from_metadata_are_what_a_full_scan_sees(
     assert counted["2024-01-02"] < 300 and counted["2024-01-03"] < 300  # the delete and the overwrite count
     current = stats.snapshot(_ref(copy))
     assert current is not None
-    assert stats.count_window_rows(_ref(copy), partition_column="dt", days=WEEK) == stats.count_window_rows(
-        _ref(copy), partition_column="dt", days=WEEK, snapshot=current
+    assert stats.count_window_rows(_ref(copy), WindowRows("dt", WEEK)) == stats.count_window_rows(
+        _ref(copy), WindowRows("dt", WEEK), snapshot=current
     )
 
 
@@ -57,7 +56,7 @@ def test_a_count_pinned_to_the_first_commit_sees_nothing_committed_after_it(
 
     pinned = {
         day.isoformat(): stats.count_window_rows(
-            _ref(copy), partition_column="dt", days=[day], snapshot=copy.first_snapshot
+            _ref(copy), WindowRows("dt", [day]), snapshot=copy.first_snapshot
         )
         for day in WEEK
     }
@@ -70,16 +69,10 @@ def test_a_time_window_counts_the_same_rows_in_every_format(
 ) -> None:
     stats = LakeTableStats()
     start, end = datetime(2024, 1, 4, 12, tzinfo=UTC), datetime(2024, 1, 6, 6, tzinfo=UTC)
-    window = {
-        "partition_column": "dt",
-        "days": WEEK[3:6],
-        "time_column": "updated_at",
-        "start": start,
-        "end": end,
-    }
+    window = WindowRows("dt", WEEK[3:6], "updated_at", start, end)
 
-    counts = {name: stats.count_window_rows(_ref(copy), **window) for name, copy in lake_copies.items()}  # type: ignore[arg-type]
-    parquet = stats.count_window_rows(TableRef(path=str(sample_table)), **window)  # type: ignore[arg-type]
+    counts = {name: stats.count_window_rows(_ref(copy), window) for name, copy in lake_copies.items()}
+    parquet = stats.count_window_rows(TableRef(path=str(sample_table)), window)
 
     assert counts == {"iceberg": parquet, "delta": parquet}  # days the delete and overwrite left alone
     assert 0 < parquet < sum(lake_copies["delta"].days[day.isoformat()] for day in WEEK[3:6])
@@ -93,7 +86,7 @@ def test_a_table_read_as_another_format_is_refused_by_name(
     wrong = TableRef(path=str(lake_copies[table_format].path), format=other)  # type: ignore[arg-type]
 
     with pytest.raises(BadRequest, match=rf"is not an? {other.capitalize()} table"):
-        LakeTableStats().count_window_rows(wrong, partition_column="dt", days=WEEK)
+        LakeTableStats().count_window_rows(wrong, WindowRows("dt", WEEK))
 
 
 @pytest.mark.parametrize("table_format", FORMATS)
@@ -101,9 +94,7 @@ def test_a_column_the_table_is_not_partitioned_by_is_refused(
     lake_copies: dict[str, LakeCopy], table_format: str
 ) -> None:
     with pytest.raises(BadRequest, match="is not partitioned by 'status'"):
-        LakeTableStats().count_window_rows(
-            _ref(lake_copies[table_format]), partition_column="status", days=WEEK
-        )
+        LakeTableStats().count_window_rows(_ref(lake_copies[table_format]), WindowRows("status", WEEK))
 
 
 @pytest.mark.parametrize("table_format", FORMATS)
@@ -112,7 +103,7 @@ def test_a_snapshot_the_table_no_longer_has_is_refused_with_what_to_do(
 ) -> None:
     with pytest.raises(BadRequest, match="plan the window again"):
         LakeTableStats().count_window_rows(
-            _ref(lake_copies[table_format]), partition_column="dt", days=WEEK, snapshot="1234567"
+            _ref(lake_copies[table_format]), WindowRows("dt", WEEK), snapshot="1234567"
         )
 
 
