@@ -14,7 +14,7 @@ from datetime import UTC, datetime, time, timedelta
 
 import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.errors import AnalysisException
+from pyspark.errors import AnalysisException, IllegalArgumentException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
 from pyspark.sql.types import (
@@ -60,11 +60,18 @@ def read_source(spark: SparkSession, source: Source, selection: Selection | None
         return spark.table(source.table)
     reader = spark.read.format(source.format)
     if source.format in ("iceberg", "delta"):  # the table's own metadata prunes; pinned when told
-        if source.snapshot is not None:
-            reader = reader.option(
-                "snapshot-id" if source.format == "iceberg" else "versionAsOf", source.snapshot
-            )
-        return reader.load(source.path)
+        if source.snapshot is None:
+            return reader.load(source.path)
+        reader = reader.option(
+            "snapshot-id" if source.format == "iceberg" else "versionAsOf", source.snapshot
+        )
+        try:
+            return reader.load(source.path)
+        except (AnalysisException, IllegalArgumentException) as exc:
+            gone = _snapshot_gone(source, str(exc))
+            if gone is None:
+                raise
+            raise gone from exc
     if isinstance(selection, DayWindow) and source.path is not None:
         base = source.path.rstrip("/")
         span = (selection.end_day - selection.start_day).days + 1
@@ -75,6 +82,23 @@ def read_source(spark: SparkSession, source: Source, selection: Selection | None
             if exc.getCondition() != "PATH_NOT_FOUND":
                 raise
     return reader.load(source.path)
+
+
+# How each runtime says a pinned snapshot is not in the table (Iceberg 1.10, Delta 4.0): expired,
+# vacuumed or never there, the run cannot read what it planned on.
+_SNAPSHOT_GONE = ("Cannot find snapshot with ID", "Cannot time travel Delta table to version")
+
+
+def _snapshot_gone(source: Source, message: str) -> SourceError | None:
+    """The clear failure for a run whose pinned snapshot the table no longer has; None for others."""
+    if not any(marker in message for marker in _SNAPSHOT_GONE):
+        return None
+    detail = message.strip().splitlines()[0] if message.strip() else ""
+    return SourceError(
+        f"the {source.format} table of source {source.name} no longer has snapshot {source.snapshot}, "
+        f"which this run was planned on (expired or cleaned up since; {detail}): replay the window again "
+        "to plan on the table's current snapshot"
+    )
 
 
 def required_columns(spec: JobSpec) -> list[str]:

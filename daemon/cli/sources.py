@@ -8,6 +8,15 @@ from daemon.contract.models import SourceOut
 from daemon.core.errors import UnknownSource
 
 
+def _snapshot(source: SourceOut) -> list[str]:
+    """The version a replay planned now would pin: a line for Iceberg and Delta, none for Parquet."""
+    if source.snapshot_unreadable is not None:
+        return [f"  snapshot: could not be read: {source.snapshot_unreadable}"]
+    if source.table_format == "parquet":
+        return []
+    return [f"  snapshot: {source.snapshot or 'none yet (the table was never written)'}"]
+
+
 def describe_source(source: SourceOut) -> str:
     live = source.live_topic or "none (replays go to their own topic)"
     return "\n".join(
@@ -15,6 +24,7 @@ def describe_source(source: SourceOut) -> str:
             f"{source.name}: {source.description or 'no description'}",
             f"  owners: {', '.join(source.owners)}",
             f"  formats: {source.table_format} table, {source.value_format} values",
+            *_snapshot(source),
             f"  live topic: {live}",
             f"  history: {source.retention or 'not stated in the catalog'}",
         ]

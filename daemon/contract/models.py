@@ -535,6 +535,14 @@ class SourceOut(BaseModel):
     table_format: str = "parquet"  # how the table is stored
     value_format: str = "json"  # what a record's value is: json, or the raw bytes of a bronze table
     retention: str | None = None  # the catalog's word on how far back the table goes
+    snapshot: str | None = Field(
+        default=None,
+        description="the table's current snapshot (Iceberg snapshot id, Delta version), which a replay "
+        "planned now would pin; null for Parquet, which has none, or when the table could not be read",
+    )
+    snapshot_unreadable: str | None = Field(
+        default=None, description="why the table's current snapshot could not be read (null: it was)"
+    )
 
 
 class SourcesOut(BaseModel):

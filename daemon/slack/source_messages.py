@@ -1,6 +1,7 @@
 """`/replay sources`: what the catalog offers, so nobody has to ask which names exist or who owns them.
 
-The list is one short section per source (name, description, owners, formats, live topic, history);
+The list is one short section per source (name, description, owners, formats, current snapshot, live topic,
+history);
 `/replay sources <name>` shows one source as a card with the columns its windows and pipelines use.
 Pure: wire models in, `Message` out.
 """
@@ -36,6 +37,17 @@ def _formats(source: SourceOut) -> str:
     return f"{escape(source.table_format)} table → {escape(values)} values"
 
 
+def _snapshot(source: SourceOut) -> str | None:
+    """The version a replay planned now would pin; None for Parquet, whose tables have none."""
+    if source.snapshot_unreadable is not None:
+        return f"could not be read: {escape(clip(source.snapshot_unreadable, MAX_LINE))}"
+    if source.table_format == "parquet":
+        return None
+    if source.snapshot is None:
+        return "none yet: the table was never written"
+    return f"`{escape(source.snapshot)}`"
+
+
 def _live_topic(source: SourceOut) -> str:
     if source.live_topic is None:
         return "none: replays go to their own topic"
@@ -52,10 +64,12 @@ def _description(source: SourceOut) -> str:
 
 def source_line(source: SourceOut) -> str:
     """One source in the list: its name and description, then who owns it and what it holds."""
+    snapshot = _snapshot(source)
     return (
         f"*{escape(source.name)}*: {_description(source)}\n"
         f"Owners: {owners_line(source.owners)} · Formats: {_formats(source)} · "
-        f"Live topic: {_live_topic(source)} · History: {_retention(source)}"
+        + ("" if snapshot is None else f"Snapshot: {snapshot} · ")
+        + f"Live topic: {_live_topic(source)} · History: {_retention(source)}"
     )
 
 
@@ -80,6 +94,7 @@ def source_card(source: SourceOut) -> Message:
     pairs = [
         ("Owners", owners_line(source.owners)),
         ("Formats", _formats(source)),
+        *([] if (snapshot := _snapshot(source)) is None else [("Current snapshot", snapshot)]),
         ("Live topic", _live_topic(source)),
         ("History", _retention(source)),
         ("Day windows by", f"`{escape(source.partition_column)}`"),

@@ -26,6 +26,7 @@ from daemon.core.errors import (
     EmptyWindow,
     Forbidden,
     OverlappingReplay,
+    ReplayError,
     ReusedIdempotencyKey,
 )
 from daemon.core.grammar import OnError, Ordering, PlanCommand, ReplayCommand, Timestamp, Topic, render
@@ -93,6 +94,15 @@ class Plan:
     watch: tuple[str, ...] = ()  # consumer groups whose drain the run watches after it ends
     auto: AutoRate | None = None  # tps=auto: ``tps`` is the start rate, the daemon steers from there
     snapshot: str | None = None  # the table version counted, which the run will read (None: Parquet)
+
+
+@dataclass(frozen=True)
+class SourceTable:
+    """A source with its table's current version, as `/replay sources` shows it."""
+
+    source: Source
+    snapshot: str | None  # the current snapshot id or version; None for Parquet or when unreadable
+    unreadable: str | None = None  # why the table's version could not be read
 
 
 class _AlreadyCreated(Exception):
@@ -478,8 +488,17 @@ class ReplayService:
             state=state, requester=requester, kinds=_LISTED_KINDS, limit=limit, cursor=cursor
         )
 
-    def sources(self) -> builtins.list[Source]:
-        return [self._catalog.sources[name] for name in self._catalog.names()]
+    def sources(self) -> builtins.list[SourceTable]:
+        """Each source with the snapshot a replay planned now would pin. A table that cannot be read
+        is still listed, with the reason, so one broken table does not hide the catalog."""
+        listed = []
+        for name in self._catalog.names():
+            source = self._catalog.sources[name]
+            try:
+                listed.append(SourceTable(source, self._table_stats.snapshot(source.table)))
+            except ReplayError as exc:
+                listed.append(SourceTable(source, None, unreadable=str(exc)))
+        return listed
 
     def counts_by_state(self) -> dict[str, int]:
         return {str(state): count for state, count in self._store.runs.count_by_state().items()}

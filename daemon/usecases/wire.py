@@ -28,9 +28,8 @@ from daemon.usecases.drain_wire import drain_deadline, drain_out
 from store.models import Pipeline, Run
 
 if TYPE_CHECKING:  # type names only: the use cases import this module, so no import back at run time
-    from daemon.usecases.catalog import Source
     from daemon.usecases.pipeline_service import PipelineDetail
-    from daemon.usecases.replays import Plan
+    from daemon.usecases.replays import Plan, SourceTable
 
 
 def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
@@ -163,7 +162,8 @@ def plan_out(plan: Plan) -> PlanOut:
     )
 
 
-def source_out(source: Source) -> SourceOut:
+def source_out(listed: SourceTable) -> SourceOut:
+    source = listed.source
     return SourceOut(
         name=source.name,
         description=source.description,
@@ -175,4 +175,6 @@ def source_out(source: Source) -> SourceOut:
         table_format=source.table.format,
         value_format=source.value_format,
         retention=source.retention,
+        snapshot=listed.snapshot,
+        snapshot_unreadable=listed.unreadable,
     )

@@ -107,6 +107,11 @@ def test_sources_lists_the_catalog(replay_daemon: DaemonProcess) -> None:
 
     assert [s.name for s in sources] == ["orders"]
     assert sources[0].owners == [OWNER]
+    assert (sources[0].table_format, sources[0].snapshot, sources[0].snapshot_unreadable) == (
+        "parquet",
+        None,
+        None,
+    )
 
 
 def test_idempotency_key_retry_returns_the_same_run(replay_daemon: DaemonProcess) -> None:

@@ -10,6 +10,7 @@ runtime refuses such a source at plan time and creates nothing.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from datetime import date
 from pathlib import Path
@@ -81,11 +82,14 @@ def test_a_replay_reads_its_planned_snapshot_while_a_commit_lands(
         planned = client.plan(OWNER, body)
         expected = sum(copy.days[day] for day in DAYS)
         assert planned.rows == expected and planned.snapshot is not None
+        listed = client.sources(OWNER)[0]  # `/replay sources` shows the version a plan now pins
+        assert (listed.table_format, listed.snapshot) == (table_format, planned.snapshot)
 
         run = client.create_replay(OWNER, body)
         assert run.snapshot == planned.snapshot and run.rows_planned == expected
         _commit_late_events(copy, lake_jars)  # lands while the job starts and publishes
         assert client.plan(OWNER, body).snapshot != planned.snapshot, "the commit made a new snapshot"
+        assert client.sources(OWNER)[0].snapshot == client.plan(OWNER, body).snapshot
 
         ended = wait_for(client, run.id, TERMINAL, timeout_s=300)
         assert ended.state == "succeeded", ended.failure_reason
@@ -124,5 +128,32 @@ def test_a_daemon_without_a_formats_runtime_refuses_the_source_and_creates_nothi
                 ask(OWNER, body)
         assert client.list_replays(OWNER).runs == []
         assert replay_topics(kafka_bootstrap) == topics
+    finally:
+        daemon.stop()
+
+
+def test_a_table_that_stops_being_readable_is_still_listed_with_the_reason(
+    lake_copies: dict[str, LakeCopy], lake_jars: list[Path], kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    table = tmp_path / "orders"
+    shutil.copytree(lake_copies["iceberg"].path, table)
+    daemon = running_daemon(
+        tmp_path,
+        sample_table=table,
+        bootstrap=kafka_bootstrap,
+        extra={"REPLAY_LOCAL_JARS": ",".join(map(str, lake_jars))},
+        source_extra={"table": {"path": str(table), "format": "iceberg"}, "watermark_column": None},
+    )
+    try:
+        client = daemon.client()
+        assert client.sources(OWNER)[0].snapshot is not None
+        shutil.rmtree(table / "metadata")  # someone drops the table under a running daemon
+
+        listed = client.sources(OWNER)[0]
+        assert listed.snapshot is None
+        assert listed.snapshot_unreadable is not None and str(table) in listed.snapshot_unreadable
+        with pytest.raises(BadRequest, match=str(table)):
+            client.plan(OWNER, ReplayBody(source="orders", window=WINDOW, tps=40))
+        assert client.list_replays(OWNER).runs == []
     finally:
         daemon.stop()

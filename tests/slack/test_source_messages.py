@@ -91,3 +91,27 @@ def test_an_unknown_name_lists_every_name_when_none_is_close() -> None:
     refused = unknown_source("zzz", [_source("orders"), _source("payments")])
 
     assert refused.text == ":no_entry: no source 'zzz' in the catalog (the catalog has: orders, payments)"
+
+
+def test_an_iceberg_or_delta_source_shows_the_snapshot_a_replay_planned_now_would_pin() -> None:
+    iceberg = _source("orders", table_format="iceberg", snapshot="4417322881936529441")
+    delta = _source("payments", table_format="delta", snapshot="7")
+    empty = _source("refunds", table_format="delta", snapshot=None)
+
+    listed = _drawn(sources_list([iceberg, delta, empty]).blocks)
+    card = _drawn(source_card(iceberg).blocks)
+
+    assert "Formats: iceberg table → json values · Snapshot: `4417322881936529441` · " in listed
+    assert "Formats: delta table → json values · Snapshot: `7` · " in listed
+    assert "Snapshot: none yet: the table was never written" in listed
+    assert "Current snapshot" in card and "`4417322881936529441`" in card
+
+
+def test_a_parquet_source_has_no_snapshot_line_and_an_unreadable_table_says_why() -> None:
+    parquet = _drawn(source_card(_source()).blocks)
+    broken = _source(table_format="iceberg", snapshot_unreadable="/lake/orders is not an Iceberg table")
+
+    assert "snapshot" not in parquet.lower()
+    assert "Snapshot: could not be read: /lake/orders is not an Iceberg table" in _drawn(
+        sources_list([broken]).blocks
+    )

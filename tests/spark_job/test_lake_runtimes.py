@@ -4,7 +4,8 @@
 that table (by the versions the jars declare of themselves) and to the local launcher, which passes
 them to every job with `--jars`. The session's lake copies (`scripts/devtools/lake_tables.py`) are
 written by a real `spark-submit` with them: day partitions, several commits, a delete, an overwrite,
-and reads pinned to the first commit that see none of what came after.
+and reads pinned to the first commit that see none of what came after. A job pinned to a snapshot
+the table no longer has fails with a reason that says so and what to do.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import pytest
 from daemon.adapters.local_launcher import LocalSparkLauncher
 from daemon.core.spark_releases import DEFAULT_RELEASE, RELEASES
 from scripts.lake_jars import jar_name
-from tests.fixtures.spark import SAMPLE_ROWS_PER_DAY, LakeCopy
+from tests.fixtures.kafka import create_topic, topic_record_count, unique_topic
+from tests.fixtures.spark import SAMPLE_ROWS_PER_DAY, LakeCopy, job_spec, spark_submit, write_spec
 
 RELEASE = RELEASES[DEFAULT_RELEASE]
 
@@ -70,3 +72,27 @@ def test_spark_wrote_and_read_both_formats_with_them(
     assert len(copy.days) == 7 and copy.first_snapshot != copy.snapshot
     deleted, overwritten = copy.days["2024-01-02"], copy.days["2024-01-03"]
     assert 0 < deleted < SAMPLE_ROWS_PER_DAY and overwritten == SAMPLE_ROWS_PER_DAY * 9 // 10
+
+
+@pytest.mark.spark
+@pytest.mark.kafka
+@pytest.mark.parametrize("table_format", ["iceberg", "delta"])
+def test_a_job_pinned_to_a_snapshot_the_table_no_longer_has_says_so_and_sends_nothing(
+    lake_copies: dict[str, LakeCopy],
+    lake_jars: list[Path],
+    kafka_bootstrap: str,
+    tmp_path: Path,
+    table_format: str,
+) -> None:
+    copy, topic = lake_copies[table_format], unique_topic(f"replay-gone-{table_format}")
+    create_topic(kafka_bootstrap, topic)
+    source = {"name": "orders", "path": str(copy.path), "format": table_format, "snapshot": "1234567"}
+    document = job_spec(copy.path, kafka_bootstrap, topic, source=source)
+
+    run = spark_submit(write_spec(tmp_path, document), jars=lake_jars)
+
+    assert (run.kind, run.returncode) == ("REPLAY_FAILED", 1), run.stderr[-3000:]
+    reason = run.document["reason"]
+    assert f"the {table_format} table of source orders no longer has snapshot 1234567" in reason
+    assert reason.endswith("replay the window again to plan on the table's current snapshot"), reason
+    assert (run.document["confirmed"], topic_record_count(kafka_bootstrap, topic)) == (0, 0)
