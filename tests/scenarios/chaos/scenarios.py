@@ -255,12 +255,14 @@ def two_daemons(world: World, sizes: Sizes, rng: random.Random) -> Tally:
     return tally
 
 
-def _existing(daemon: DaemonProcess) -> tuple[set[str], set[str]]:
-    """The run and pipeline ids in the daemon's store."""
+def _existing(daemon: DaemonProcess) -> tuple[dict[str, str | None], set[str]]:
+    """The run ids in the daemon's store, each with the pipeline that scheduled it (None: a replay),
+    and the pipeline ids."""
     engine = create_engine(f"sqlite:///{daemon.state_dir / 'replay.db'}")
     try:
         with engine.connect() as conn:
-            return set(conn.scalars(select(Run.id))), set(conn.scalars(select(Pipeline.id)))
+            runs = {row.id: row.pipeline_id for row in conn.execute(select(Run.id, Run.pipeline_id)).all()}
+            return runs, set(conn.scalars(select(Pipeline.id)))
     finally:
         engine.dispose()
 
@@ -319,11 +321,13 @@ def fuzz(world: World, sizes: Sizes, rng: random.Random) -> Tally:
         if found := ACCEPTED.search(text):
             runs.append(found[1])
         pipelines.update(PIPELINE_ID_PATTERN.findall(text))
-    _cancel(client, runs)
+    stored_runs, _ = _existing(daemon)
+    scheduled = sorted(run for run, pipeline in stored_runs.items() if pipeline in pipelines)
+    _cancel(client, [*runs, *scheduled])  # an accepted pipeline's slot may have fired meanwhile
     stored_runs, stored_pipelines = _existing(daemon)
     accepted_ids = set(runs) | pipelines
     unexplained = [
-        *sorted(stored_runs - set(runs)),
+        *sorted(run for run, made_by in stored_runs.items() if run not in runs and made_by not in pipelines),
         *sorted(stored_pipelines - pipelines),
         *sorted(
             topic
@@ -338,6 +342,7 @@ def fuzz(world: World, sizes: Sizes, rng: random.Random) -> Tally:
             "inputs": sizes.fuzz,
             "http": ",".join(f"{code}x{n}" for code, n in sorted(statuses.items())),
             "pipelines": len(pipelines),
+            "scheduled_runs": len(scheduled),
         }
     )
     audit(world, tally, client, runs)
