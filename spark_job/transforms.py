@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
 import pyarrow as pa
+from py4j.protocol import Py4JJavaError
 from pyspark import TaskContext
 from pyspark.errors import AnalysisException, IllegalArgumentException
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -67,7 +68,7 @@ def read_source(spark: SparkSession, source: Source, selection: Selection | None
         )
         try:
             return reader.load(source.path)
-        except (AnalysisException, IllegalArgumentException) as exc:
+        except (AnalysisException, IllegalArgumentException, Py4JJavaError) as exc:
             gone = _snapshot_gone(source, str(exc))
             if gone is None:
                 raise
@@ -87,10 +88,19 @@ def read_source(spark: SparkSession, source: Source, selection: Selection | None
 # How each runtime says a pinned snapshot is not in the table (Iceberg 1.10, Delta 4.0): expired,
 # vacuumed or never there, the run cannot read what it planned on.
 _SNAPSHOT_GONE = ("Cannot find snapshot with ID", "Cannot time travel Delta table to version")
+# A table named in a catalog is read from the metadata file its plan recorded (Iceberg 1.10's words
+# when that file is gone).
+_METADATA_GONE = "NotFoundException: Failed to open input stream for file"
 
 
 def _snapshot_gone(source: Source, message: str) -> SourceError | None:
     """The clear failure for a run whose pinned snapshot the table no longer has; None for others."""
+    if source.path is not None and source.path.endswith(".metadata.json") and _METADATA_GONE in message:
+        return SourceError(
+            f"the iceberg table of source {source.name} no longer has the metadata file this run was "
+            f"planned on ({source.path}; its maintenance removed it): replay the window again to plan "
+            "on the table's current snapshot"
+        )
     if not any(marker in message for marker in _SNAPSHOT_GONE):
         return None
     detail = message.strip().splitlines()[0] if message.strip() else ""

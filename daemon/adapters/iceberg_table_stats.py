@@ -1,8 +1,9 @@
 """`IcebergTableStats`: an Apache Iceberg table's facts from its metadata, without a Spark job.
 
 A table at a path (a Hadoop table, as Spark's `hadoop` catalog and path reads make them) names its
-current metadata file in `metadata/version-hint.text`; its snapshots, manifests and data files are
-read from there with `pyiceberg`. A day window plans only the window's files (Iceberg prunes by the
+current metadata file in `metadata/version-hint.text`; a table in a catalog is given as the metadata
+file its catalog points at. Its snapshots, manifests and data files are read from there with
+`pyiceberg`. A day window plans only the window's files (Iceberg prunes by the
 partition values in the manifests) and sums their row counts; a file with delete files attached, or
 a time window, is read for the one column it needs, deletes applied. Counts are pinned: given a
 snapshot id, nothing committed after it is seen.
@@ -100,21 +101,29 @@ class IcebergTableStats:
 
     @staticmethod
     def _open(path: str) -> StaticTable:
-        root = path.rstrip("/")
-        io = PyArrowFileIO()
+        """A table at a path, or one metadata file (a catalog's table, as its catalog points at it)."""
+        metadata = path if path.endswith(".metadata.json") else _current_metadata(path)
         try:
-            with io.new_input(f"{root}/metadata/version-hint.text").open() as hint:
-                version = hint.read().decode().strip()
+            return StaticTable.from_metadata(metadata)
         except FileNotFoundError as exc:
-            raise BadRequest(
-                f"{path} is not an Iceberg table at a path (no metadata/version-hint.text there)"
-            ) from exc
-        except OSError as exc:
-            raise _unreadable(path, exc) from exc
-        try:
-            return StaticTable.from_metadata(f"{root}/metadata/v{version}.metadata.json")
+            raise BadRequest(f"the Iceberg metadata file {metadata} is gone: {exc}") from exc
         except _READ_ERRORS as exc:
             raise _unreadable(path, exc) from exc
+
+
+def _current_metadata(path: str) -> str:
+    """A Hadoop table's current metadata file, as named in its `metadata/version-hint.text`."""
+    root = path.rstrip("/")
+    try:
+        with PyArrowFileIO().new_input(f"{root}/metadata/version-hint.text").open() as hint:
+            version = hint.read().decode().strip()
+    except FileNotFoundError as exc:
+        raise BadRequest(
+            f"{path} is not an Iceberg table at a path (no metadata/version-hint.text there)"
+        ) from exc
+    except OSError as exc:
+        raise _unreadable(path, exc) from exc
+    return f"{root}/metadata/v{version}.metadata.json"
 
 
 def _predicate(kind: Any, column: str, value: object) -> BooleanExpression:

@@ -1,12 +1,14 @@
 """`LakeTableStats`: the `TableStats` port for every table format the catalog accepts.
 
 Each format has its own reader (Parquet footers, the Delta log, Iceberg metadata); this class only
-picks one by the table's `format`, so the use cases never branch on formats.
+picks one by the table's `format`, and turns an Iceberg table's catalog name into the metadata file
+its catalog points at, so the use cases never branch on formats or on where a table is found.
 """
 
 from __future__ import annotations
 
 from daemon.adapters.delta_table_stats import DeltaTableStats
+from daemon.adapters.iceberg_catalogs import IcebergCatalogs
 from daemon.adapters.iceberg_table_stats import IcebergTableStats
 from daemon.adapters.table_stats import ParquetTableStats
 from daemon.core.errors import BadRequest
@@ -16,10 +18,13 @@ from daemon.usecases.ports import TableStats, WindowRows
 
 
 class LakeTableStats(TableStats):
-    def __init__(self, parquet: ParquetTableStats | None = None) -> None:
+    def __init__(
+        self, parquet: ParquetTableStats | None = None, *, catalogs: IcebergCatalogs | None = None
+    ) -> None:
         self._parquet = parquet or ParquetTableStats()
         self._delta = DeltaTableStats()
         self._iceberg = IcebergTableStats()
+        self._catalogs = catalogs or IcebergCatalogs({})
 
     def _versioned(self, table: TableRef) -> DeltaTableStats | IcebergTableStats | None:
         """The reader of a table with snapshots; None for plain Parquet."""
@@ -29,19 +34,28 @@ class LakeTableStats(TableStats):
             return self._iceberg
         return None
 
+    def _where(self, table: TableRef) -> str:
+        """What the format's reader opens: the table's path, or its catalog's current metadata file."""
+        if table.table is not None:
+            return self._catalogs.metadata_location(table.table)
+        return table.location
+
     def snapshot(self, table: TableRef) -> str | None:
         versioned = self._versioned(table)
-        return None if versioned is None else versioned.snapshot(table.location)
+        return None if versioned is None else versioned.snapshot(self._where(table))
+
+    def metadata_file(self, table: TableRef) -> str | None:
+        return None if table.table is None else self._catalogs.metadata_location(table.table)
 
     def column_names(self, table: TableRef) -> list[str]:
         versioned = self._versioned(table)
         reader = self._parquet if versioned is None else versioned
-        return reader.column_names(table.location)
+        return reader.column_names(self._where(table))
 
     def count_window_rows(self, table: TableRef, rows: WindowRows, *, snapshot: str | None = None) -> int:
         versioned = self._versioned(table)
         if versioned is not None:
-            return versioned.count_window_rows(table.location, rows, snapshot=snapshot)
+            return versioned.count_window_rows(self._where(table), rows, snapshot=snapshot)
         return self._parquet.count_window_rows(
             table.location,
             partition_column=rows.partition_column,

@@ -6,6 +6,7 @@ down; nothing else reads the environment, so a hidden env read fails loudly in t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -15,6 +16,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from daemon.config.client_settings import DEFAULT_DAEMON_URL
 from daemon.config.emr_settings import EmrSettings
+from daemon.config.lake_catalogs import LakeCatalog, check_catalog_names
 from daemon.core.errors import ConfigError
 from daemon.core.grammar.limits import Limits
 from daemon.core.grammar.values import MAX_TPS, MAX_WORKERS
@@ -89,6 +91,12 @@ class Settings(BaseSettings):
 
     catalog_path: Path = Field(
         default=Path("examples/sources.yaml"), description="the sources catalog (YAML)"
+    )
+    lake_catalogs: dict[str, LakeCatalog] = Field(
+        default_factory=dict,
+        description="Iceberg catalogs sources may name tables in, as JSON: "
+        '{"lake": {"type": "sql", "uri": "postgresql+psycopg://user@host/db", "password": "…"}} '
+        "(types sql, rest, glue, hadoop; daemon.config.lake_catalogs)",
     )
     launcher: Literal["local", "emr"] = Field(
         default="local", description="`local`: spark-submit on this machine; `emr`: EMR Serverless"
@@ -244,6 +252,17 @@ class Settings(BaseSettings):
     _split_admins = field_validator("admins", mode="before")(_split_list)
     _split_user_tokens = field_validator("user_tokens", mode="before")(_split_list)
     _split_local_jars = field_validator("local_jars", mode="before")(_split_list)
+    _catalog_names = field_validator("lake_catalogs")(check_catalog_names)
+
+    @field_validator("lake_catalogs", mode="before")
+    @classmethod
+    def _catalogs_json(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return json.loads(value) if value.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not a JSON object of catalog name to settings: {exc}") from None
+        return value
 
     @field_validator("local_jars")
     @classmethod
@@ -322,6 +341,7 @@ class Settings(BaseSettings):
             self.slack_signing_secret,
             self.slack_app_token,
             self.api_token,
+            *(catalog.password for catalog in self.lake_catalogs.values()),
         )
         return [f.get_secret_value() for f in fields if f is not None]
 

@@ -20,6 +20,7 @@ from botocore.config import Config
 from sqlalchemy import text
 
 from daemon.adapters.aws_errors import aws_errors
+from daemon.adapters.iceberg_catalogs import IcebergCatalogs
 from daemon.adapters.kafka_topic_admin import KafkaTopicAdmin
 from daemon.adapters.lake_table_stats import LakeTableStats
 from daemon.config.settings import Settings
@@ -83,12 +84,15 @@ def _aws_client(service: str, settings: Settings, timeout_s: float) -> Any:
 
 
 def _tables(catalog: Catalog) -> list[TableRef]:
-    """One table per storage: an s3 bucket (or other scheme's authority), or the local disk."""
+    """One table per storage: an s3 bucket (or other scheme's authority), the local disk, or a lake
+    catalog (asking it for a table checks the catalog and the table's storage)."""
     seen: dict[str, TableRef] = {}
     for name in catalog.names():
         table = catalog.sources[name].table
         scheme, _, rest = table.location.partition("://")
         storage = f"{scheme}://{rest.split('/', 1)[0]}" if rest else "local"
+        if table.catalog is not None:
+            storage = f"catalog:{table.catalog}"
         seen.setdefault(storage, table)
     return list(seen.values())
 
@@ -110,7 +114,7 @@ def readiness_for(
     """The probes this daemon's settings and catalog call for; the tables probed are read from the
     catalog at each check (a reload may move them)."""
     kafka = KafkaTopicAdmin(config=settings.kafka_config(), timeout_s=timeout_s)
-    stats = LakeTableStats()
+    stats = LakeTableStats(catalogs=IcebergCatalogs(settings.lake_catalogs))
 
     def database() -> None:
         with store.session() as session:

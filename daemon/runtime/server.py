@@ -32,6 +32,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from daemon.adapters.emr_launcher import EmrServerlessLauncher
+from daemon.adapters.iceberg_catalogs import IcebergCatalogs
 from daemon.adapters.kafka_consumer_group_admin import KafkaConsumerGroupAdmin
 from daemon.adapters.kafka_progress_source import KafkaProgressSource
 from daemon.adapters.kafka_run_control import KafkaRunControlChannel
@@ -151,7 +152,7 @@ def build_daemon(
     timing: WatcherTiming | None = None,
 ) -> Daemon:
     _private_state(settings)
-    catalog = catalog or load_catalog(settings.catalog_path)
+    catalog = catalog or load_catalog(settings.catalog_path, lake_catalogs=list(settings.lake_catalogs))
     upgrade(settings.db_url)
     store = Store(settings.db_url)
     topics = KafkaTopicAdmin(config=settings.kafka_config())
@@ -163,7 +164,7 @@ def build_daemon(
         admins=list(settings.admins),
         sample_s=settings.lag_sample_s,
     )
-    table_stats = LakeTableStats()
+    table_stats = LakeTableStats(catalogs=IcebergCatalogs(settings.lake_catalogs))
     launcher = launcher or build_launcher(settings)
     notifier = notifier or slack_notifier_from_settings(settings) or LogNotifier()
     progress = KafkaProgressSource(kafka_config=settings.kafka_config(), topic=settings.progress_topic)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -42,6 +42,7 @@ from spark_job.spec.model import DEFAULT_PARTITIONER, Partitioner
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
+_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){2,}$")
 
 
 TableFormat = Literal["parquet", "iceberg", "delta"]
@@ -50,7 +51,8 @@ TABLE_FORMATS: tuple[TableFormat, ...] = ("parquet", "iceberg", "delta")
 
 class TableRef(BaseModel):
     """Where the table lives and how it is stored: hive-partitioned Parquet files, an Apache Iceberg
-    table or a Delta Lake table, at a path (local or s3://)."""
+    table or a Delta Lake table at a path (local or s3://), or an Iceberg table by its name in one of
+    the daemon's catalogs (``<catalog>.<namespace>.<table>``, `REPLAY_LAKE_CATALOGS`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -63,17 +65,31 @@ class TableRef(BaseModel):
         if (self.path is None) == (self.table is None):
             raise ValueError("give exactly one of 'path' or 'table'")
         if self.table is not None:  # refused here, so no plan or replay of it ever fails half-way
-            raise ValueError(
-                f"catalog tables ('table: {self.table}') are not supported yet: give the table's 'path' "
-                "(local or s3://) and its 'format' (parquet, iceberg or delta) instead"
-            )
+            if self.format != "iceberg":
+                raise ValueError(
+                    f"a {self.format} table is read at its 'path' (local or s3://); tables by name "
+                    f"('table: {self.table}') are Iceberg tables in a catalog of REPLAY_LAKE_CATALOGS"
+                )
+            if not _TABLE_NAME.match(self.table):
+                raise ValueError(
+                    f"'{self.table}' is not '<catalog>.<namespace>.<table>' (letters, digits and '_')"
+                )
         return self
 
     @property
+    def catalog(self) -> str | None:
+        """The catalog a named table is in; None for a table at a path."""
+        return None if self.table is None else self.table.split(".", 1)[0]
+
+    @property
+    def identifier(self) -> str | None:
+        """A named table's ``<namespace>.<table>`` within its catalog; None for a table at a path."""
+        return None if self.table is None else self.table.split(".", 1)[1]
+
+    @property
     def location(self) -> str:
-        """The table's path (every table has one until named catalog tables are supported)."""
-        assert self.path is not None, "a TableRef without a path is refused when the catalog loads"
-        return self.path
+        """What messages call the table: its path, or its name in its catalog."""
+        return self.path if self.path is not None else f"{self.table}"
 
 
 class EncryptedColumn(BaseModel):
@@ -167,8 +183,11 @@ class Catalog:
     """The sources in use. One instance is shared by every use case; `reload` swaps its sources in one
     assignment, so a reader sees either the old catalog or the new one, never a mix."""
 
-    def __init__(self, *, path: str, sources: Mapping[str, Source]) -> None:
+    def __init__(
+        self, *, path: str, sources: Mapping[str, Source], lake_catalogs: Collection[str] | None = None
+    ) -> None:
         self._lock = threading.Lock()  # one reload at a time; readers need none
+        self._lake_catalogs = None if lake_catalogs is None else tuple(lake_catalogs)
         self._state: tuple[str, Mapping[str, Source]] = (path, MappingProxyType(dict(sources)))
 
     @property
@@ -200,7 +219,7 @@ class Catalog:
     def reload(self) -> CatalogChange:
         """Read the file again and use it; a bad one raises `CatalogError` and the sources stay."""
         with self._lock:
-            fresh = load_catalog(Path(self.path))
+            fresh = load_catalog(Path(self.path), lake_catalogs=self._lake_catalogs)
             old = self.sources
             change = CatalogChange(
                 added=tuple(sorted(set(fresh.sources) - set(old))),
@@ -211,8 +230,12 @@ class Catalog:
             return change
 
 
-def load_catalog(path: Path) -> Catalog:
-    """Read and validate the catalog; relative table paths resolve against the catalog's folder."""
+def load_catalog(path: Path, *, lake_catalogs: Collection[str] | None = None) -> Catalog:
+    """Read and validate the catalog; relative table paths resolve against the catalog's folder.
+
+    ``lake_catalogs``: the names of the daemon's Iceberg catalogs (`REPLAY_LAKE_CATALOGS`); a table
+    named in any other is refused here. None: not checked (a catalog read without the settings).
+    """
     shown = str(path)
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -228,8 +251,18 @@ def load_catalog(path: Path) -> Catalog:
 
     sources: dict[str, Source] = {}
     for name, body in raw["sources"].items():
-        sources[str(name)] = _parse_source(shown, path.parent, str(name), body)
-    return Catalog(path=shown, sources=sources)
+        source = _parse_source(shown, path.parent, str(name), body)
+        named_in = source.table.catalog
+        if named_in is not None and lake_catalogs is not None and named_in not in lake_catalogs:
+            configured = ", ".join(sorted(lake_catalogs)) or "none"
+            raise CatalogError(
+                shown,
+                str(name),
+                "table.table",
+                f"no catalog '{named_in}' in REPLAY_LAKE_CATALOGS (configured: {configured})",
+            )
+        sources[str(name)] = source
+    return Catalog(path=shown, sources=sources, lake_catalogs=lake_catalogs)
 
 
 def _parse_source(shown: str, base: Path, name: str, body: object) -> Source:

@@ -108,8 +108,9 @@ def build_spec(
         run_id=run.id,
         source=Source(
             name=source.name,
-            path=source.table.path,
-            table=source.table.table,
+            # a table named in a catalog is read from the metadata file its plan recorded
+            path=options.table_metadata or source.table.path,
+            table=None if options.table_metadata else source.table.table,
             format=source.table.format,
             snapshot=options.snapshot,
         ),

@@ -177,6 +177,11 @@ class PipelineService:
                     f"watermark={command.watermark} is not the watermark column of '{source.name}' "
                     f"in the catalog (it is '{source.watermark_column}')"
                 )
+            if source.table.format != "parquet":  # refused before anything exists, not at every slot
+                raise BadRequest(
+                    "watermark pipelines read Parquet sources; "
+                    f"'{source.name}' is stored as {source.table.format}: replay its windows instead"
+                )
             if command.watermark not in self._table_stats.column_names(source.table):
                 raise BadRequest(f"the table of '{source.name}' has no column '{command.watermark}'")
             if command.lookback_seconds:

@@ -221,12 +221,19 @@ class WindowRows:
 class TableStats(ABC):
     """Answers within Slack's time budget: metadata and pruned reads, never a scan of the table.
 
-    A table is the catalog's `TableRef` (a path and its format); `snapshot` pins a count to one
-    version of an Iceberg or Delta table (None: the current one; plain Parquet has none)."""
+    A table is the catalog's `TableRef` (a path or a name in a lake catalog, and its format);
+    `snapshot` pins a count to one version of an Iceberg or Delta table (None: the current one; plain
+    Parquet has none)."""
 
     @abstractmethod
     def snapshot(self, table: TableRef) -> str | None:
         """The table's current snapshot (Iceberg snapshot id, Delta version); None for Parquet."""
+
+    @abstractmethod
+    def metadata_file(self, table: TableRef) -> str | None:
+        """For an Iceberg table named in a catalog, the metadata file the catalog points it at now,
+        which the job reads instead of asking the catalog; None for a table at a path. Asked after
+        `snapshot`, so the file holds that snapshot."""
 
     @abstractmethod
     def column_names(self, table: TableRef) -> list[str]:

@@ -94,6 +94,7 @@ class Plan:
     watch: tuple[str, ...] = ()  # consumer groups whose drain the run watches after it ends
     auto: AutoRate | None = None  # tps=auto: ``tps`` is the start rate, the daemon steers from there
     snapshot: str | None = None  # the table version counted, which the run will read (None: Parquet)
+    table_metadata: str | None = None  # a table named in a catalog: the metadata file the run reads
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,7 @@ class ReplayService:
             raise BadRequest(f"source '{source.name}' has no entity key column for ordering=entity")
         self._check_table_runtime(source)
         snapshot = self._table_stats.snapshot(source.table)
+        table_metadata = self._table_stats.metadata_file(source.table)  # after: it holds ``snapshot``
         rows = self._count_rows(source, window, snapshot)
         if rows == 0:
             raise EmptyWindow(f"no rows of '{source.name}' in {written}; nothing to replay")
@@ -276,6 +278,7 @@ class ReplayService:
             watch=command.watch,
             auto=command.auto,
             snapshot=snapshot,
+            table_metadata=table_metadata,
         )
         return source, plan
 
@@ -441,6 +444,7 @@ class ReplayService:
                     overrides=tuple(o.run_id for o in plan.overlapping) if plan.force else (),
                     approved_by=approved_by,
                     snapshot=plan.snapshot,
+                    table_metadata=plan.table_metadata,
                 ),
                 idempotency_key=idempotency_key,
                 slack_channel=slack_channel,
@@ -544,6 +548,7 @@ class ReplayService:
                     on_error=subject.options.on_error,
                     dlq_topic=subject.options.dlq_topic,
                     snapshot=subject.options.snapshot,  # the table as the subject read it, not as now
+                    table_metadata=subject.options.table_metadata,
                 ),
                 reconciles=subject.id,
                 offsets=subject.offsets,  # where the subject's records lie; None: the whole topic

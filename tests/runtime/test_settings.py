@@ -77,3 +77,37 @@ def test_a_reserve_for_replays_as_large_as_the_cap_is_refused_naming_both_settin
     )
     assert load_settings({"REPLAY_MAX_ACTIVE_RUNS": "3"}).reserved_runs == 0  # a fifth, rounded down
     assert load_settings({}).reserved_runs == 10
+
+
+CATALOGS = (
+    '{"lake": {"type": "sql", "uri": "postgresql+psycopg://lake@db.internal/lake", "password": "pw-lake-9",'
+    ' "warehouse": "s3://bucket/wh"}, "wh": {"type": "hadoop", "warehouse": "/srv/warehouse"}}'
+)
+
+
+def test_lake_catalogs_are_read_from_json_with_their_passwords_secret() -> None:
+    settings = load_settings({"REPLAY_LAKE_CATALOGS": CATALOGS})
+
+    assert sorted(settings.lake_catalogs) == ["lake", "wh"]
+    assert settings.lake_catalogs["wh"].warehouse == "/srv/warehouse"
+    assert "pw-lake-9" in settings.secret_values()  # handed to the log redactor
+    assert "pw-lake-9" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("{not json", "not a JSON object"),
+        ('{"lake": {"type": "hive"}}', "Input should be 'sql', 'rest', 'glue' or 'hadoop'"),
+        ('{"lake": {"type": "sql"}}', "a sql catalog needs 'uri'"),
+        ('{"lake": {"type": "hadoop"}}', "a hadoop catalog needs 'warehouse'"),
+        ('{"lake": {"type": "sql", "uri": "postgresql://u:pw@h/d"}}', "put the password in 'password'"),
+        ('{"my.lake": {"type": "glue"}}', "'my.lake' is not a catalog name"),
+    ],
+)
+def test_a_bad_lake_catalog_names_the_variable_and_the_problem(value: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"REPLAY_LAKE_CATALOGS": value})
+
+    assert str(caught.value).startswith("REPLAY_LAKE_CATALOGS: ")
+    assert problem in str(caught.value)

@@ -10,6 +10,7 @@ runtime refuses such a source at plan time and creates nothing.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from datetime import date
@@ -20,10 +21,11 @@ import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from daemon.contract.models import ReplayBody
+from daemon.contract.models import ReplayBody, ScheduleBody
 from daemon.core.errors import BadRequest
 from tests.fixtures.daemon import OWNER, running_daemon
 from tests.fixtures.kafka import consume_all, headers_of
+from tests.fixtures.lake_catalog import catalog_settings, commit_late_events, registered
 from tests.fixtures.runs import TERMINAL, replay_topics, wait_for
 from tests.fixtures.spark import LAKE_TABLES, LakeCopy, lake_submit, spark_environment
 
@@ -110,6 +112,51 @@ def test_a_replay_reads_its_planned_snapshot_while_a_commit_lands(
         daemon.stop()
 
 
+def test_an_iceberg_table_named_in_a_sql_catalog_replays_the_snapshot_its_plan_read(
+    lake_copies: dict[str, LakeCopy], lake_jars: list[Path], kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """The daemon asks the catalog; the job reads the metadata file the plan recorded, so a commit
+    through the catalog mid-run moves the name, not the run."""
+    copy, url = lake_copies["iceberg"], f"sqlite:///{tmp_path / 'catalog.db'}"
+    table = registered(url, tmp_path, copy)
+    catalogs = {"lake": catalog_settings(url, tmp_path).model_dump(mode="json", exclude_none=True)}
+    daemon = running_daemon(
+        tmp_path,
+        sample_table=copy.path,
+        bootstrap=kafka_bootstrap,
+        extra={
+            "REPLAY_LOCAL_JARS": ",".join(map(str, lake_jars)),
+            "REPLAY_LAKE_CATALOGS": json.dumps(catalogs),
+        },
+        source_extra={
+            "table": {"table": "lake.sample.orders", "format": "iceberg"},
+            "watermark_column": None,
+        },
+    )
+    try:
+        client = daemon.client()
+        body = ReplayBody(source="orders", window=WINDOW, tps=40)
+        planned = client.plan(OWNER, body)
+        expected = planned.rows
+        assert expected > 0 and planned.snapshot is not None
+        assert client.sources(OWNER)[0].snapshot == planned.snapshot
+
+        run = client.create_replay(OWNER, body)
+        late = commit_late_events(table, LATE_DAY, LATE_ROWS)  # through the catalog, as the job starts
+        moved = client.plan(OWNER, body)
+        assert (moved.snapshot != planned.snapshot, moved.rows) == (True, expected + LATE_ROWS)
+
+        ended = wait_for(client, run.id, TERMINAL, timeout_s=300)
+        assert ended.state == "succeeded", ended.failure_reason
+        assert (ended.snapshot, ended.confirmed) == (planned.snapshot, expected)
+        assert ended.reconcile is not None and ended.reconcile.verdict().clean, ended.reconcile
+        ids = [headers_of(m)["replay-event-id"].decode() for m in consume_all(kafka_bootstrap, ended.topic)]
+        assert len(ids) == len(set(ids)) == expected
+        assert not set(late) & set(ids)
+    finally:
+        daemon.stop()
+
+
 def test_a_daemon_without_a_formats_runtime_refuses_the_source_and_creates_nothing(
     lake_copies: dict[str, LakeCopy], kafka_bootstrap: str, tmp_path: Path
 ) -> None:
@@ -118,7 +165,7 @@ def test_a_daemon_without_a_formats_runtime_refuses_the_source_and_creates_nothi
         tmp_path,
         sample_table=copy.path,
         bootstrap=kafka_bootstrap,
-        source_extra={"table": {"path": str(copy.path), "format": "iceberg"}, "watermark_column": None},
+        source_extra={"table": {"path": str(copy.path), "format": "iceberg"}},  # and its watermark column
     )
     try:
         client, topics = daemon.client(), replay_topics(kafka_bootstrap)
@@ -126,7 +173,12 @@ def test_a_daemon_without_a_formats_runtime_refuses_the_source_and_creates_nothi
         for ask in (client.plan, client.create_replay):
             with pytest.raises(BadRequest, match=r"iceberg table .* no iceberg runtime .* REPLAY_LOCAL_JARS"):
                 ask(OWNER, body)
-        assert client.list_replays(OWNER).runs == []
+        # a watermark pipeline reads Parquet only: refused when scheduled, not failed at every slot
+        with pytest.raises(
+            BadRequest, match="watermark pipelines read Parquet sources; 'orders' is stored as iceberg"
+        ):
+            client.schedule(OWNER, ScheduleBody(source="orders", every="1h", watermark="updated_at"))
+        assert client.list_replays(OWNER).runs == [] and client.list_pipelines(OWNER) == []
         assert replay_topics(kafka_bootstrap) == topics
     finally:
         daemon.stop()

@@ -96,3 +96,23 @@ def test_a_job_pinned_to_a_snapshot_the_table_no_longer_has_says_so_and_sends_no
     assert f"the {table_format} table of source orders no longer has snapshot 1234567" in reason
     assert reason.endswith("replay the window again to plan on the table's current snapshot"), reason
     assert (run.document["confirmed"], topic_record_count(kafka_bootstrap, topic)) == (0, 0)
+
+
+def test_a_job_whose_recorded_metadata_file_is_gone_says_so_and_sends_nothing(
+    lake_copies: dict[str, LakeCopy], lake_jars: list[Path], kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """A table named in a catalog is read from the metadata file its plan recorded; the table's
+    maintenance may delete that file before a later reconcile reads it."""
+    copy, topic = lake_copies["iceberg"], unique_topic("replay-meta-gone")
+    create_topic(kafka_bootstrap, topic)
+    gone = str(copy.path / "metadata" / "00009-removed-by-maintenance.metadata.json")
+    source = {"name": "orders", "path": gone, "format": "iceberg", "snapshot": copy.snapshot}
+    document = job_spec(copy.path, kafka_bootstrap, topic, source=source)
+
+    run = spark_submit(write_spec(tmp_path, document), jars=lake_jars)
+
+    assert (run.kind, run.returncode) == ("REPLAY_FAILED", 1), run.stderr[-3000:]
+    reason = run.document["reason"]
+    assert f"no longer has the metadata file this run was planned on ({gone}" in reason, reason
+    assert reason.endswith("replay the window again to plan on the table's current snapshot"), reason
+    assert (run.document["confirmed"], topic_record_count(kafka_bootstrap, topic)) == (0, 0)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, KafkaException
-from py4j.protocol import Py4JNetworkError  # type: ignore[import-untyped]  # py4j ships no type information
+from py4j.protocol import Py4JNetworkError
 from pyspark.sql import SparkSession
 
 from spark_job import main as job_main

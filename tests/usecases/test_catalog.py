@@ -51,6 +51,27 @@ def test_a_table_is_parquet_iceberg_or_delta_at_a_path(tmp_path: Path, table_for
     assert (table.format, Path(table.location).name) == (table_format, "orders")
 
 
+def test_an_iceberg_table_by_name_is_in_one_of_the_daemons_catalogs(tmp_path: Path) -> None:
+    named = GOOD.replace(
+        "{path: lake/orders, format: parquet}", "{table: lake.sales.orders, format: iceberg}"
+    )
+    path = _write(tmp_path, named)
+
+    table = load_catalog(path, lake_catalogs=["lake"]).get("orders").table
+    assert (table.catalog, table.identifier, table.path) == ("lake", "sales.orders", None)
+
+    with pytest.raises(CatalogError) as caught:
+        load_catalog(path, lake_catalogs=["glue"])
+    assert (caught.value.source, caught.value.field) == ("orders", "table.table")
+    assert "no catalog 'lake' in REPLAY_LAKE_CATALOGS (configured: glue)" in str(caught.value)
+
+    catalog = load_catalog(path, lake_catalogs=["lake"])
+    path.write_text(named.replace("lake.sales.orders", "other.sales.orders"))
+    with pytest.raises(CatalogError, match="no catalog 'other'"):
+        catalog.reload()  # a reload keeps to the daemon's catalogs
+    assert catalog.get("orders").table.catalog == "lake"
+
+
 def test_unknown_source_lists_the_known_ones(tmp_path: Path) -> None:
     catalog = load_catalog(_write(tmp_path, GOOD))
 
@@ -71,9 +92,14 @@ def test_unknown_source_lists_the_known_ones(tmp_path: Path) -> None:
         ),
         (("{path: lake/orders, format: parquet}", "{format: parquet}"), "table", "exactly one of"),
         (
-            ("{path: lake/orders, format: parquet}", "{table: lake.orders, format: parquet}"),
+            ("{path: lake/orders, format: parquet}", "{table: lake.sales.orders, format: delta}"),
             "table",
-            "catalog tables ('table: lake.orders') are not supported yet",
+            "a delta table is read at its 'path'",
+        ),
+        (
+            ("{path: lake/orders, format: parquet}", "{table: lake.orders, format: iceberg}"),
+            "table",
+            "'lake.orders' is not '<catalog>.<namespace>.<table>'",
         ),
         (
             ("    owners: [U0OWNER1]\n", "    owners: [U0OWNER1]\n    colour: blue\n"),

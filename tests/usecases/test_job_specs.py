@@ -6,18 +6,23 @@ spark_job/test_partitioner.py, spark_job/test_timestamps.py and scenarios/test_t
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from daemon.config.settings import load_settings
 from daemon.contract.models import ReplayBody
 from daemon.core.errors import CatalogError
 from daemon.core.grammar import GrammarError, PlanCommand, ReplayCommand, parse, render
+from daemon.core.run_options import RunOptions, WindowKind
 from daemon.usecases.catalog import load_catalog
+from daemon.usecases.job_specs import build_spec
 from spark_job.errors import SpecError
 from spark_job.kafka_conf import producer_config
 from spark_job.spec.parse import spec_from_dict, spec_from_json
+from store.models import Run
 
 CATALOG = """
 sources:
@@ -105,6 +110,46 @@ def _catalog(tmp_path: Path, extra: str = "") -> Path:
     path = tmp_path / "sources.yaml"
     path.write_text(CATALOG + extra)
     return path
+
+
+def test_a_named_iceberg_tables_job_reads_the_recorded_metadata_file_and_no_catalog_credential(
+    tmp_path: Path,
+) -> None:
+    path = _catalog(tmp_path)
+    path.write_text(
+        CATALOG.replace("{path: lake/orders, format: parquet}", "{table: lake.sales.orders, format: iceberg}")
+    )
+    settings = load_settings(
+        {
+            "REPLAY_LAKE_CATALOGS": '{"lake": {"type": "sql", "uri": "postgresql+psycopg://lake@db.internal/lake",'
+            ' "password": "pw-in-settings-only"}}'
+        }
+    )
+    metadata = "s3://bucket/wh/sales/orders/metadata/00003-5f1c.metadata.json"
+    run = Run(
+        id="r-7",
+        source="orders",
+        window_start=datetime(2024, 1, 1, tzinfo=UTC),
+        window_end=datetime(2024, 1, 2, tzinfo=UTC),
+        window_label="2024-01-01",
+        topic="replay.orders.r-7",
+        tps=100,
+        options=RunOptions(window=WindowKind.DAYS, snapshot="8817", table_metadata=metadata),
+    )
+
+    spec = build_spec(
+        run, catalog=load_catalog(path, lake_catalogs=["lake"]), settings=settings, result_uri=None
+    )
+
+    assert (spec.source.path, spec.source.table, spec.source.format, spec.source.snapshot) == (
+        metadata,
+        None,
+        "iceberg",
+        "8817",
+    )
+    written = spec.to_json()
+    assert "pw-in-settings-only" not in written and "db.internal" not in written
+    assert spec_from_json(written).source.path == metadata
 
 
 def test_a_source_defaults_to_murmur2_and_replay_time(tmp_path: Path) -> None:

@@ -1,0 +1,103 @@
+"""`IcebergCatalogs`: a named Iceberg table's current metadata file, asked of the catalog it is in.
+
+The daemon is the only process that talks to a catalog. It asks for the metadata file the catalog
+points the table at now (every snapshot the table still has is in it); plans count from that file and
+the run records it, so the job reads the file directly, with no catalog client, driver or credential
+of its own (docs/decisions/0037). ``sql``, ``rest`` and ``glue`` catalogs are `pyiceberg`'s own
+clients; a ``hadoop`` catalog is a folder, its table at ``<warehouse>/<namespace>/<table>`` with the
+current version in ``metadata/version-hint.text``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from threading import Lock
+
+from pyiceberg.catalog import Catalog as PyIcebergCatalog
+from pyiceberg.catalog import load_catalog
+from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+from pyiceberg.io.pyarrow import PyArrowFileIO
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from daemon.config.lake_catalogs import LakeCatalog
+from daemon.core.errors import BadRequest, DependencyDown
+
+_VERSION_HINT = "metadata/version-hint.text"
+
+
+class IcebergCatalogs:
+    """The daemon's configured catalogs, each client made on first use and kept."""
+
+    def __init__(self, catalogs: Mapping[str, LakeCatalog]) -> None:
+        self._settings = dict(catalogs)
+        self._clients: dict[str, PyIcebergCatalog] = {}
+        self._lock = Lock()
+
+    def metadata_location(self, name: str) -> str:
+        """The current metadata file of ``<catalog>.<namespace>.<table>``."""
+        catalog_name, _, identifier = name.partition(".")
+        settings = self._settings.get(catalog_name)
+        if settings is None:
+            raise BadRequest(
+                f"the table {name} is in catalog '{catalog_name}', which this daemon does not have "
+                "(REPLAY_LAKE_CATALOGS)"
+            )
+        if settings.type == "hadoop":
+            return _hadoop_metadata(settings, name, identifier)
+        try:
+            table = self._client(catalog_name, settings).load_table(identifier)
+        except (NoSuchTableError, NoSuchNamespaceError):
+            raise BadRequest(f"catalog '{catalog_name}' has no table {identifier}") from None
+        except (OSError, SQLAlchemyError, ValueError, RuntimeError) as exc:
+            raise DependencyDown(
+                "table_storage", catalog_name, f"cannot ask catalog '{catalog_name}' for {identifier}: {exc}"
+            ) from exc
+        location: str = table.metadata_location
+        return location
+
+    def _client(self, name: str, settings: LakeCatalog) -> PyIcebergCatalog:
+        with self._lock:
+            client = self._clients.get(name)
+            if client is None:
+                client = load_catalog(name, **_properties(settings))
+                self._clients[name] = client
+            return client
+
+
+def _properties(settings: LakeCatalog) -> dict[str, str]:
+    """pyiceberg's properties for one catalog; the secret goes in here and nowhere else."""
+    secret = None if settings.password is None else settings.password.get_secret_value()
+    properties: dict[str, str] = {"type": settings.type}
+    if settings.warehouse:
+        properties["warehouse"] = settings.warehouse
+    if settings.type == "sql":
+        assert settings.uri is not None  # LakeCatalog requires it
+        try:
+            url = make_url(settings.uri)
+        except ArgumentError as exc:
+            raise BadRequest(f"the sql catalog's uri is not a SQLAlchemy URL: {exc}") from None
+        if secret is not None:
+            url = url.set(password=secret)
+        properties["uri"] = url.render_as_string(hide_password=False)
+    elif settings.type == "rest":
+        assert settings.uri is not None
+        properties["uri"] = settings.uri
+        if secret is not None:
+            properties["token"] = secret
+    elif settings.type == "glue" and settings.region:
+        properties["glue.region"] = settings.region
+    return properties
+
+
+def _hadoop_metadata(settings: LakeCatalog, name: str, identifier: str) -> str:
+    assert settings.warehouse is not None  # LakeCatalog requires it
+    root = f"{settings.warehouse.rstrip('/')}/{identifier.replace('.', '/')}"
+    try:
+        with PyArrowFileIO().new_input(f"{root}/{_VERSION_HINT}").open() as hint:
+            version = hint.read().decode().strip()
+    except FileNotFoundError:
+        raise BadRequest(f"the hadoop catalog has no table {name} (no {root}/{_VERSION_HINT})") from None
+    except OSError as exc:
+        raise DependencyDown("table_storage", root, f"cannot read the table {name} at {root}: {exc}") from exc
+    return f"{root}/metadata/v{version}.metadata.json"

@@ -1,0 +1,56 @@
+"""The Iceberg catalogs sources may name tables in, configured once for the daemon.
+
+`REPLAY_LAKE_CATALOGS` is a JSON object of catalog name to its settings, for example
+``{"lake": {"type": "sql", "uri": "postgresql+psycopg://lake@db/lake", "password": "…",
+"warehouse": "s3://bucket/warehouse"}}``; a source then says ``table: {table: lake.sales.orders,
+format: iceberg}``. Only the daemon talks to a catalog: it resolves the name to the table's current
+metadata file when it plans, and the job reads that file, so no catalog credential is ever written
+into a job spec (docs/decisions/0037).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+LakeCatalogType = Literal["sql", "rest", "glue", "hadoop"]
+
+CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+class LakeCatalog(BaseModel):
+    """One catalog. ``sql`` is Iceberg's JDBC catalog schema (what Spark's `type=jdbc` writes) on a
+    database SQLAlchemy reaches; ``rest`` a REST catalog; ``glue`` the AWS Glue Data Catalog;
+    ``hadoop`` a warehouse folder where ``<namespace>/<table>`` is the table's path."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: LakeCatalogType
+    uri: str | None = Field(
+        default=None, description="sql: a SQLAlchemy URL without its password; rest: the service's URL"
+    )
+    password: SecretStr | None = Field(
+        default=None, description="sql: the database password; rest: the bearer token"
+    )
+    warehouse: str | None = Field(default=None, description="the warehouse location (hadoop: required)")
+    region: str | None = Field(default=None, description="glue: the AWS region of the Data Catalog")
+
+    @model_validator(mode="after")
+    def _what_each_type_needs(self) -> LakeCatalog:
+        if self.type in ("sql", "rest") and not self.uri:
+            raise ValueError(f"a {self.type} catalog needs 'uri'")
+        if self.type == "hadoop" and not self.warehouse:
+            raise ValueError("a hadoop catalog needs 'warehouse' (the folder its tables live under)")
+        if self.uri is not None and re.search(r"://[^/@]*:[^/@]*@", self.uri):
+            raise ValueError("put the password in 'password', not in 'uri' (a uri is shown in logs)")
+        return self
+
+
+def check_catalog_names(catalogs: dict[str, LakeCatalog]) -> dict[str, LakeCatalog]:
+    """Names are the first part of a source's ``table``: letters, digits and '_' only, no dots."""
+    for name in catalogs:
+        if not CATALOG_NAME.match(name):
+            raise ValueError(f"'{name}' is not a catalog name (letters, digits and '_', no dots)")
+    return catalogs
