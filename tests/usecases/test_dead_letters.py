@@ -26,7 +26,6 @@ from daemon.core.grammar import (
     parse,
     render,
 )
-from daemon.core.run_options import RunOptions, WindowKind
 from daemon.core.states import RunKind, RunState
 from daemon.slack.run_messages import final_reply, next_step, run_parent
 from daemon.usecases.catalog import Catalog, Source
@@ -34,7 +33,7 @@ from daemon.usecases.job_specs import build_spec
 from scripts.devtools.sample_table import write_sample_table
 from spark_job.errors import SpecError
 from spark_job.spec.parse import spec_from_dict
-from store.models import Run
+from tests.fixtures.store_rows import unsaved_day_run
 
 # --- one option for every entry point ------------------------------------------------------------
 
@@ -135,19 +134,6 @@ def _catalog(table: Path, **source: Any) -> Catalog:
     return Catalog(path="sources.yaml", sources={"orders": Source.model_validate(body)})
 
 
-def _run(options: dict[str, Any]) -> Run:
-    return Run(
-        id="r-7",
-        source="orders",
-        window_start=datetime(2024, 1, 1, tzinfo=UTC),
-        window_end=datetime(2024, 1, 2, tzinfo=UTC),
-        window_label="2024-01-01",
-        topic="replay.orders.r-7",
-        tps=100,
-        options=RunOptions(window=WindowKind.DAYS, **options),
-    )
-
-
 @pytest.mark.parametrize(
     ("source_default", "options", "expected"),
     [
@@ -162,7 +148,9 @@ def test_the_run_decides_else_the_source(
 ) -> None:
     write_sample_table(tmp_path / "orders", date(2024, 1, 1), 1, 3)
     catalog = _catalog(tmp_path / "orders", on_error=source_default)
-    spec = build_spec(_run(options), catalog=catalog, settings=load_settings({}), result_uri=None)
+    spec = build_spec(
+        unsaved_day_run(**options), catalog=catalog, settings=load_settings({}), result_uri=None
+    )
     assert (spec.on_error, spec.dlq_topic) == expected
 
 
@@ -182,7 +170,7 @@ def test_a_dead_letter_is_kept_the_platforms_retention_and_never_beyond_the_ttl(
         {"REPLAY_TOPIC_RETENTION_MS": str(retention_ms), "REPLAY_REPLAY_TOPIC_TTL_HOURS": str(ttl_hours)}
     )
     spec = build_spec(
-        _run({"on_error": "dlq", "dlq_topic": "replay.dlq.orders"}),
+        unsaved_day_run(on_error="dlq", dlq_topic="replay.dlq.orders"),
         catalog=_catalog(tmp_path / "orders"),
         settings=settings,
         result_uri=None,

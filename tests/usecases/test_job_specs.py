@@ -6,7 +6,6 @@ spark_job/test_partitioner.py, spark_job/test_timestamps.py and scenarios/test_t
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +15,12 @@ from daemon.config.settings import load_settings
 from daemon.contract.models import ReplayBody
 from daemon.core.errors import CatalogError
 from daemon.core.grammar import GrammarError, PlanCommand, ReplayCommand, parse, render
-from daemon.core.run_options import RunOptions, WindowKind
 from daemon.usecases.catalog import load_catalog
 from daemon.usecases.job_specs import build_spec
 from spark_job.errors import SpecError
 from spark_job.kafka_conf import producer_config
 from spark_job.spec.parse import spec_from_dict, spec_from_json
-from store.models import Run
+from tests.fixtures.store_rows import unsaved_day_run
 
 CATALOG = """
 sources:
@@ -126,16 +124,7 @@ def test_a_named_iceberg_tables_job_reads_the_recorded_metadata_file_and_no_cata
         }
     )
     metadata = "s3://bucket/wh/sales/orders/metadata/00003-5f1c.metadata.json"
-    run = Run(
-        id="r-7",
-        source="orders",
-        window_start=datetime(2024, 1, 1, tzinfo=UTC),
-        window_end=datetime(2024, 1, 2, tzinfo=UTC),
-        window_label="2024-01-01",
-        topic="replay.orders.r-7",
-        tps=100,
-        options=RunOptions(window=WindowKind.DAYS, snapshot="8817", table_metadata=metadata),
-    )
+    run = unsaved_day_run(snapshot="8817", table_metadata=metadata)
 
     spec = build_spec(
         run, catalog=load_catalog(path, lake_catalogs=["lake"]), settings=settings, result_uri=None

@@ -18,7 +18,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daemon.config.settings import load_settings
-from daemon.core.run_options import RunOptions, WindowKind
 from daemon.usecases.catalog import Source as CatalogSource
 from daemon.usecases.pii import KeyManifestError, decrypt_section
 from scripts.devtools.encrypt_column import encrypt_table
@@ -281,25 +280,14 @@ def test_new_data_keys_are_random() -> None:
 
 
 def test_build_spec_carries_the_decrypt_section(tmp_path: Path) -> None:
-    from datetime import UTC, datetime
-
     from daemon.usecases.catalog import Catalog
     from daemon.usecases.job_specs import build_spec
-    from store.models import Run
+    from tests.fixtures.store_rows import unsaved_day_run
 
     table = tmp_path / "orders"
     write_sample_table(table, date(2024, 1, 1), 1, 3, encrypted_email_key_dir=tmp_path / "keys")
     catalog = Catalog(path="sources.yaml", sources={"orders": catalog_source(table, email="local:sample")})
-    run = Run(
-        id="r-7",
-        source="orders",
-        window_start=datetime(2024, 1, 1, tzinfo=UTC),
-        window_end=datetime(2024, 1, 2, tzinfo=UTC),
-        window_label="2024-01-01",
-        topic="replay.orders.r-7",
-        tps=100,
-        options=RunOptions(window=WindowKind.DAYS, on_error="dlq", dlq_topic="replay.dlq.orders"),
-    )
+    run = unsaved_day_run(on_error="dlq", dlq_topic="replay.dlq.orders")
     settings = load_settings({"REPLAY_LOCAL_KEY_DIR": str(tmp_path / "keys")})
     spec = build_spec(run, catalog=catalog, settings=settings, result_uri=None)
     assert spec.decrypt is not None
