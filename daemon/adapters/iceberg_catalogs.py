@@ -14,14 +14,16 @@ from collections.abc import Mapping
 from threading import Lock
 
 from pyiceberg.catalog import Catalog as PyIcebergCatalog
-from pyiceberg.catalog import load_catalog
+from pyiceberg.catalog.glue import GlueCatalog
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError
 
 from daemon.config.lake_catalogs import LakeCatalog
-from daemon.core.errors import BadRequest, DependencyDown
+from daemon.core.errors import BadRequest, ConfigError, DependencyDown, ReplayError
 
 _VERSION_HINT = "metadata/version-hint.text"
 
@@ -30,6 +32,15 @@ class IcebergCatalogs:
     """The daemon's configured catalogs, each client made on first use and kept."""
 
     def __init__(self, catalogs: Mapping[str, LakeCatalog]) -> None:
+        """A sql catalog's uri that is no SQLAlchemy URL stops the daemon here, at start-up."""
+        for name, settings in catalogs.items():
+            if settings.type == "sql" and settings.uri is not None:
+                try:
+                    make_url(settings.uri)
+                except ArgumentError as exc:
+                    raise ConfigError(
+                        f"REPLAY_LAKE_CATALOGS: catalog '{name}': its uri is not a SQLAlchemy URL ({exc})"
+                    ) from None
         self._settings = dict(catalogs)
         self._clients: dict[str, PyIcebergCatalog] = {}
         self._lock = Lock()
@@ -49,20 +60,37 @@ class IcebergCatalogs:
             table = self._client(catalog_name, settings).load_table(identifier)
         except (NoSuchTableError, NoSuchNamespaceError):
             raise BadRequest(f"catalog '{catalog_name}' has no table {identifier}") from None
-        except (OSError, SQLAlchemyError, ValueError, RuntimeError) as exc:
+        except ReplayError:
+            raise
+        except Exception as exc:  # drivers, HTTP and AWS clients each raise their own: all mean "down"
             raise DependencyDown(
-                "table_storage", catalog_name, f"cannot ask catalog '{catalog_name}' for {identifier}: {exc}"
+                "table_storage",
+                catalog_name,
+                f"cannot ask catalog '{catalog_name}' for {identifier}: {type(exc).__name__}: {exc}",
             ) from exc
         location: str = table.metadata_location
         return location
 
     def _client(self, name: str, settings: LakeCatalog) -> PyIcebergCatalog:
+        """The catalog's client, made outside the lock: a slow catalog holds up only its own callers."""
         with self._lock:
             client = self._clients.get(name)
-            if client is None:
-                client = load_catalog(name, **_properties(settings))
-                self._clients[name] = client
-            return client
+        if client is None:
+            client = _new_client(settings.catalog_name or name, settings)
+            with self._lock:
+                client = self._clients.setdefault(name, client)
+        return client
+
+
+def _new_client(name: str, settings: LakeCatalog) -> PyIcebergCatalog:
+    """The client of one type, made from these settings only (`pyiceberg.load_catalog` would also read
+    `~/.pyiceberg.yaml` and `PYICEBERG_*` variables)."""
+    properties = _properties(settings)
+    if settings.type == "sql":
+        return SqlCatalog(name, **properties)
+    if settings.type == "rest":
+        return RestCatalog(name, **properties)
+    return GlueCatalog(name, **properties)
 
 
 def _properties(settings: LakeCatalog) -> dict[str, str]:
@@ -72,14 +100,12 @@ def _properties(settings: LakeCatalog) -> dict[str, str]:
     if settings.warehouse:
         properties["warehouse"] = settings.warehouse
     if settings.type == "sql":
-        assert settings.uri is not None  # LakeCatalog requires it
-        try:
-            url = make_url(settings.uri)
-        except ArgumentError as exc:
-            raise BadRequest(f"the sql catalog's uri is not a SQLAlchemy URL: {exc}") from None
+        assert settings.uri is not None  # LakeCatalog requires it, as a SQLAlchemy URL
+        url = make_url(settings.uri)
         if secret is not None:
             url = url.set(password=secret)
         properties["uri"] = url.render_as_string(hide_password=False)
+        properties["init_catalog_tables"] = "false"  # read a catalog; never create one in the wrong place
     elif settings.type == "rest":
         assert settings.uri is not None
         properties["uri"] = settings.uri

@@ -36,6 +36,11 @@ class LakeCatalog(BaseModel):
     )
     warehouse: str | None = Field(default=None, description="the warehouse location (hadoop: required)")
     region: str | None = Field(default=None, description="glue: the AWS region of the Data Catalog")
+    catalog_name: str | None = Field(
+        default=None,
+        description="sql: the name the catalog's rows are stored under (Spark's catalog name that "
+        "wrote them, `spark.sql.catalog.<name>`); default: this catalog's key",
+    )
 
     @model_validator(mode="after")
     def _what_each_type_needs(self) -> LakeCatalog:

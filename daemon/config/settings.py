@@ -92,7 +92,7 @@ class Settings(BaseSettings):
     catalog_path: Path = Field(
         default=Path("examples/sources.yaml"), description="the sources catalog (YAML)"
     )
-    lake_catalogs: dict[str, LakeCatalog] = Field(
+    lake_catalogs: Annotated[dict[str, LakeCatalog], NoDecode] = Field(
         default_factory=dict,
         description="Iceberg catalogs sources may name tables in, as JSON: "
         '{"lake": {"type": "sql", "uri": "postgresql+psycopg://user@host/db", "password": "…"}} '

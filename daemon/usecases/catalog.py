@@ -160,6 +160,15 @@ class Source(BaseModel):
         return value
 
     @model_validator(mode="after")
+    def _keys_beside_the_files(self) -> Source:
+        if self.encrypted_columns and self.table.table is not None:
+            raise ValueError(
+                "encrypted_columns need the table's 'path': the data keys' manifest (_keys.json) lies "
+                "beside its files, and a table named in a catalog has no path here"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _enough_owners_to_approve(self) -> Source:
         if len(set(self.owners)) < self.live_approvals:
             raise ValueError(f"live_approvals: {self.live_approvals} needs as many distinct owners")

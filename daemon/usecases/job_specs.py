@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from datetime import date, timedelta
 
 from daemon.config.settings import Settings
+from daemon.core.errors import BadRequest
 from daemon.core.run_control import RateChange as CoreRateChange
 from daemon.core.run_control import changes_from
 from daemon.core.run_options import WindowKind
@@ -102,6 +103,11 @@ def build_spec(
     """``control_offset``: the control topic's end offset, read before ``run`` (None: no live control)."""
     source = catalog.get(run.source)
     options = run.options
+    if source.table.table is not None and options.table_metadata is None:  # the job has no catalog
+        raise BadRequest(
+            f"run {run.id} was planned when source '{source.name}' was a table at a path; it is now "
+            f"{source.table.table} in a catalog: replay the window again to plan on the named table"
+        )
     # recorded when the run was created; None (a pipeline created without on_error=) takes the source's
     dead_letters = dead_letter_options(options.on_error or source.on_error, source.name)
     return JobSpec(
@@ -110,7 +116,6 @@ def build_spec(
             name=source.name,
             # a table named in a catalog is read from the metadata file its plan recorded
             path=options.table_metadata or source.table.path,
-            table=None if options.table_metadata else source.table.table,
             format=source.table.format,
             snapshot=options.snapshot,
         ),

@@ -8,6 +8,7 @@ recorded does not move with it.
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from pydantic import SecretStr
 from daemon.adapters.iceberg_catalogs import IcebergCatalogs
 from daemon.adapters.lake_table_stats import LakeTableStats
 from daemon.config.lake_catalogs import LakeCatalog
-from daemon.core.errors import BadRequest, DependencyDown
+from daemon.core.errors import BadRequest, ConfigError, DependencyDown
 from daemon.usecases.catalog import TableRef
 from daemon.usecases.ports import WindowRows
 from tests.fixtures.lake_catalog import (
@@ -28,8 +29,6 @@ from tests.fixtures.lake_catalog import (
 )
 from tests.fixtures.spark import LakeCopy
 
-pytestmark = [pytest.mark.spark]
-
 WEEK = [date(2024, 1, 1) + timedelta(days=n) for n in range(7)]
 NAMED = TableRef(table="lake.sample.orders", format="iceberg")
 
@@ -38,6 +37,7 @@ def _by_path(copy: LakeCopy) -> TableRef:
     return TableRef(path=str(copy.path), format="iceberg")
 
 
+@pytest.mark.spark
 def test_a_named_table_counts_and_pins_as_its_path_does_while_commits_move_the_name(
     lake_copies: dict[str, LakeCopy], database_url: str, tmp_path: Path
 ) -> None:
@@ -64,6 +64,7 @@ def test_a_named_table_counts_and_pins_as_its_path_does_while_commits_move_the_n
     assert by_path.count_window_rows(_by_path(copy), window) == before  # the path's hint did not move
 
 
+@pytest.mark.spark
 def test_a_hadoop_catalog_names_the_table_spark_wrote_in_its_warehouse(
     lake_copies: dict[str, LakeCopy],
 ) -> None:
@@ -76,6 +77,7 @@ def test_a_hadoop_catalog_names_the_table_spark_wrote_in_its_warehouse(
         catalogs.metadata_location("lake.sample.gone")
 
 
+@pytest.mark.spark
 def test_a_table_the_catalog_does_not_have_is_refused_by_name(
     lake_copies: dict[str, LakeCopy], tmp_path: Path
 ) -> None:
@@ -100,3 +102,40 @@ def test_a_catalog_that_cannot_be_reached_is_a_dependency_down_naming_it(tmp_pat
     with pytest.raises(DependencyDown, match=r"cannot ask catalog 'lake' for sample\.orders") as caught:
         stats.snapshot(NAMED)
     assert "s3cret-pw" not in str(caught.value)
+
+
+@pytest.mark.spark
+def test_a_sql_catalog_finds_the_rows_spark_stored_under_its_own_catalog_name(
+    lake_copies: dict[str, LakeCopy], tmp_path: Path
+) -> None:
+    """Iceberg's JDBC catalog keys every row by the writer's catalog name (`spark.sql.catalog.prod`)."""
+    url = f"sqlite:///{tmp_path / 'catalog.db'}"
+    registered(url, tmp_path, lake_copies["iceberg"], name="prod")
+    keyed_alike = catalog_settings(url, tmp_path)
+    renamed = keyed_alike.model_copy(update={"catalog_name": "prod"})
+
+    with pytest.raises(BadRequest, match="has no table"):
+        IcebergCatalogs({"lake": keyed_alike}).metadata_location("lake.sample.orders")
+    assert (
+        IcebergCatalogs({"lake": renamed}).metadata_location("lake.sample.orders").endswith(".metadata.json")
+    )
+
+
+def test_a_database_that_holds_no_catalog_is_reported_down_and_left_as_it_was(tmp_path: Path) -> None:
+    empty = tmp_path / "not-a-catalog.db"
+    sqlite3.connect(empty).close()
+    stats = LakeTableStats(
+        catalogs=IcebergCatalogs({"lake": LakeCatalog(type="sql", uri=f"sqlite:///{empty}")})
+    )
+
+    with pytest.raises(DependencyDown, match=r"cannot ask catalog 'lake' for sample\.orders"):
+        stats.snapshot(NAMED)
+    with sqlite3.connect(empty) as conn:  # the daemon reads a catalog; it never makes one
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == []
+
+
+def test_a_sql_catalog_uri_that_is_no_url_stops_the_daemon_at_start_up() -> None:
+    with pytest.raises(
+        ConfigError, match="REPLAY_LAKE_CATALOGS: catalog 'lake': its uri is not a SQLAlchemy URL"
+    ):
+        IcebergCatalogs({"lake": LakeCatalog(type="sql", uri="postgres on db.internal")})

@@ -111,3 +111,17 @@ def test_a_bad_lake_catalog_names_the_variable_and_the_problem(value: str, probl
 
     assert str(caught.value).startswith("REPLAY_LAKE_CATALOGS: ")
     assert problem in str(caught.value)
+
+
+@pytest.mark.parametrize("value", ["{not json", ""])
+def test_a_bad_lake_catalogs_variable_in_the_environment_is_a_config_error(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """As `replayd` reads it: from the process environment, not from a mapping."""
+    monkeypatch.setenv("REPLAY_LAKE_CATALOGS", value)
+
+    if value:
+        with pytest.raises(ConfigError, match=r"REPLAY_LAKE_CATALOGS: .*not a JSON object"):
+            load_settings()
+    else:
+        assert load_settings().lake_catalogs == {}  # set but empty: no catalogs

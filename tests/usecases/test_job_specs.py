@@ -13,7 +13,7 @@ import pytest
 
 from daemon.config.settings import load_settings
 from daemon.contract.models import ReplayBody
-from daemon.core.errors import CatalogError
+from daemon.core.errors import BadRequest, CatalogError
 from daemon.core.grammar import GrammarError, PlanCommand, ReplayCommand, parse, render
 from daemon.usecases.catalog import load_catalog
 from daemon.usecases.job_specs import build_spec
@@ -110,35 +110,45 @@ def _catalog(tmp_path: Path, extra: str = "") -> Path:
     return path
 
 
-def test_a_named_iceberg_tables_job_reads_the_recorded_metadata_file_and_no_catalog_credential(
-    tmp_path: Path,
-) -> None:
+def _named(tmp_path: Path) -> Path:
     path = _catalog(tmp_path)
     path.write_text(
         CATALOG.replace("{path: lake/orders, format: parquet}", "{table: lake.sales.orders, format: iceberg}")
     )
-    settings = load_settings(
-        {
-            "REPLAY_LAKE_CATALOGS": '{"lake": {"type": "sql", "uri": "postgresql+psycopg://lake@db.internal/lake",'
-            ' "password": "pw-in-settings-only"}}'
-        }
-    )
+    return path
+
+
+def test_a_named_iceberg_tables_job_reads_the_metadata_file_its_plan_recorded(tmp_path: Path) -> None:
     metadata = "s3://bucket/wh/sales/orders/metadata/00003-5f1c.metadata.json"
     run = unsaved_day_run(snapshot="8817", table_metadata=metadata)
 
     spec = build_spec(
-        run, catalog=load_catalog(path, lake_catalogs=["lake"]), settings=settings, result_uri=None
+        run,
+        catalog=load_catalog(_named(tmp_path), lake_catalogs=["lake"]),
+        settings=load_settings({}),
+        result_uri=None,
     )
 
     assert (spec.source.path, spec.source.table, spec.source.format, spec.source.snapshot) == (
         metadata,
-        None,
+        None,  # the job never asks a catalog: it has none, nor its credentials
         "iceberg",
         "8817",
     )
-    written = spec.to_json()
-    assert "pw-in-settings-only" not in written and "db.internal" not in written
-    assert spec_from_json(written).source.path == metadata
+    assert spec_from_json(spec.to_json()).source.path == metadata
+
+
+def test_a_run_planned_on_a_path_is_not_launched_once_its_source_is_a_named_table(tmp_path: Path) -> None:
+    """A reload turned the source's path into a catalog name while the run waited in line."""
+    run = unsaved_day_run(snapshot="8817")  # no metadata file: its plan read a path
+
+    with pytest.raises(BadRequest, match=r"was planned when source 'orders' was a table at a path.*again"):
+        build_spec(
+            run,
+            catalog=load_catalog(_named(tmp_path), lake_catalogs=["lake"]),
+            settings=load_settings({}),
+            result_uri=None,
+        )
 
 
 def test_a_source_defaults_to_murmur2_and_replay_time(tmp_path: Path) -> None:
