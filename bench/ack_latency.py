@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script:
 
 from bot.server import ServerThread, start_in_thread
 from scripts.devtools.slack_standin import SlackStandin
+from scripts.stray_jobs import interrupt_on_sigterm
 
 SECRET = "bench-signing-secret"  # noqa: S105 (the local bot this script starts)
 API_TOKEN = "bench-api-token"  # noqa: S105
@@ -222,4 +223,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    interrupt_on_sigterm()  # a SIGTERM still stops the broker and daemons this run started
     raise SystemExit(main())

@@ -26,6 +26,7 @@ import httpx
 import yaml
 
 from bench.broker import REPO
+from scripts.stray_jobs import stop_jobs
 
 USER = "U0DEMOOWNER"  # an owner of `orders` in examples/sources.yaml
 REPLAY_CLI = str(Path(sys.executable).with_name("replay"))
@@ -120,6 +121,7 @@ def replayd(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        stop_jobs(state_dir / "runs")  # a local job outlives its daemon by design: not the bench's
 
 
 def memory_mb(pid: int) -> dict[str, float]:

@@ -94,6 +94,7 @@ from bench.seconds import Figures, per_second, span_rate, summary
 from bench.throttle import sample_table
 from scripts.lake_jars import ensure_lake_jars
 from scripts.spark_kafka_jars import SparkKafkaJarsError, ensure_jars
+from scripts.stray_jobs import interrupt_on_sigterm
 
 WINDOW = "2024-01-01..2024-01-07"  # the whole sample table
 GRAMMAR_MAX_TPS = 10_000_000
@@ -472,4 +473,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    interrupt_on_sigterm()  # a SIGTERM still stops the broker and daemons this run started
     raise SystemExit(main())

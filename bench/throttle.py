@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script:
 from bench.broker import kafka, read_back, topic
 from bench.seconds import per_second, summary
 from scripts.devtools.sample_table import write_sample_table
+from scripts.stray_jobs import interrupt_on_sigterm
 
 REPO = Path(__file__).resolve().parents[1]
 MAIN = REPO / "spark_job" / "main.py"
@@ -123,4 +124,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    interrupt_on_sigterm()  # a SIGTERM still stops the broker and daemons this run started
     raise SystemExit(main())

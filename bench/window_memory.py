@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: import bench.broker
 
 from bench.broker import kafka, topic
+from scripts.stray_jobs import interrupt_on_sigterm
 
 REPO = Path(__file__).resolve().parents[1]
 MAIN = REPO / "spark_job" / "main.py"
@@ -161,4 +162,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    interrupt_on_sigterm()  # a SIGTERM still stops the broker and daemons this run started
     raise SystemExit(main())
