@@ -18,14 +18,12 @@ from pyiceberg.catalog.glue import GlueCatalog
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
-from pyiceberg.io.pyarrow import PyArrowFileIO
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from daemon.adapters.iceberg_table_stats import current_metadata
 from daemon.config.lake_catalogs import LakeCatalog
 from daemon.core.errors import BadRequest, ConfigError, DependencyDown, ReplayError
-
-_VERSION_HINT = "metadata/version-hint.text"
 
 
 class IcebergCatalogs:
@@ -120,10 +118,6 @@ def _hadoop_metadata(settings: LakeCatalog, name: str, identifier: str) -> str:
     assert settings.warehouse is not None  # LakeCatalog requires it
     root = f"{settings.warehouse.rstrip('/')}/{identifier.replace('.', '/')}"
     try:
-        with PyArrowFileIO().new_input(f"{root}/{_VERSION_HINT}").open() as hint:
-            version = hint.read().decode().strip()
-    except FileNotFoundError:
-        raise BadRequest(f"the hadoop catalog has no table {name} (no {root}/{_VERSION_HINT})") from None
-    except OSError as exc:
-        raise DependencyDown("table_storage", root, f"cannot read the table {name} at {root}: {exc}") from exc
-    return f"{root}/metadata/v{version}.metadata.json"
+        return current_metadata(root)  # a Hadoop catalog's table is a table at a path
+    except BadRequest:
+        raise BadRequest(f"the hadoop catalog has no table {name} (no Iceberg table at {root})") from None

@@ -102,7 +102,7 @@ class IcebergTableStats:
     @staticmethod
     def _open(path: str) -> StaticTable:
         """A table at a path, or one metadata file (a catalog's table, as its catalog points at it)."""
-        metadata = path if path.endswith(".metadata.json") else _current_metadata(path)
+        metadata = path if path.endswith(".metadata.json") else current_metadata(path)
         try:
             return StaticTable.from_metadata(metadata)
         except FileNotFoundError as exc:
@@ -111,7 +111,7 @@ class IcebergTableStats:
             raise _unreadable(path, exc) from exc
 
 
-def _current_metadata(path: str) -> str:
+def current_metadata(path: str) -> str:
     """A Hadoop table's current metadata file, as named in its `metadata/version-hint.text`."""
     root = path.rstrip("/")
     try:
