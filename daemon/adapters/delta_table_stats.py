@@ -9,7 +9,7 @@ commits and checkpoints alike); its errors are translated here, once.
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,6 +18,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from daemon.core.errors import BadRequest, DependencyDown
+from daemon.core.watermarks import Value
 from daemon.usecases.ports import WindowRows
 
 
@@ -59,6 +60,32 @@ class DeltaTableStats:
             condition = below if condition is None else condition & below
         return self._read_count(table, path, partition_column, wanted, condition)
 
+    def max_value(self, path: str, column: str, *, snapshot: str | None = None) -> Value | None:
+        """The column's newest value at ``snapshot``. The log's per-file maxima of files without a
+        deletion vector give a floor a live row holds (Delta keeps timestamps to the millisecond, so
+        one step below it); only rows at or above it are read, from the files that can hold them."""
+        table = self._open(path, snapshot)
+        if column not in [field.name for field in table.schema().fields]:
+            raise BadRequest(f"the table has no column '{column}'")
+        try:
+            actions = pa.table(table.get_add_actions(flatten=True))
+            dataset = table.to_pyarrow_dataset()
+            kind = dataset.schema.field(column).type
+            if not (pa.types.is_timestamp(kind) or pa.types.is_integer(kind)):
+                raise BadRequest(f"a watermark column must hold timestamps or integers, not {kind}")
+            floor = _floor(actions, column)
+            values = dataset.to_table(
+                columns=[column], filter=None if floor is None else ds.field(column) >= _scalar(floor, kind)
+            ).column(column)
+            if floor is not None and values.null_count == len(values):  # nothing live at the floor
+                values = dataset.to_table(columns=[column]).column(column)
+        except (DeltaError, OSError, pa.ArrowInvalid) as exc:
+            raise _unreadable(path, exc) from exc
+        high = pc.max(values).as_py() if len(values) else None
+        if isinstance(high, datetime) and high.tzinfo is None:
+            return high.replace(tzinfo=UTC)
+        return high if isinstance(high, datetime | int) else None
+
     def _read_count(
         self,
         table: DeltaTable,
@@ -98,6 +125,27 @@ def _day(value: object) -> str | None:
     if isinstance(value, datetime | date):
         return value.isoformat()[:10]
     return None if value is None else str(value)[:10]
+
+
+def _floor(actions: pa.Table, column: str) -> object | None:
+    """The largest per-file maximum among files without a deletion vector; None when none says."""
+    name = f"max.{column}"
+    if name not in actions.column_names:
+        return None
+    highs = actions.column(name)
+    if "deletionVector.cardinality" in actions.column_names:
+        deleted = pc.fill_null(actions.column("deletionVector.cardinality"), 0)
+        highs = pc.if_else(pc.equal(deleted, 0), highs, pa.nulls(len(highs), highs.type))
+    floor: object | None = pc.max(highs).as_py()
+    return floor
+
+
+def _scalar(floor: object, kind: pa.DataType) -> pa.Scalar:
+    """The floor as a filter's literal of the column's type, a millisecond below a timestamp."""
+    if isinstance(floor, datetime):
+        moment = floor if floor.tzinfo else floor.replace(tzinfo=UTC)
+        return pa.scalar(moment - timedelta(milliseconds=1), type=pa.timestamp("us", tz="UTC")).cast(kind)
+    return pa.scalar(floor).cast(kind)
 
 
 def _deleted_rows(actions: pa.Table) -> list[int]:

@@ -11,15 +11,20 @@ snapshot id, nothing committed after it is seen.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pyarrow.compute as pc
+from pyiceberg.conversions import from_bytes
 from pyiceberg.exceptions import NoSuchTableError, ValidationError
 from pyiceberg.expressions import And, BooleanExpression, GreaterThanOrEqual, In, LessThan
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.table import StaticTable
 from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import IntegerType, LongType, TimestampType, TimestamptzType
 
 from daemon.core.errors import BadRequest, DependencyDown
+from daemon.core.watermarks import Value
 from daemon.usecases.ports import WindowRows
 
 _READ_ERRORS = (OSError, ValueError, NoSuchTableError, ValidationError)
@@ -71,6 +76,41 @@ class IcebergTableStats:
             return int(read.to_arrow().num_rows)
         except _READ_ERRORS as exc:
             raise _unreadable(path, exc) from exc
+
+    def max_value(self, path: str, column: str, *, snapshot: str | None = None) -> Value | None:
+        """The column's newest value as of ``snapshot``, deletes applied. The upper bounds of the
+        files without delete files give a floor that a live row holds; only rows at or above it are
+        read, from the files whose bounds reach it (a bound is never the answer by itself: in a file
+        with deletes it may be a deleted row's)."""
+        table = self._open(path)
+        snapshot_id = self._snapshot_id(table, path, snapshot)
+        if snapshot_id is None:
+            return None
+        try:
+            field = table.schema().find_field(column)
+        except ValueError:
+            raise BadRequest(f"the table has no column '{column}'") from None
+        if not isinstance(field.field_type, TimestampType | TimestamptzType | IntegerType | LongType):
+            raise BadRequest(f"a watermark column must hold timestamps or integers, not {field.field_type}")
+        try:
+            tasks = table.scan(snapshot_id=snapshot_id, selected_fields=(column,)).plan_files()
+            bounds = [
+                from_bytes(field.field_type, task.file.upper_bounds[field.field_id])
+                for task in tasks
+                if not task.delete_files
+                and task.file.upper_bounds
+                and field.field_id in task.file.upper_bounds
+            ]
+            floor = None
+            if bounds:  # less a step, so a bound stored rounded up still reads its row
+                floor = _predicate(GreaterThanOrEqual, column, _below(_value(field.field_type, max(bounds))))
+            values = _column(table, snapshot_id, column, floor)
+            if floor is not None and values.null_count == len(values):  # nothing live at the floor
+                values = _column(table, snapshot_id, column, None)
+        except _READ_ERRORS as exc:
+            raise _unreadable(path, exc) from exc
+        high = pc.max(values).as_py() if len(values) else None
+        return None if high is None else _utc(high)
 
     @staticmethod
     def _require_identity_partition(table: StaticTable, path: str, column: str) -> None:
@@ -124,6 +164,37 @@ def current_metadata(path: str) -> str:
     except OSError as exc:
         raise _unreadable(path, exc) from exc
     return f"{root}/metadata/v{version}.metadata.json"
+
+
+def _value(kind: object, raw: Any) -> Value:
+    """A manifest bound as a watermark value: timestamps are microseconds since the epoch."""
+    if isinstance(kind, TimestampType | TimestamptzType):
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=int(raw))
+    return int(raw)
+
+
+def _below(value: Value) -> object:
+    """A bound as a predicate's literal, one step below it (bounds may be rounded up, never down)."""
+    if isinstance(value, datetime):
+        return (value - timedelta(milliseconds=1)).isoformat()
+    return value
+
+
+def _column(table: StaticTable, snapshot_id: int, column: str, condition: BooleanExpression | None) -> Any:
+    """One column of the snapshot's live rows (deletes applied), those matching ``condition``."""
+    if condition is None:
+        return table.scan(snapshot_id=snapshot_id, selected_fields=(column,)).to_arrow().column(column)
+    scan = table.scan(row_filter=condition, snapshot_id=snapshot_id, selected_fields=(column,))
+    return scan.to_arrow().column(column)
+
+
+def _utc(value: object) -> Value:
+    """Naive timestamps (Iceberg's `timestamp` without zone) are UTC, as the watermark compares."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise BadRequest(f"a watermark column must hold timestamps or integers, not {type(value).__name__}")
 
 
 def _predicate(kind: Any, column: str, value: object) -> BooleanExpression:

@@ -11,7 +11,6 @@ from daemon.adapters.delta_table_stats import DeltaTableStats
 from daemon.adapters.iceberg_catalogs import IcebergCatalogs
 from daemon.adapters.iceberg_table_stats import IcebergTableStats
 from daemon.adapters.table_stats import ParquetTableStats
-from daemon.core.errors import BadRequest
 from daemon.core.watermarks import Value
 from daemon.usecases.catalog import TableRef
 from daemon.usecases.ports import TableStats, WindowRows
@@ -65,10 +64,8 @@ class LakeTableStats(TableStats):
             end=rows.end,
         )
 
-    def max_value(self, table: TableRef, column: str) -> Value | None:
-        if table.format != "parquet":
-            raise BadRequest(
-                f"watermark pipelines read Parquet sources; this one is {table.format}: replay its "
-                "windows, or schedule it without a watermark"
-            )
+    def max_value(self, table: TableRef, column: str, *, snapshot: str | None = None) -> Value | None:
+        versioned = self._versioned(table)
+        if versioned is not None:
+            return versioned.max_value(self._where(table), column, snapshot=snapshot)
         return self._parquet.max_value(table.location, column)

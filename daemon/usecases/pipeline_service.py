@@ -43,6 +43,7 @@ from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.fire_times import next_fire
 from daemon.usecases.live_approval import check_live_approval
 from daemon.usecases.ports import Notifier, TableStats, TopicAdmin
+from daemon.usecases.table_runtime import check_table_runtime
 from daemon.usecases.wire import pipeline_out, run_out
 from store import Store
 from store.models import Pipeline, Run
@@ -59,14 +60,19 @@ class PipelineDetail:
     runs: list[Run]
 
 
-def slot_options(pipeline: Pipeline, source: Source) -> RunOptions:
-    """A scheduled run's options: its pipeline's, with the source's defaults resolved at the slot."""
+def slot_options(
+    pipeline: Pipeline, source: Source, *, snapshot: str | None = None, table_metadata: str | None = None
+) -> RunOptions:
+    """A scheduled run's options: its pipeline's, with the source's defaults resolved at the slot, and
+    the table version the slot's high mark was read at (the run and its reconciles read that one)."""
     options = pipeline.options
     return RunOptions(
         window=WindowKind.WATERMARK,
         topic_mode=options.topic_mode,
         headers=dict(options.headers),
         watch=options.watch,
+        snapshot=snapshot,
+        table_metadata=table_metadata,
         **dead_letter_options(options.on_error or source.on_error, source.name),
     )
 
@@ -177,11 +183,7 @@ class PipelineService:
                     f"watermark={command.watermark} is not the watermark column of '{source.name}' "
                     f"in the catalog (it is '{source.watermark_column}')"
                 )
-            if source.table.format != "parquet":  # refused before anything exists, not at every slot
-                raise BadRequest(
-                    "watermark pipelines read Parquet sources; "
-                    f"'{source.name}' is stored as {source.table.format}: replay its windows instead"
-                )
+            check_table_runtime(source, self._settings)
             if command.watermark not in self._table_stats.column_names(source.table):
                 raise BadRequest(f"the table of '{source.name}' has no column '{command.watermark}'")
             if command.lookback_seconds:
@@ -459,14 +461,18 @@ class PipelineService:
     def _fire_slot(self, pipeline: Pipeline, now: datetime) -> Run | None:
         pipeline_id = pipeline.id
         source = self._catalog.get(pipeline.source)
-        high = self._table_stats.max_value(source.table, pipeline.watermark_column)
+        # An Iceberg or Delta table is pinned: the high mark is read at one version, and the run reads
+        # that version, so a commit landing during the run waits, whole, for the next slot.
+        snapshot = self._table_stats.snapshot(source.table)
+        table_metadata = self._table_stats.metadata_file(source.table)  # after: it holds ``snapshot``
+        high = self._table_stats.max_value(source.table, pipeline.watermark_column, snapshot=snapshot)
         fields = {
             "source": pipeline.source,
             "topic": pipeline.topic,
             "tps": pipeline.tps,
             "requester": pipeline.created_by,
             "watermark_column": pipeline.watermark_column,
-            "options": slot_options(pipeline, source),
+            "options": slot_options(pipeline, source, snapshot=snapshot, table_metadata=table_metadata),
             "slack_channel": pipeline.slack_channel,
             "slack_ts": pipeline.slack_ts,
         }

@@ -244,8 +244,9 @@ class TableStats(ABC):
         """The table's rows ``rows`` selects, as of ``snapshot``."""
 
     @abstractmethod
-    def max_value(self, table: TableRef, column: str) -> Value | None:
-        """The watermark column's current maximum (a pipeline run's high mark); None for no rows."""
+    def max_value(self, table: TableRef, column: str, *, snapshot: str | None = None) -> Value | None:
+        """The watermark column's maximum as of ``snapshot`` (a pipeline run's high mark); None for
+        no rows."""
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,6 @@ from daemon.core.grammar import OnError, Ordering, PlanCommand, ReplayCommand, T
 from daemon.core.ids import new_run_id
 from daemon.core.quantities import partitions_for_rate
 from daemon.core.run_options import RunOptions, WindowKind
-from daemon.core.spark_releases import missing_runtime
 from daemon.core.states import RunKind, RunState
 from daemon.core.windows import DayWindow, TimeWindow, bounds, days, label, resolve
 from daemon.usecases.audit import Audit
@@ -42,6 +41,7 @@ from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.eta import Eta, check_execution_limit, estimate
 from daemon.usecases.live_approval import check_live_approval
 from daemon.usecases.ports import TableStats, TopicAdmin, WindowRows
+from daemon.usecases.table_runtime import check_table_runtime
 from store import Store
 from store.live_guard import LiveGuard
 from store.models import Run
@@ -230,7 +230,7 @@ class ReplayService:
             raise BadRequest(f"workers={workers} is above the maximum of {self._settings.max_workers}")
         if command.ordering == "entity" and not source.key_column:
             raise BadRequest(f"source '{source.name}' has no entity key column for ordering=entity")
-        self._check_table_runtime(source)
+        check_table_runtime(source, self._settings)
         snapshot = self._table_stats.snapshot(source.table)
         table_metadata = self._table_stats.metadata_file(source.table)  # after: it holds ``snapshot``
         rows = self._count_rows(source, window, snapshot)
@@ -281,18 +281,6 @@ class ReplayService:
             table_metadata=table_metadata,
         )
         return source, plan
-
-    def _check_table_runtime(self, source: Source) -> None:
-        """A local job reads Iceberg and Delta only with their runtimes' jars: refused before anything
-        is created, not failed in the job (EMR's images carry them)."""
-        if self._settings.launcher != "local":
-            return
-        missing = missing_runtime(source.table.format, [jar.name for jar in self._settings.local_jars])
-        if missing is not None:
-            raise BadRequest(
-                f"source '{source.name}' is a {source.table.format} table and this daemon's local jobs have "
-                f"no {missing}: list it in REPLAY_LOCAL_JARS (scripts/lake-jars fetches it)"
-            )
 
     def _guard_since(self) -> datetime:
         return self._clock() - timedelta(hours=self._settings.live_replay_guard_hours)

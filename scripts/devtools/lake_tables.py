@@ -7,9 +7,11 @@
 
 `create` copies the Parquet sample into both formats over several commits, partitioned by day (`dt`,
 a date): the first days, then the rest, then a delete (the window's cancelled orders of one day) and
-an overwrite of another day with the same rows minus a few. It prints one `LAKE_TABLES <json>` line:
-each table's path, its first and current snapshot, and the truth a full scan of each sees (rows per
-day, now and at the first commit), which the tests hold the metadata counts to. `append` commits
+an overwrite of another day with the same rows minus a few, and last a delete of the newest event (by
+`updated_at`; Iceberg's as a delete file, merge-on-read), so the newest value in the table's metadata is
+one no row holds. It prints one `LAKE_TABLES <json>` line: each table's path, its first and current
+snapshot, and the truth a full scan of each sees (rows per day and the newest `updated_at` in epoch
+microseconds, now and at the first commit), which the tests hold the metadata to. `append` commits
 `rows` new events (`late-<day>-<n>`) into one day of the Iceberg table and prints its new snapshot (the
 Delta table is appended to without Spark, with the `deltalake` package). The Iceberg table lives in a
 Hadoop catalog, so its path is `<warehouse>/sample/orders`. `copy` writes the same rows in one commit
@@ -71,9 +73,18 @@ def create(spark: SparkSession, parquet: str, warehouse: str, delta: str) -> dic
     kept.write.format("delta").mode("overwrite").option("replaceWhere", f"dt = '{OVERWRITTEN_DAY}'").save(
         delta
     )
+    newest = f"updated_at = timestamp_micros({newest_us(sample)})"  # it goes: a bound no row holds
+    spark.sql(f"ALTER TABLE {ICEBERG_TABLE} SET TBLPROPERTIES ('write.delete.mode' = 'merge-on-read')")
+    spark.sql(f"DELETE FROM {ICEBERG_TABLE} WHERE {newest}")  # noqa: S608
+    spark.sql(f"DELETE FROM delta.`{delta}` WHERE {newest}")  # noqa: S608
 
-    iceberg = spark.read.format("iceberg")
-    delta_reader = spark.read.format("delta")
+    def iceberg_at(snapshot: int) -> DataFrame:  # a reader per read: `.option` changes the reader
+        return spark.read.format("iceberg").option("snapshot-id", snapshot).load(ICEBERG_TABLE)
+
+    def delta_at(version: int | None = None) -> DataFrame:
+        reader = spark.read.format("delta")
+        return (reader if version is None else reader.option("versionAsOf", version)).load(delta)
+
     return {
         "spark": spark.version,
         "iceberg": {
@@ -81,16 +92,25 @@ def create(spark: SparkSession, parquet: str, warehouse: str, delta: str) -> dic
             "first_snapshot": str(iceberg_first),
             "snapshot": str(_iceberg_snapshot(spark)),
             "days": per_day(spark.table(ICEBERG_TABLE)),
-            "first_days": per_day(iceberg.option("snapshot-id", iceberg_first).load(ICEBERG_TABLE)),
+            "first_days": per_day(iceberg_at(iceberg_first)),
+            "high_us": newest_us(spark.table(ICEBERG_TABLE)),
+            "first_high_us": newest_us(iceberg_at(iceberg_first)),
         },
         "delta": {
             "path": delta,
             "first_snapshot": "0",
             "snapshot": str(_first(spark.sql(f"DESCRIBE HISTORY delta.`{delta}`").agg(sf.max("version")))),
-            "days": per_day(delta_reader.load(delta)),
-            "first_days": per_day(delta_reader.option("versionAsOf", 0).load(delta)),
+            "days": per_day(delta_at()),
+            "first_days": per_day(delta_at(0)),
+            "high_us": newest_us(delta_at()),
+            "first_high_us": newest_us(delta_at(0)),
         },
     }
+
+
+def newest_us(frame: DataFrame) -> int:
+    """The newest ``updated_at`` a scan sees, in microseconds since the epoch (no time zone to guess)."""
+    return int(_first(frame.agg(sf.unix_micros(sf.max("updated_at")))))
 
 
 def copy(spark: SparkSession, parquet: str, warehouse: str, delta: str) -> dict[str, Any]:

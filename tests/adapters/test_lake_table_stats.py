@@ -21,6 +21,7 @@ pytestmark = [pytest.mark.spark]
 
 FORMATS = ["iceberg", "delta"]
 WEEK = [date(2024, 1, 1) + timedelta(days=n) for n in range(7)]
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _ref(copy: LakeCopy) -> TableRef:
@@ -107,6 +108,30 @@ def test_a_snapshot_the_table_no_longer_has_is_refused_with_what_to_do(
         )
 
 
-def test_watermark_pipelines_are_refused_on_a_versioned_table(lake_copies: dict[str, LakeCopy]) -> None:
-    with pytest.raises(BadRequest, match="watermark pipelines read Parquet sources; this one is iceberg"):
-        LakeTableStats().max_value(_ref(lake_copies["iceberg"]), "updated_at")
+@pytest.mark.parametrize("table_format", FORMATS)
+def test_the_watermark_high_is_the_newest_live_row_at_the_snapshot(
+    lake_copies: dict[str, LakeCopy], sample_table: object, table_format: str
+) -> None:
+    """The newest event was deleted last (Iceberg: a delete file), so the metadata's upper bound is a
+    value no row holds: the high mark is Spark's full scan's, now and at the first commit."""
+    copy, stats = lake_copies[table_format], LakeTableStats()
+
+    high = stats.max_value(_ref(copy), "updated_at", snapshot=copy.snapshot)
+    first = stats.max_value(_ref(copy), "updated_at", snapshot=copy.first_snapshot)
+
+    assert high == EPOCH + timedelta(microseconds=copy.high_us)
+    assert first == EPOCH + timedelta(microseconds=copy.first_high_us)
+    assert isinstance(first, datetime) and isinstance(high, datetime) and first < high
+    deleted = stats.max_value(TableRef(path=str(sample_table)), "updated_at")
+    assert isinstance(deleted, datetime) and deleted > high  # the Parquet sample still holds it
+
+
+@pytest.mark.parametrize("table_format", FORMATS)
+def test_a_watermark_column_that_is_not_a_time_or_a_number_is_refused(
+    lake_copies: dict[str, LakeCopy], table_format: str
+) -> None:
+    stats = LakeTableStats()
+    with pytest.raises(BadRequest, match="timestamps or integers"):
+        stats.max_value(_ref(lake_copies[table_format]), "status")
+    with pytest.raises(BadRequest, match="no column 'nope'"):
+        stats.max_value(_ref(lake_copies[table_format]), "nope")

@@ -4,8 +4,10 @@ A real daemon (SQLite, the session's broker, local Spark with the release's lake
 window of each table, records the table's snapshot on the run, and is then raced by a commit that
 adds events to that window. The job, its end-of-run reconcile and a `reconcile r-…` asked after the
 commit all read the recorded snapshot: the topic holds exactly the window as planned, each id once,
-none of the late events, and both verdicts are clean. A daemon whose local jobs lack a format's
-runtime refuses such a source at plan time and creates nothing.
+none of the late events, and both verdicts are clean. A watermark pipeline on each format reads
+every slot's high mark and rows at one pinned version and publishes each live row once, the next
+commit's rows in the next slot. A daemon whose local jobs lack a format's runtime refuses such a
+source at plan time and at schedule time, and creates nothing.
 """
 
 from __future__ import annotations
@@ -13,15 +15,18 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from datetime import date
+import time
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from daemon.contract.models import ReplayBody, ScheduleBody
+from daemon.contract.client import DaemonClient
+from daemon.contract.models import ReplayBody, RunOut, ScheduleBody
 from daemon.core.errors import BadRequest
 from tests.fixtures.daemon import OWNER, running_daemon
 from tests.fixtures.kafka import consume_all, headers_of
@@ -173,13 +178,116 @@ def test_a_daemon_without_a_formats_runtime_refuses_the_source_and_creates_nothi
         for ask in (client.plan, client.create_replay):
             with pytest.raises(BadRequest, match=r"iceberg table .* no iceberg runtime .* REPLAY_LOCAL_JARS"):
                 ask(OWNER, body)
-        # a watermark pipeline reads Parquet only: refused when scheduled, not failed at every slot
-        with pytest.raises(
-            BadRequest, match="watermark pipelines read Parquet sources; 'orders' is stored as iceberg"
-        ):
+        # nor is a pipeline: refused when scheduled, not failed at every slot
+        with pytest.raises(BadRequest, match=r"iceberg table .* no iceberg runtime .* REPLAY_LOCAL_JARS"):
             client.schedule(OWNER, ScheduleBody(source="orders", every="1h", watermark="updated_at"))
         assert client.list_replays(OWNER).runs == [] and client.list_pipelines(OWNER) == []
         assert replay_topics(kafka_bootstrap) == topics
+    finally:
+        daemon.stop()
+
+
+def _fire(client: DaemonClient, pipeline_id: str, timeout_s: float = 300.0) -> RunOut:
+    """Run the pipeline now (the scheduler's own claim path) and wait for that slot's run to end."""
+    before = {run.id for run in client.get_pipeline(OWNER, pipeline_id).runs}
+    client.pipeline_action(OWNER, pipeline_id, "run")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        runs = [run for run in client.get_pipeline(OWNER, pipeline_id).runs if run.id not in before]
+        if runs and runs[0].state in TERMINAL:
+            return runs[0]
+        time.sleep(0.5)
+    raise AssertionError(f"no finished run for {pipeline_id}: {client.get_pipeline(OWNER, pipeline_id)}")
+
+
+def _newer(rows: pa.Table, count: int, tag: str) -> tuple[list[dict[str, Any]], datetime]:
+    """``count`` new events an hour after the table's newest one, on its next day; and their time."""
+    newest = max(rows.column("updated_at").to_pylist())
+    moment = (newest if newest.tzinfo else newest.replace(tzinfo=UTC)) + timedelta(hours=1)
+    template = rows.slice(0, 1).to_pylist()[0]
+    events = [f"{tag}-{n}" for n in range(count)]
+    return [
+        {**template, "event_id": event, "order_id": event, "updated_at": moment, "dt": moment.date()}
+        for event in events
+    ], moment
+
+
+@pytest.mark.parametrize("table_format", ["iceberg", "delta"])
+def test_a_watermark_pipeline_publishes_each_commit_once_at_the_version_its_slot_read(
+    table_format: str,
+    lake_copies: dict[str, LakeCopy],
+    lake_jars: list[Path],
+    kafka_bootstrap: str,
+    tmp_path: Path,
+) -> None:
+    """Slot one publishes every live row of the version it pinned (deleted and overwritten rows
+    absent), slot two exactly the rows the next commit added; the high mark is the newest live row's."""
+    copy, extra = lake_copies[table_format], {"REPLAY_LOCAL_JARS": ",".join(map(str, lake_jars))}
+    if table_format == "delta":
+        shutil.copytree(copy.path, tmp_path / "delta")  # commits of its own, seen by no other test
+        path = str(tmp_path / "delta")
+        table_source: dict[str, str] = {"path": path, "format": "delta"}
+
+        def live() -> pa.Table:
+            return DeltaTable(path).to_pyarrow_dataset().to_table()
+
+        def commit(rows: list[dict[str, Any]]) -> None:
+            write_deltalake(path, pa.Table.from_pylist(rows, schema=live().schema), mode="append")
+    else:
+        url = f"sqlite:///{tmp_path / 'catalog.db'}"
+        table = registered(url, tmp_path, copy)  # commits through the catalog move the name only
+        catalogs = {"lake": catalog_settings(url, tmp_path).model_dump(mode="json", exclude_none=True)}
+        extra["REPLAY_LAKE_CATALOGS"] = json.dumps(catalogs)
+        table_source = {"table": "lake.sample.orders", "format": "iceberg"}
+
+        def live() -> pa.Table:
+            table.refresh()
+            return table.scan().to_arrow()
+
+        def commit(rows: list[dict[str, Any]]) -> None:
+            table.append(pa.Table.from_pylist(rows, schema=table.schema().as_arrow()))
+
+    daemon = running_daemon(
+        tmp_path / "d",
+        sample_table=copy.path,
+        bootstrap=kafka_bootstrap,
+        extra=extra,
+        source_extra={"table": table_source, "watermark_column": "updated_at"},
+    )
+    try:
+        client = daemon.client()
+        pipeline = client.schedule(
+            OWNER, ScheduleBody(source="orders", every="1d", watermark="updated_at", tps=5000)
+        )
+        first_ids = set(live().column("event_id").to_pylist())
+        assert len(first_ids) == sum(copy.days.values())
+
+        first = _fire(client, pipeline.id)
+        assert first.state == "succeeded", first.failure_reason
+        assert first.snapshot == client.sources(OWNER)[0].snapshot  # the version the slot pinned
+        assert first.confirmed == len(first_ids)
+        assert first.reconcile is not None and first.reconcile.verdict().clean, first.reconcile
+        committed = client.get_pipeline(OWNER, pipeline.id).watermark
+        assert committed is not None
+        assert datetime.fromisoformat(committed) == datetime(1970, 1, 1, tzinfo=UTC) + timedelta(
+            microseconds=copy.high_us
+        )  # the newest live row's: the newest event was deleted
+
+        added, moment = _newer(live(), 4, f"wm-{table_format}")
+        commit(added)
+        second = _fire(client, pipeline.id)
+        assert second.state == "succeeded", second.failure_reason
+        assert second.snapshot != first.snapshot and second.confirmed == len(added)
+        assert datetime.fromisoformat(client.get_pipeline(OWNER, pipeline.id).watermark or "") == moment
+
+        landed: dict[str, list[str]] = {}
+        for message in consume_all(kafka_bootstrap, pipeline.topic):
+            headers = headers_of(message)
+            landed.setdefault(headers["replay-run-id"].decode(), []).append(
+                headers["replay-event-id"].decode()
+            )
+        assert sorted(landed[first.id]) == sorted(first_ids)  # each live row once, nothing else
+        assert sorted(landed[second.id]) == sorted(row["event_id"] for row in added)
     finally:
         daemon.stop()
 
