@@ -1,15 +1,16 @@
 """`LakeTableStats`: the `TableStats` port for every table format the catalog accepts.
 
 Each format has its own reader (Parquet footers, the Delta log, Iceberg metadata); this class only
-picks one by the table's `format`, and turns an Iceberg table's catalog name into the metadata file
-its catalog points at, so the use cases never branch on formats or on where a table is found.
+picks one by the table's `format`, and turns a table's catalog name into what its reader opens (an
+Iceberg table's current metadata file, a Delta or Parquet table's location), so the use cases never
+branch on formats or on where a table is found.
 """
 
 from __future__ import annotations
 
 from daemon.adapters.delta_table_stats import DeltaTableStats
-from daemon.adapters.iceberg_catalogs import IcebergCatalogs
 from daemon.adapters.iceberg_table_stats import IcebergTableStats
+from daemon.adapters.table_catalogs import TableCatalogs
 from daemon.adapters.table_stats import ParquetTableStats
 from daemon.core.watermarks import Value
 from daemon.usecases.catalog import TableRef
@@ -18,12 +19,12 @@ from daemon.usecases.ports import TableStats, WindowRows
 
 class LakeTableStats(TableStats):
     def __init__(
-        self, parquet: ParquetTableStats | None = None, *, catalogs: IcebergCatalogs | None = None
+        self, parquet: ParquetTableStats | None = None, *, catalogs: TableCatalogs | None = None
     ) -> None:
         self._parquet = parquet or ParquetTableStats()
         self._delta = DeltaTableStats()
         self._iceberg = IcebergTableStats()
-        self._catalogs = catalogs or IcebergCatalogs({})
+        self._catalogs = catalogs or TableCatalogs({})
 
     def _versioned(self, table: TableRef) -> DeltaTableStats | IcebergTableStats | None:
         """The reader of a table with snapshots; None for plain Parquet."""
@@ -34,17 +35,20 @@ class LakeTableStats(TableStats):
         return None
 
     def _where(self, table: TableRef) -> str:
-        """What the format's reader opens: the table's path, or its catalog's current metadata file."""
-        if table.table is not None:
+        """What the format's reader opens: the table's path; for a named one, its catalog's current
+        metadata file (Iceberg) or the location the Data Catalog gives (Delta, Parquet)."""
+        if table.table is None:
+            return table.location
+        if table.format == "iceberg":
             return self._catalogs.metadata_location(table.table)
-        return table.location
+        return self._catalogs.location(table.table, table.format)
 
     def snapshot(self, table: TableRef) -> str | None:
         versioned = self._versioned(table)
         return None if versioned is None else versioned.snapshot(self._where(table))
 
     def metadata_file(self, table: TableRef) -> str | None:
-        return None if table.table is None else self._catalogs.metadata_location(table.table)
+        return None if table.table is None else self._where(table)
 
     def column_names(self, table: TableRef) -> list[str]:
         versioned = self._versioned(table)
@@ -56,7 +60,7 @@ class LakeTableStats(TableStats):
         if versioned is not None:
             return versioned.count_window_rows(self._where(table), rows, snapshot=snapshot)
         return self._parquet.count_window_rows(
-            table.location,
+            self._where(table),
             partition_column=rows.partition_column,
             days=list(rows.days),
             time_column=rows.time_column,
@@ -68,4 +72,4 @@ class LakeTableStats(TableStats):
         versioned = self._versioned(table)
         if versioned is not None:
             return versioned.max_value(self._where(table), column, snapshot=snapshot)
-        return self._parquet.max_value(table.location, column)
+        return self._parquet.max_value(self._where(table), column)

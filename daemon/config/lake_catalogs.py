@@ -1,11 +1,12 @@
-"""The Iceberg catalogs sources may name tables in, configured once for the daemon.
+"""The catalogs sources may name tables in, configured once for the daemon.
 
 `REPLAY_LAKE_CATALOGS` is a JSON object of catalog name to its settings, for example
 ``{"lake": {"type": "sql", "uri": "postgresql+psycopg://lake@db/lake", "password": "…",
 "warehouse": "s3://bucket/warehouse"}}``; a source then says ``table: {table: lake.sales.orders,
-format: iceberg}``. Only the daemon talks to a catalog: it resolves the name to the table's current
-metadata file when it plans, and the job reads that file, so no catalog credential is ever written
-into a job spec (docs/decisions/0037).
+format: iceberg}``. A ``glue`` catalog (the AWS Glue Data Catalog, Spark's session catalog on EMR)
+also names Delta and Parquet tables. Only the daemon talks to a catalog: it resolves the name to the
+table's current metadata file (Iceberg) or location (Delta, Parquet) when it plans, and the job reads
+that, so no catalog credential is ever written into a job spec (docs/decisions/0037, 0038).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 class LakeCatalog(BaseModel):
     """One catalog. ``sql`` is Iceberg's JDBC catalog schema (what Spark's `type=jdbc` writes) on a
-    database SQLAlchemy reaches; ``rest`` a REST catalog; ``glue`` the AWS Glue Data Catalog;
-    ``hadoop`` a warehouse folder where ``<namespace>/<table>`` is the table's path."""
+    database SQLAlchemy reaches; ``rest`` a REST catalog; ``glue`` the AWS Glue Data Catalog (Spark's
+    session catalog on EMR: it names Delta and Parquet tables too); ``hadoop`` a warehouse folder
+    where ``<namespace>/<table>`` is the table's path."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -36,6 +38,9 @@ class LakeCatalog(BaseModel):
     )
     warehouse: str | None = Field(default=None, description="the warehouse location (hadoop: required)")
     region: str | None = Field(default=None, description="glue: the AWS region of the Data Catalog")
+    endpoint: str | None = Field(
+        default=None, description="glue: an endpoint URL instead of AWS's own (a VPC endpoint)"
+    )
     catalog_name: str | None = Field(
         default=None,
         description="sql: the name the catalog's rows are stored under (Spark's catalog name that "
@@ -48,6 +53,8 @@ class LakeCatalog(BaseModel):
             raise ValueError(f"a {self.type} catalog needs 'uri'")
         if self.type == "hadoop" and not self.warehouse:
             raise ValueError("a hadoop catalog needs 'warehouse' (the folder its tables live under)")
+        if self.endpoint is not None and self.type != "glue":
+            raise ValueError(f"'endpoint' is for a glue catalog, not a {self.type} one")
         if self.uri is not None and re.search(r"://[^/@]*:[^/@]*@", self.uri):
             raise ValueError("put the password in 'password', not in 'uri' (a uri is shown in logs)")
         return self

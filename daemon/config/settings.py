@@ -94,9 +94,10 @@ class Settings(BaseSettings):
     )
     lake_catalogs: Annotated[dict[str, LakeCatalog], NoDecode] = Field(
         default_factory=dict,
-        description="Iceberg catalogs sources may name tables in, as JSON: "
+        description="catalogs sources may name tables in, as JSON: "
         '{"lake": {"type": "sql", "uri": "postgresql+psycopg://user@host/db", "password": "…"}} '
-        "(types sql, rest, glue, hadoop; daemon.config.lake_catalogs)",
+        "(Iceberg tables: types sql, rest, glue, hadoop; Delta and Parquet tables: glue, the Data "
+        "Catalog; daemon.config.lake_catalogs)",
     )
     launcher: Literal["local", "emr"] = Field(
         default="local", description="`local`: spark-submit on this machine; `emr`: EMR Serverless"

@@ -55,8 +55,9 @@ class RunOptions:
     # The table version the plan counted and every read of the run sees (an Iceberg snapshot id, a
     # Delta version); None: a Parquet table, or a run from before snapshots were recorded.
     snapshot: str | None = None
-    # An Iceberg table named in a catalog: the metadata file the plan read (it holds ``snapshot``); the
-    # job reads this file, not the catalog. None: a table at a path.
+    # A table named in a catalog: where the plan read it, and the job reads it instead of asking the
+    # catalog (an Iceberg table's metadata file, which holds ``snapshot``; a Delta or Parquet table's
+    # location in the Glue Data Catalog). None: a table at a path.
     table_metadata: str | None = None
 
     def __post_init__(self) -> None:

@@ -20,9 +20,9 @@ from botocore.config import Config
 from sqlalchemy import text
 
 from daemon.adapters.aws_errors import aws_errors
-from daemon.adapters.iceberg_catalogs import IcebergCatalogs
 from daemon.adapters.kafka_topic_admin import KafkaTopicAdmin
 from daemon.adapters.lake_table_stats import LakeTableStats
+from daemon.adapters.table_catalogs import TableCatalogs
 from daemon.config.settings import Settings
 from daemon.usecases.catalog import Catalog, TableRef
 from store import Store
@@ -114,7 +114,7 @@ def readiness_for(
     """The probes this daemon's settings and catalog call for; the tables probed are read from the
     catalog at each check (a reload may move them)."""
     kafka = KafkaTopicAdmin(config=settings.kafka_config(), timeout_s=timeout_s)
-    stats = LakeTableStats(catalogs=IcebergCatalogs(settings.lake_catalogs))
+    stats = LakeTableStats(catalogs=TableCatalogs(settings.lake_catalogs))
 
     def database() -> None:
         with store.session() as session:

@@ -32,7 +32,6 @@ import uvicorn
 from fastapi import FastAPI
 
 from daemon.adapters.emr_launcher import EmrServerlessLauncher
-from daemon.adapters.iceberg_catalogs import IcebergCatalogs
 from daemon.adapters.kafka_consumer_group_admin import KafkaConsumerGroupAdmin
 from daemon.adapters.kafka_progress_source import KafkaProgressSource
 from daemon.adapters.kafka_run_control import KafkaRunControlChannel
@@ -42,6 +41,7 @@ from daemon.adapters.local_launcher import LocalSparkLauncher
 from daemon.adapters.log_notifier import LogNotifier
 from daemon.adapters.packaging import package_and_upload
 from daemon.adapters.slack_notifier import slack_notifier_from_settings
+from daemon.adapters.table_catalogs import TableCatalogs
 from daemon.config.logs import configure_logging
 from daemon.config.settings import Settings, load_settings
 from daemon.core.errors import BadRequest, ConfigError, ReplayError, Unavailable
@@ -152,7 +152,10 @@ def build_daemon(
     timing: WatcherTiming | None = None,
 ) -> Daemon:
     _private_state(settings)
-    catalog = catalog or load_catalog(settings.catalog_path, lake_catalogs=list(settings.lake_catalogs))
+    catalog = catalog or load_catalog(
+        settings.catalog_path,
+        lake_catalogs={name: lake.type for name, lake in settings.lake_catalogs.items()},
+    )
     upgrade(settings.db_url)
     store = Store(settings.db_url)
     topics = KafkaTopicAdmin(config=settings.kafka_config())
@@ -164,7 +167,7 @@ def build_daemon(
         admins=list(settings.admins),
         sample_s=settings.lag_sample_s,
     )
-    table_stats = LakeTableStats(catalogs=IcebergCatalogs(settings.lake_catalogs))
+    table_stats = LakeTableStats(catalogs=TableCatalogs(settings.lake_catalogs))
     launcher = launcher or build_launcher(settings)
     notifier = notifier or slack_notifier_from_settings(settings) or LogNotifier()
     progress = KafkaProgressSource(kafka_config=settings.kafka_config(), topic=settings.progress_topic)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -51,8 +51,9 @@ TABLE_FORMATS: tuple[TableFormat, ...] = ("parquet", "iceberg", "delta")
 
 class TableRef(BaseModel):
     """Where the table lives and how it is stored: hive-partitioned Parquet files, an Apache Iceberg
-    table or a Delta Lake table at a path (local or s3://), or an Iceberg table by its name in one of
-    the daemon's catalogs (``<catalog>.<namespace>.<table>``, `REPLAY_LAKE_CATALOGS`)."""
+    table or a Delta Lake table at a path (local or s3://), or a table by its name in one of the
+    daemon's catalogs (``<catalog>.<namespace>.<table>``, `REPLAY_LAKE_CATALOGS`): an Iceberg table in
+    any, a Delta or Parquet table in a Glue Data Catalog (Spark's session catalog on EMR)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -64,16 +65,10 @@ class TableRef(BaseModel):
     def _one_location(self) -> TableRef:
         if (self.path is None) == (self.table is None):
             raise ValueError("give exactly one of 'path' or 'table'")
-        if self.table is not None:  # refused here, so no plan or replay of it ever fails half-way
-            if self.format != "iceberg":
-                raise ValueError(
-                    f"a {self.format} table is read at its 'path' (local or s3://); tables by name "
-                    f"('table: {self.table}') are Iceberg tables in a catalog of REPLAY_LAKE_CATALOGS"
-                )
-            if not _TABLE_NAME.match(self.table):
-                raise ValueError(
-                    f"'{self.table}' is not '<catalog>.<namespace>.<table>' (letters, digits and '_')"
-                )
+        if self.table is not None and not _TABLE_NAME.match(self.table):  # refused before any plan
+            raise ValueError(
+                f"'{self.table}' is not '<catalog>.<namespace>.<table>' (letters, digits and '_')"
+            )
         return self
 
     @property
@@ -193,10 +188,10 @@ class Catalog:
     assignment, so a reader sees either the old catalog or the new one, never a mix."""
 
     def __init__(
-        self, *, path: str, sources: Mapping[str, Source], lake_catalogs: Collection[str] | None = None
+        self, *, path: str, sources: Mapping[str, Source], lake_catalogs: Mapping[str, str] | None = None
     ) -> None:
         self._lock = threading.Lock()  # one reload at a time; readers need none
-        self._lake_catalogs = None if lake_catalogs is None else tuple(lake_catalogs)
+        self._lake_catalogs = None if lake_catalogs is None else MappingProxyType(dict(lake_catalogs))
         self._state: tuple[str, Mapping[str, Source]] = (path, MappingProxyType(dict(sources)))
 
     @property
@@ -239,11 +234,13 @@ class Catalog:
             return change
 
 
-def load_catalog(path: Path, *, lake_catalogs: Collection[str] | None = None) -> Catalog:
+def load_catalog(path: Path, *, lake_catalogs: Mapping[str, str] | None = None) -> Catalog:
     """Read and validate the catalog; relative table paths resolve against the catalog's folder.
 
-    ``lake_catalogs``: the names of the daemon's Iceberg catalogs (`REPLAY_LAKE_CATALOGS`); a table
-    named in any other is refused here. None: not checked (a catalog read without the settings).
+    ``lake_catalogs``: the daemon's catalogs (`REPLAY_LAKE_CATALOGS`), name to type; a table named in
+    any other is refused here, and so is a Delta or Parquet table named in one that is not ``glue``
+    (only the Data Catalog says where such a table lives). None: not checked (a catalog read without
+    the settings).
     """
     shown = str(path)
     try:
@@ -269,6 +266,15 @@ def load_catalog(path: Path, *, lake_catalogs: Collection[str] | None = None) ->
                 str(name),
                 "table.table",
                 f"no catalog '{named_in}' in REPLAY_LAKE_CATALOGS (configured: {configured})",
+            )
+        kind = None if named_in is None or lake_catalogs is None else lake_catalogs[named_in]
+        if kind is not None and source.table.format != "iceberg" and kind != "glue":
+            raise CatalogError(
+                shown,
+                str(name),
+                "table.table",
+                f"a {source.table.format} table by name is read from a glue catalog (the Data Catalog "
+                f"says where it lives); '{named_in}' is a {kind} catalog: give the table's 'path'",
             )
         sources[str(name)] = source
     return Catalog(path=shown, sources=sources, lake_catalogs=lake_catalogs)

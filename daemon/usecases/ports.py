@@ -231,9 +231,9 @@ class TableStats(ABC):
 
     @abstractmethod
     def metadata_file(self, table: TableRef) -> str | None:
-        """For an Iceberg table named in a catalog, the metadata file the catalog points it at now,
-        which the job reads instead of asking the catalog; None for a table at a path. Asked after
-        `snapshot`, so the file holds that snapshot."""
+        """For a table named in a catalog, what the job reads instead of asking the catalog: an
+        Iceberg table's current metadata file, a Delta or Parquet table's location; None for a table
+        at a path. Asked after `snapshot`, so the file holds that snapshot."""
 
     @abstractmethod
     def column_names(self, table: TableRef) -> list[str]:

@@ -28,6 +28,7 @@ from deltalake import DeltaTable, write_deltalake
 from daemon.contract.client import DaemonClient
 from daemon.contract.models import ReplayBody, RunOut, ScheduleBody
 from daemon.core.errors import BadRequest
+from tests.fixtures.aws import REGION, AwsClients, aws_client
 from tests.fixtures.daemon import OWNER, running_daemon
 from tests.fixtures.kafka import consume_all, headers_of
 from tests.fixtures.lake_catalog import catalog_settings, commit_late_events, registered
@@ -158,6 +159,61 @@ def test_an_iceberg_table_named_in_a_sql_catalog_replays_the_snapshot_its_plan_r
         ids = [headers_of(m)["replay-event-id"].decode() for m in consume_all(kafka_bootstrap, ended.topic)]
         assert len(ids) == len(set(ids)) == expected
         assert not set(late) & set(ids)
+    finally:
+        daemon.stop()
+
+
+def test_a_delta_table_named_in_the_glue_data_catalog_replays_from_the_location_it_gives(
+    aws: AwsClients,
+    lake_copies: dict[str, LakeCopy],
+    lake_jars: list[Path],
+    kafka_bootstrap: str,
+    tmp_path: Path,
+) -> None:
+    """Spark's session catalog on EMR is the Data Catalog: the daemon asks it (moto's Glue, over
+    HTTP) where the table lives, the run records that, and the job reads it there, pinned."""
+    copy = lake_copies["delta"]
+    glue = aws_client("glue", aws.endpoint_url)
+    glue.create_database(DatabaseInput={"Name": "sales"})
+    glue.create_table(  # as Spark registers a Delta table: its location in the serde's `path`
+        DatabaseName="sales",
+        TableInput={
+            "Name": "orders",
+            "Parameters": {"spark.sql.sources.provider": "delta"},
+            "StorageDescriptor": {
+                "Location": f"{copy.path}-__PLACEHOLDER__",
+                "SerdeInfo": {"Parameters": {"path": str(copy.path)}},
+            },
+        },
+    )
+    catalogs = {"glue": {"type": "glue", "region": REGION, "endpoint": aws.endpoint_url}}
+    daemon = running_daemon(
+        tmp_path,
+        sample_table=copy.path,
+        bootstrap=kafka_bootstrap,
+        extra={
+            "REPLAY_LOCAL_JARS": ",".join(map(str, lake_jars)),
+            "REPLAY_LAKE_CATALOGS": json.dumps(catalogs),
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+        },
+        source_extra={"table": {"table": "glue.sales.orders", "format": "delta"}, "watermark_column": None},
+    )
+    try:
+        client = daemon.client()
+        body = ReplayBody(source="orders", window=WINDOW, tps=40)
+        planned = client.plan(OWNER, body)
+        assert planned.snapshot is not None and planned.rows > 0
+        run = client.create_replay(OWNER, body)
+        ended = wait_for(client, run.id, TERMINAL, timeout_s=300)
+        assert ended.state == "succeeded", ended.failure_reason
+        assert (ended.snapshot, ended.confirmed) == (planned.snapshot, planned.rows)
+        assert ended.reconcile is not None and ended.reconcile.verdict().clean, ended.reconcile
+        ids = [headers_of(m)["replay-event-id"].decode() for m in consume_all(kafka_bootstrap, ended.topic)]
+        at_version = DeltaTable(str(copy.path), version=int(planned.snapshot)).to_pyarrow_dataset()
+        window = pc.field("dt").isin([date.fromisoformat(day) for day in DAYS])
+        expected = at_version.to_table(columns=["event_id"], filter=window).column("event_id").to_pylist()
+        assert sorted(ids) == sorted(expected)
     finally:
         daemon.stop()
 

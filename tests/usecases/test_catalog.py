@@ -57,19 +57,38 @@ def test_an_iceberg_table_by_name_is_in_one_of_the_daemons_catalogs(tmp_path: Pa
     )
     path = _write(tmp_path, named)
 
-    table = load_catalog(path, lake_catalogs=["lake"]).get("orders").table
+    table = load_catalog(path, lake_catalogs={"lake": "sql"}).get("orders").table
     assert (table.catalog, table.identifier, table.path) == ("lake", "sales.orders", None)
 
     with pytest.raises(CatalogError) as caught:
-        load_catalog(path, lake_catalogs=["glue"])
+        load_catalog(path, lake_catalogs={"glue": "glue"})
     assert (caught.value.source, caught.value.field) == ("orders", "table.table")
     assert "no catalog 'lake' in REPLAY_LAKE_CATALOGS (configured: glue)" in str(caught.value)
 
-    catalog = load_catalog(path, lake_catalogs=["lake"])
+    catalog = load_catalog(path, lake_catalogs={"lake": "sql"})
     path.write_text(named.replace("lake.sales.orders", "other.sales.orders"))
     with pytest.raises(CatalogError, match="no catalog 'other'"):
         catalog.reload()  # a reload keeps to the daemon's catalogs
     assert catalog.get("orders").table.catalog == "lake"
+
+
+@pytest.mark.parametrize("table_format", ["delta", "parquet"])
+def test_a_delta_or_parquet_table_by_name_is_in_a_glue_catalog_only(
+    tmp_path: Path, table_format: str
+) -> None:
+    """Only the Data Catalog (Spark's session catalog on EMR) says where such a table lives."""
+    named = GOOD.replace(
+        "{path: lake/orders, format: parquet}", f"{{table: lake.sales.orders, format: {table_format}}}"
+    )
+    path = _write(tmp_path, named)
+
+    table = load_catalog(path, lake_catalogs={"lake": "glue"}).get("orders").table
+    assert (table.format, table.catalog, table.identifier) == (table_format, "lake", "sales.orders")
+    with pytest.raises(CatalogError) as caught:
+        load_catalog(path, lake_catalogs={"lake": "sql"})
+    assert (caught.value.source, caught.value.field) == ("orders", "table.table")
+    assert f"a {table_format} table by name is read from a glue catalog" in str(caught.value)
+    assert "'lake' is a sql catalog: give the table's 'path'" in str(caught.value)
 
 
 def test_encrypted_columns_of_a_named_table_are_refused_as_its_keys_lie_beside_its_files(
@@ -81,7 +100,7 @@ def test_encrypted_columns_of_a_named_table_are_refused_as_its_keys_lie_beside_i
     )
 
     with pytest.raises(CatalogError, match=r"source 'orders': .*encrypted_columns need the table's 'path'"):
-        load_catalog(_write(tmp_path, named), lake_catalogs=["lake"])
+        load_catalog(_write(tmp_path, named), lake_catalogs={"lake": "sql"})
 
 
 def test_unknown_source_lists_the_known_ones(tmp_path: Path) -> None:
@@ -103,11 +122,6 @@ def test_unknown_source_lists_the_known_ones(tmp_path: Path) -> None:
             "Input should be 'parquet', 'iceberg' or 'delta'",
         ),
         (("{path: lake/orders, format: parquet}", "{format: parquet}"), "table", "exactly one of"),
-        (
-            ("{path: lake/orders, format: parquet}", "{table: lake.sales.orders, format: delta}"),
-            "table",
-            "a delta table is read at its 'path'",
-        ),
         (
             ("{path: lake/orders, format: parquet}", "{table: lake.orders, format: iceberg}"),
             "table",

@@ -124,7 +124,7 @@ def test_a_named_iceberg_tables_job_reads_the_metadata_file_its_plan_recorded(tm
 
     spec = build_spec(
         run,
-        catalog=load_catalog(_named(tmp_path), lake_catalogs=["lake"]),
+        catalog=load_catalog(_named(tmp_path), lake_catalogs={"lake": "sql"}),
         settings=load_settings({}),
         result_uri=None,
     )
@@ -145,7 +145,7 @@ def test_a_run_planned_on_a_path_is_not_launched_once_its_source_is_a_named_tabl
     with pytest.raises(BadRequest, match=r"was planned when source 'orders' was a table at a path.*again"):
         build_spec(
             run,
-            catalog=load_catalog(_named(tmp_path), lake_catalogs=["lake"]),
+            catalog=load_catalog(_named(tmp_path), lake_catalogs={"lake": "sql"}),
             settings=load_settings({}),
             result_uri=None,
         )

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from daemon.adapters.iceberg_catalogs import IcebergCatalogs
 from daemon.adapters.lake_table_stats import LakeTableStats
+from daemon.adapters.table_catalogs import TableCatalogs
 from daemon.config.lake_catalogs import LakeCatalog
 from daemon.core.errors import BadRequest, ConfigError, DependencyDown
 from daemon.usecases.catalog import TableRef
@@ -43,7 +43,7 @@ def test_a_named_table_counts_and_pins_as_its_path_does_while_commits_move_the_n
 ) -> None:
     copy = lake_copies["iceberg"]
     table = registered(database_url, tmp_path, copy)
-    stats = LakeTableStats(catalogs=IcebergCatalogs({"lake": catalog_settings(database_url, tmp_path)}))
+    stats = LakeTableStats(catalogs=TableCatalogs({"lake": catalog_settings(database_url, tmp_path)}))
     by_path = LakeTableStats()
 
     planned = stats.snapshot(NAMED)
@@ -70,7 +70,7 @@ def test_a_hadoop_catalog_names_the_table_spark_wrote_in_its_warehouse(
 ) -> None:
     copy = lake_copies["iceberg"]
     warehouse = copy.path.parent.parent  # <warehouse>/sample/orders
-    catalogs = IcebergCatalogs({"lake": LakeCatalog(type="hadoop", warehouse=str(warehouse))})
+    catalogs = TableCatalogs({"lake": LakeCatalog(type="hadoop", warehouse=str(warehouse))})
 
     assert catalogs.metadata_location("lake.sample.orders") == hadoop_metadata_file(copy)
     with pytest.raises(BadRequest, match=r"hadoop catalog has no table lake\.sample\.gone"):
@@ -83,7 +83,7 @@ def test_a_table_the_catalog_does_not_have_is_refused_by_name(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'catalog.db'}"
     registered(url, tmp_path, lake_copies["iceberg"])
-    stats = LakeTableStats(catalogs=IcebergCatalogs({"lake": catalog_settings(url, tmp_path)}))
+    stats = LakeTableStats(catalogs=TableCatalogs({"lake": catalog_settings(url, tmp_path)}))
 
     with pytest.raises(BadRequest, match=r"catalog 'lake' has no table sample\.returns"):
         stats.snapshot(TableRef(table="lake.sample.returns", format="iceberg"))
@@ -97,7 +97,7 @@ def test_a_catalog_that_cannot_be_reached_is_a_dependency_down_naming_it(tmp_pat
         uri="postgresql+psycopg://lake@127.0.0.1:9/lake?connect_timeout=2",
         password=SecretStr("s3cret-pw"),
     )
-    stats = LakeTableStats(catalogs=IcebergCatalogs({"lake": closed}))
+    stats = LakeTableStats(catalogs=TableCatalogs({"lake": closed}))
 
     with pytest.raises(DependencyDown, match=r"cannot ask catalog 'lake' for sample\.orders") as caught:
         stats.snapshot(NAMED)
@@ -115,17 +115,15 @@ def test_a_sql_catalog_finds_the_rows_spark_stored_under_its_own_catalog_name(
     renamed = keyed_alike.model_copy(update={"catalog_name": "prod"})
 
     with pytest.raises(BadRequest, match="has no table"):
-        IcebergCatalogs({"lake": keyed_alike}).metadata_location("lake.sample.orders")
-    assert (
-        IcebergCatalogs({"lake": renamed}).metadata_location("lake.sample.orders").endswith(".metadata.json")
-    )
+        TableCatalogs({"lake": keyed_alike}).metadata_location("lake.sample.orders")
+    assert TableCatalogs({"lake": renamed}).metadata_location("lake.sample.orders").endswith(".metadata.json")
 
 
 def test_a_database_that_holds_no_catalog_is_reported_down_and_left_as_it_was(tmp_path: Path) -> None:
     empty = tmp_path / "not-a-catalog.db"
     sqlite3.connect(empty).close()
     stats = LakeTableStats(
-        catalogs=IcebergCatalogs({"lake": LakeCatalog(type="sql", uri=f"sqlite:///{empty}")})
+        catalogs=TableCatalogs({"lake": LakeCatalog(type="sql", uri=f"sqlite:///{empty}")})
     )
 
     with pytest.raises(DependencyDown, match=r"cannot ask catalog 'lake' for sample\.orders"):
@@ -138,4 +136,4 @@ def test_a_sql_catalog_uri_that_is_no_url_stops_the_daemon_at_start_up() -> None
     with pytest.raises(
         ConfigError, match="REPLAY_LAKE_CATALOGS: catalog 'lake': its uri is not a SQLAlchemy URL"
     ):
-        IcebergCatalogs({"lake": LakeCatalog(type="sql", uri="postgres on db.internal")})
+        TableCatalogs({"lake": LakeCatalog(type="sql", uri="postgres on db.internal")})
