@@ -19,7 +19,8 @@ Seconds are bucketed as in bench/seconds.py: achieved/ratio/p95_dev/tail leave o
 last (partial) second, max_second_ratio is over every second, and a line `e2e-all-seconds` gives the
 untrimmed figures. first_event_s runs from the CLI command to the first record's broker stamp,
 done_after_last_s from the last record's stamp to the run's ``ended_at``, eta_error is
-|plan ETA - actual| / actual with actual = command to ``ended_at``. job_peak_mb is what the job itself
+|ETA - actual| / actual with actual = command to ``ended_at`` and the ETA the run was created with
+(its card's: a queued run's counts its wait for the runs ahead). job_peak_mb is what the job itself
 logs or reports about its memory (``unknown`` if it does not); job_rss_peak_mb is sampled here, twice a
 second, as the summed RSS of the job's process session (driver JVM and Python workers).
 
@@ -136,7 +137,8 @@ def start_run(daemon: Daemon, words: list[str], eta_s: float) -> Started:
         raise SystemExit(f"replay {' '.join(words)}: {first}{cli.stderr.read() if cli.stderr else ''}")
     created = json.loads(first)
     sampler.watch(created["id"])
-    return Started(cli, sampler, command, eta_s, before["VmRSS"], created)
+    promised = float(created["eta_s"]) if created.get("eta_s") is not None else eta_s  # the card's ETA
+    return Started(cli, sampler, command, promised, before["VmRSS"], created)
 
 
 def finish_run(daemon: Daemon, started: Started) -> tuple[dict[str, Any], dict[str, float]]:

@@ -7,7 +7,8 @@ PostgreSQL a transaction-scoped advisory lock serialises admissions, so the coun
 the claim of one are never split by another daemon's claim (docs/decisions/0033).
 
 A launcher's recent timings (submission to first confirmed delivery, last delivery to the final
-state) are what the ETA learns start-up from.
+state) are what the ETA learns start-up from, and the line (``line``) what it learns a new run's
+wait for a slot from.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, or_, select, text, tuple_
+from sqlalchemy import ColumnElement, func, or_, select, text, tuple_
 from sqlalchemy.orm import Session
 
 from daemon.core.states import TERMINAL_RUN_STATES, RunKind, RunState
@@ -47,6 +48,15 @@ class RunQueue:
         stmt = select(Run.id).where(Run.state == RunState.QUEUED).order_by(Run.created_at, Run.id)
         with self._store.session() as session:
             return list(session.scalars(stmt))
+
+    def line(self) -> tuple[list[Run], list[Run]]:
+        """What a run asked for now waits behind: the runs holding a launcher slot, and the queued
+        runs, first in line first (detached copies, for the ETA)."""
+        queued = (Run.state == RunState.QUEUED) & Run.admitted_at.is_(None)
+        with self._store.session() as session:
+            held = list(session.scalars(select(Run).where(_holds_slot())))
+            waiting = list(session.scalars(select(Run).where(queued).order_by(Run.created_at, Run.id)))
+        return held, waiting
 
     def jobs_in_flight(self) -> int:
         """Runs holding a launcher slot: admitted and not ended, or with a job (a run launched
@@ -116,9 +126,13 @@ class RunQueue:
         ]
 
 
-def _holding(session: Session) -> int:
-    """Runs holding a launcher slot, read in ``session``'s transaction."""
+def _holds_slot() -> ColumnElement[bool]:
+    """A run holding a launcher slot: admitted and not ended, or with a job (from before admissions)."""
     admitted = (Run.admitted_at.is_not(None)) & Run.state.not_in(list(TERMINAL_RUN_STATES))
     launched = Run.state.in_(_HOLDING) & Run.launcher_kind.is_not(None)
-    stmt = select(func.count()).where(or_(admitted, launched))
-    return int(session.scalar(stmt) or 0)
+    return or_(admitted, launched)
+
+
+def _holding(session: Session) -> int:
+    """Runs holding a launcher slot, read in ``session``'s transaction."""
+    return int(session.scalar(select(func.count()).where(_holds_slot())) or 0)

@@ -270,12 +270,19 @@ class PlanOut(BaseModel):
     window_end: datetime
     rows: int = Field(description="rows in the window, counted from the table's metadata")
     tps: int
-    eta_s: float = Field(description="from the command to the final state: start-up + publishing + wind-down")
+    eta_s: float = Field(
+        description="from the command to the final state: the wait for a launcher slot + start-up + "
+        "publishing + wind-down"
+    )
     eta_startup_s: float | None = Field(
         default=None, description="submission to the first event, learned from the launcher's recent runs"
     )
     eta_publish_s: float | None = Field(default=None, description="rows / tps")
     eta_finish_s: float | None = Field(default=None, description="the last event to the final state")
+    eta_queue_s: float = Field(
+        default=0.0, description="waiting for a launcher slot behind the runs ahead (0: one is free)"
+    )
+    runs_ahead: int = Field(default=0, description="runs holding a slot or queued ahead while it waits")
     topic: str
     topic_mode: Literal["auto", "live"]
     partitions: int

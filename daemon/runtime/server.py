@@ -248,6 +248,7 @@ def build_daemon(
         clock=clock,
         wake_watcher=watcher.wake,
         rewind_hint=groups.rewind_instead,
+        launch_slots=launcher.max_concurrent_runs,
     )
     janitor = Janitor(
         store=store,

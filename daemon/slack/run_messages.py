@@ -361,7 +361,8 @@ def _plan_fields(plan: PlanOut) -> dict[str, Any]:
 
 
 def eta_split(plan: PlanOut) -> str:
-    """`about 25s: ~20s to start, ~5.0s to publish`: the total, and where it goes."""
+    """`about 25s: ~20s to start, ~5.0s to publish`: the total, and where it goes (a wait for a
+    launcher slot first, when the runs ahead hold them)."""
     text = f"about {human_duration(plan.eta_s)}"
     if plan.eta_startup_s is None or plan.eta_publish_s is None:
         return text
@@ -369,6 +370,9 @@ def eta_split(plan: PlanOut) -> str:
         f"~{human_duration(plan.eta_startup_s)} to start",
         f"~{human_duration(plan.eta_publish_s)} to publish",
     ]
+    if plan.eta_queue_s >= 1:  # the wait first: it comes first
+        ahead = f"{plan.runs_ahead} run{'s' if plan.runs_ahead != 1 else ''}"
+        parts.insert(0, f"~{human_duration(plan.eta_queue_s)} waiting for {ahead} ahead")
     if plan.eta_finish_s is not None and plan.eta_finish_s >= 1:
         parts.append(f"~{human_duration(plan.eta_finish_s)} to finish")
     return f"{text}: {', '.join(parts)}"

@@ -1,6 +1,6 @@
 """The plan's ETA: from the command to the run's final state, as a person planning an incident needs it.
 
-    eta = start-up + rows / tps + wind-down
+    eta = wait for a slot + start-up + rows / tps + wind-down
 
 Publishing takes `rows / tps` at the asked rate (the job paces to it). Start-up (submission to the
 first event the broker confirmed: JVM, Spark session, listing, planning, and on EMR the application)
@@ -19,17 +19,26 @@ that runs longer, part-way through its window, so a plan whose ETA exceeds it is
 (`check_execution_limit`). The local launcher has none.
 
 The median, not the mean: one run that waited for a cold image or a busy cluster must not move every
-later estimate. Time spent waiting in the launch queue is not included (the run's card shows its place).
+later estimate.
+
+A run asked for while the launcher's slots are taken waits for them (`waiting`): each run holding a
+slot holds it for what is left of its own estimate (its unsent rows at its rate once it delivers,
+else what is left of its start-up, then its rows and wind-down), each queued run ahead for its whole
+estimate, scheduled oldest first on the slots (`daemon.core.queue_wait`). The plan and the run's
+card count that wait in the ETA and say it apart.
 """
 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 
 from daemon.core.errors import RunTooLong
 from daemon.core.quantities import render_duration
+from daemon.core.queue_wait import queue_wait_s
 from store import Store
+from store.models import Run
 
 HISTORY_RUNS = 10
 DEFAULT_STARTUP_S = {"local": 20.0, "emr": 90.0}
@@ -42,10 +51,17 @@ class Eta:
     publish_s: float
     finish_s: float
     learned_from: int = 0  # runs the overheads were learned from; 0: the launcher's defaults
+    queue_s: float = 0.0  # waiting for a launcher slot behind the runs ahead
+    ahead: int = 0  # runs ahead of it (holding a slot or queued) while it waits; 0: it starts at once
+
+    @property
+    def service_s(self) -> float:
+        """From the launch to the final state: what the launcher's execution timeout counts."""
+        return self.startup_s + self.publish_s + self.finish_s
 
     @property
     def total_s(self) -> float:
-        return self.startup_s + self.publish_s + self.finish_s
+        return self.queue_s + self.service_s
 
 
 def estimate(
@@ -75,13 +91,45 @@ def estimate(
 
 def check_execution_limit(eta: Eta, *, rows: int, tps: int, limit_s: float | None, setting: str) -> None:
     """Refuse a plan the launcher would kill part-way: its ETA exceeds the execution timeout."""
-    if limit_s is None or eta.total_s <= limit_s:
+    if limit_s is None or eta.service_s <= limit_s:
         return
     room_s = limit_s - eta.startup_s - eta.finish_s
     need_tps = -(-rows // int(room_s)) if room_s >= 1 else None
     raise_tps = f"raise tps to at least {need_tps}, " if need_tps is not None else ""
     raise RunTooLong(
-        f"this replay would take about {render_duration(int(eta.total_s))} ({rows} rows at {tps}/s), "
+        f"this replay would take about {render_duration(int(eta.service_s))} ({rows} rows at {tps}/s), "
         f"longer than the launcher's execution timeout of {render_duration(int(limit_s))}, which would "
         f"kill it part-way: {raise_tps}narrow the window, or raise {setting}"
     )
+
+
+def waiting(store: Store, eta: Eta, *, capacity: int | None, now: datetime) -> Eta:
+    """``eta`` with the wait for a launcher slot behind the runs ahead; unchanged when one is free."""
+    if capacity is None:
+        return eta
+    holding, queued = store.runs.line()
+    left = [_left_s(run, eta, now) for run in holding]
+    whole = [eta.startup_s + _publish_s(run, _rows(run)) + eta.finish_s for run in queued]
+    wait = queue_wait_s(left, whole, capacity)
+    if wait <= 0:
+        return eta
+    return replace(eta, queue_s=wait, ahead=len(holding) + len(queued))
+
+
+def _rows(run: Run) -> int:
+    rows = run.rows_selected if run.rows_selected is not None else run.options.planned_rows
+    return rows or 0
+
+
+def _publish_s(run: Run, rows: int) -> float:
+    return rows / run.tps if run.tps > 0 else 0.0
+
+
+def _left_s(run: Run, eta: Eta, now: datetime) -> float:
+    """How long a run holding a slot still holds it, by the same overheads as the new run's."""
+    rows = _rows(run)
+    if run.first_delivery_at is not None and run.confirmed is not None:
+        return _publish_s(run, max(0, rows - run.confirmed)) + eta.finish_s
+    since = run.submitted_at or run.admitted_at
+    started_s = 0.0 if since is None else max(0.0, (now - since).total_seconds())
+    return max(0.0, eta.startup_s - started_s) + _publish_s(run, rows) + eta.finish_s

@@ -38,7 +38,7 @@ from daemon.core.windows import DayWindow, TimeWindow, bounds, days, label, reso
 from daemon.usecases.audit import Audit
 from daemon.usecases.catalog import Catalog, Source
 from daemon.usecases.dead_letters import dead_letter_options
-from daemon.usecases.eta import Eta, check_execution_limit, estimate
+from daemon.usecases.eta import Eta, check_execution_limit, estimate, waiting
 from daemon.usecases.live_approval import check_live_approval
 from daemon.usecases.ports import TableStats, TopicAdmin, WindowRows
 from daemon.usecases.table_runtime import check_table_runtime
@@ -141,8 +141,10 @@ class ReplayService:
         clock: Callable[[], datetime],
         wake_watcher: Callable[[], None] = lambda: None,
         rewind_hint: Callable[[str, datetime], str | None] | None = None,
+        launch_slots: int | None = None,
     ) -> None:
         self._rewind_hint = rewind_hint  # (live topic, window start) -> a rewind command, if retained
+        self._launch_slots = launch_slots  # the launcher's jobs at once (None: no limit): the ETA's wait
         self._settings = settings
         self._catalog = catalog
         self._store = store
@@ -250,6 +252,7 @@ class ReplayService:
         eta = self.eta(rows, tps)
         limit_s, setting = self._execution_limit()
         check_execution_limit(eta, rows=rows, tps=tps, limit_s=limit_s, setting=setting)
+        eta = waiting(self._store, eta, capacity=self._launch_slots, now=self._clock())
         hint = None
         if self._rewind_hint is not None and source.live_topic and isinstance(command, PlanCommand):
             hint = self._rewind_hint(source.live_topic, start)

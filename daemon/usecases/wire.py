@@ -144,6 +144,8 @@ def plan_out(plan: Plan) -> PlanOut:
         eta_startup_s=plan.eta.startup_s,
         eta_publish_s=plan.eta.publish_s,
         eta_finish_s=plan.eta.finish_s,
+        eta_queue_s=plan.eta.queue_s,
+        runs_ahead=plan.eta.ahead,
         topic=plan.topic,
         topic_mode="live" if plan.topic_mode == "live" else "auto",
         partitions=plan.partitions,

@@ -63,8 +63,13 @@ def _log_events(daemon: DaemonProcess, event: str, run_id: str) -> list[dict[str
 def test_with_one_slot_two_replays_run_one_after_the_other(one_slot: DaemonProcess) -> None:
     client = one_slot.client()
     first = client.create_replay(OWNER, BODY)
+    planned = client.plan(OWNER, BODY)  # the one slot is taken (or about to be): the ETA waits for it
     second = client.create_replay(OWNER, BODY)
 
+    assert planned.runs_ahead == 1 and planned.eta_queue_s > 0
+    parts = (planned.eta_queue_s, planned.eta_startup_s, planned.eta_publish_s, planned.eta_finish_s)
+    assert planned.eta_s == pytest.approx(sum(part or 0.0 for part in parts))
+    assert first.eta_s is not None and second.eta_s is not None and second.eta_s > first.eta_s
     places = _places_while_queued(one_slot, second.id)
     done = [wait_for(client, run.id, TERMINAL) for run in (first, second)]
 

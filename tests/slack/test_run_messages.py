@@ -202,6 +202,17 @@ def test_plan_summary_and_live_confirmation() -> None:
     assert "Confirm within 15m 00s" in ask.text
 
 
+def test_a_plan_that_waits_for_a_slot_says_so_first() -> None:
+    waits = PLAN.model_copy(
+        update={"eta_s": 96.0, "eta_startup_s": 20.0, "eta_publish_s": 6.0, "eta_finish_s": 3.0}
+    )
+    alone = run_messages.eta_split(waits)
+    queued = run_messages.eta_split(waits.model_copy(update={"eta_queue_s": 67.0, "runs_ahead": 2}))
+
+    assert "waiting" not in alone
+    assert queued.startswith("about 1m 36s: ~1m 07s waiting for 2 runs ahead, ~20s to start")
+
+
 def test_a_button_value_over_slacks_limit_is_refused() -> None:
     with pytest.raises(ValueError, match="2000"):
         run_messages.live_confirmation(PLAN, value="x" * 2001, expires_in_s=900)

@@ -9,8 +9,9 @@ from typing import Any
 
 from sqlalchemy import text
 
+from daemon.core.run_options import RunOptions
 from daemon.core.states import RunState
-from daemon.usecases.eta import DEFAULT_FINISH_S, DEFAULT_STARTUP_S, estimate
+from daemon.usecases.eta import DEFAULT_FINISH_S, DEFAULT_STARTUP_S, estimate, waiting
 from store import Store
 from store.migrate import upgrade
 from store.models import Run
@@ -111,6 +112,40 @@ def test_eta_without_history_uses_the_launchers_documented_default(database_url:
     )
     assert (emr.startup_s, emr.publish_s) == (DEFAULT_STARTUP_S["emr"], 10.0)
     assert fixed.startup_s == 30.0
+
+
+def test_the_eta_of_a_run_asked_for_now_waits_for_the_runs_ahead_of_it(database_url: str) -> None:
+    """One run half sent, one still starting, one queued: a new run waits on the slots they free."""
+    now, ticks = T0 + timedelta(seconds=50), iter(T0 + timedelta(seconds=i) for i in range(40))
+    with Store(database_url, clock=lambda: next(ticks)) as store:
+        upgrade(store.engine)
+        half, starting, _ = (
+            _run(store, options=RunOptions(planned_rows=rows)) for rows in (1_000, 1_000, 2_000)
+        )
+        for run in (half, starting):
+            assert store.runs.admit(run.id, cap=2)
+        store.runs.transition(
+            half.id, RunState.SUBMITTED, launcher_kind="local", launcher_handle={}, submitted_at=T0
+        )
+        store.runs.transition(half.id, RunState.RUNNING, started_at=T0, first_delivery_at=T0, confirmed=500)
+        store.runs.transition(
+            starting.id,
+            RunState.SUBMITTED,
+            launcher_kind="local",
+            launcher_handle={},
+            submitted_at=now - timedelta(seconds=5),
+        )
+        alone = estimate(store, launcher_kind="local", rows=600, tps=100)  # defaults: 20 s up, 3 s down
+
+        # left: 500 rows at 100/s + 3 = 8 s; 15 s of start-up + 10 + 3 = 28 s; the queued one 20 + 20 + 3
+        two = waiting(store, alone, capacity=2, now=now)
+        one = waiting(store, alone, capacity=1, now=now)
+        free = waiting(store, alone, capacity=4, now=now)
+
+    assert (two.queue_s, two.ahead, two.total_s) == (28.0, 3, 28.0 + alone.total_s)
+    assert two.service_s == alone.service_s  # the execution limit counts the job, not the wait
+    assert (one.queue_s, one.ahead) == (28.0 + 43.0, 3)
+    assert free == alone and free.queue_s == 0
 
 
 def test_a_slot_is_claimed_oldest_first_up_to_the_cap_and_freed_when_its_run_ends(database_url: str) -> None:
