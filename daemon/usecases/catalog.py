@@ -86,6 +86,11 @@ class TableRef(BaseModel):
         """What messages call the table: its path, or its name in its catalog."""
         return self.path if self.path is not None else f"{self.table}"
 
+    def read_at(self, where: str | None) -> TableRef:
+        """The table at the place its catalog gave (``TableStats.metadata_file``), so every later read
+        of one plan sees that one answer; itself when it has no catalog (``where`` None)."""
+        return self if where is None else TableRef(path=where, format=self.format)
+
 
 class EncryptedColumn(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -463,9 +463,10 @@ class PipelineService:
         source = self._catalog.get(pipeline.source)
         # An Iceberg or Delta table is pinned: the high mark is read at one version, and the run reads
         # that version, so a commit landing during the run waits, whole, for the next slot.
-        snapshot = self._table_stats.snapshot(source.table)
-        table_metadata = self._table_stats.metadata_file(source.table)  # after: it holds ``snapshot``
-        high = self._table_stats.max_value(source.table, pipeline.watermark_column, snapshot=snapshot)
+        table_metadata = self._table_stats.metadata_file(source.table)  # the one ask of a catalog
+        table = source.table.read_at(table_metadata)
+        snapshot = self._table_stats.snapshot(table)
+        high = self._table_stats.max_value(table, pipeline.watermark_column, snapshot=snapshot)
         fields = {
             "source": pipeline.source,
             "topic": pipeline.topic,

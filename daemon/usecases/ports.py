@@ -233,7 +233,8 @@ class TableStats(ABC):
     def metadata_file(self, table: TableRef) -> str | None:
         """For a table named in a catalog, what the job reads instead of asking the catalog: an
         Iceberg table's current metadata file, a Delta or Parquet table's location; None for a table
-        at a path. Asked after `snapshot`, so the file holds that snapshot."""
+        at a path. A plan asks it first, once, and reads the table there (`TableRef.read_at`), so its
+        snapshot, its counts and its run all come from one answer of the catalog."""
 
     @abstractmethod
     def column_names(self, table: TableRef) -> list[str]:

@@ -36,7 +36,7 @@ from daemon.core.run_options import RunOptions, WindowKind
 from daemon.core.states import RunKind, RunState
 from daemon.core.windows import DayWindow, TimeWindow, bounds, days, label, resolve
 from daemon.usecases.audit import Audit
-from daemon.usecases.catalog import Catalog, Source
+from daemon.usecases.catalog import Catalog, Source, TableRef
 from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.eta import Eta, check_execution_limit, estimate, waiting
 from daemon.usecases.live_approval import check_live_approval
@@ -233,9 +233,10 @@ class ReplayService:
         if command.ordering == "entity" and not source.key_column:
             raise BadRequest(f"source '{source.name}' has no entity key column for ordering=entity")
         check_table_runtime(source, self._settings)
-        snapshot = self._table_stats.snapshot(source.table)
-        table_metadata = self._table_stats.metadata_file(source.table)  # after: it holds ``snapshot``
-        rows = self._count_rows(source, window, snapshot)
+        table_metadata = self._table_stats.metadata_file(source.table)  # the one ask of a catalog
+        table = source.table.read_at(table_metadata)
+        snapshot = self._table_stats.snapshot(table)
+        rows = self._count_rows(source, table, window, snapshot)
         if rows == 0:
             raise EmptyWindow(f"no rows of '{source.name}' in {written}; nothing to replay")
         overlapping: tuple[Overlap, ...] = ()
@@ -297,13 +298,16 @@ class ReplayService:
     def _check_approval(self, actor: str, source: Source, approved_by: str | None) -> None:
         check_live_approval(actor, source, approved_by, what="live replay")
 
-    def _count_rows(self, source: Source, window: DayWindow | TimeWindow, snapshot: str | None) -> int:
-        """The window's rows in the table as of ``snapshot`` (the one the run will read)."""
+    def _count_rows(
+        self, source: Source, table: TableRef, window: DayWindow | TimeWindow, snapshot: str | None
+    ) -> int:
+        """The window's rows in ``table`` (the source's, where its catalog put it) as of ``snapshot``
+        (the one the run will read)."""
         rows = WindowRows(source.partition_column, days(window))
         if isinstance(window, TimeWindow):
             start, end = bounds(window)
             rows = WindowRows(source.partition_column, days(window), source.event_time_column, start, end)
-        return self._table_stats.count_window_rows(source.table, rows, snapshot=snapshot)
+        return self._table_stats.count_window_rows(table, rows, snapshot=snapshot)
 
     def _auto_partitions(self, source: Source, tps: int) -> int:
         live = self._topics.describe(source.live_topic) if source.live_topic else None
