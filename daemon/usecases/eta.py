@@ -24,8 +24,8 @@ later estimate.
 A run asked for while the launcher's slots are taken waits for them (`waiting`): each run holding a
 slot holds it for what is left of its own estimate (its unsent rows at its rate once it delivers,
 else what is left of its start-up, then its rows and wind-down), each queued run ahead for its whole
-estimate, scheduled oldest first on the slots (`daemon.core.queue_wait`). The plan and the run's
-card count that wait in the ETA and say it apart.
+estimate, scheduled oldest first on the slots (`daemon.core.queue_wait`). The plan counts that wait
+in its ETA and says it apart; a run's card shows the ETA the run was created with, wait included.
 """
 
 from __future__ import annotations
