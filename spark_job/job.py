@@ -55,10 +55,12 @@ from spark_job.result import (
     utc_now,
 )
 from spark_job.spec.model import (
+    DayWindow,
     JobSpec,
     KafkaValue,
     OffsetRanges,
     ReconcileTarget,
+    TimeWindow,
     WatermarkRange,
     record_headers,
 )
@@ -87,14 +89,14 @@ def select(spark: SparkSession, spec: JobSpec) -> DataFrame:
 
 
 def count(selected: DataFrame, spec: JobSpec, slots: int) -> transforms.Census:
-    """The counting pass (one Spark job); a clear ``SourceError`` for an empty window (a watermark
-    run with nothing new is not an error)."""
+    """The counting pass (one Spark job); a clear ``SourceError`` for an empty window (a pipeline's
+    run with nothing new, past its watermark or in its commits, is not an error)."""
     watermark = spec.selection if isinstance(spec.selection, WatermarkRange) else None
     multiple = PROBE_MULTIPLE if slots * PROBE_MULTIPLE <= MAX_BUCKETS else 1
     counted = transforms.census(
         selected, spec, slots * multiple, high=watermark is not None and watermark.high is None
     )
-    if counted.rows == 0 and watermark is None:
+    if counted.rows == 0 and isinstance(spec.selection, DayWindow | TimeWindow):
         raise SourceError(f"no rows in window {spec.selection.describe()} of source {spec.source.name}")
     return counted
 

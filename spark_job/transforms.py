@@ -35,6 +35,7 @@ from spark_job.errors import SourceError
 from spark_job.publish.publisher import EVENT_ID, HEADERS, TIMESTAMP
 from spark_job.spec.model import (
     Bound,
+    CommitRange,
     DayWindow,
     JobSpec,
     Selection,
@@ -59,6 +60,8 @@ def read_source(spark: SparkSession, source: Source, selection: Selection | None
     table (the window has no rows either way)."""
     if source.table is not None:
         return spark.table(source.table)
+    if isinstance(selection, CommitRange) and selection.low is not None:
+        return _appended(spark, source, selection.low, selection.high)
     reader = spark.read.format(source.format)
     if source.format in ("iceberg", "delta"):  # the table's own metadata prunes; pinned when told
         if source.snapshot is None:
@@ -83,6 +86,38 @@ def read_source(spark: SparkSession, source: Source, selection: Selection | None
             if exc.getCondition() != "PATH_NOT_FOUND":
                 raise
     return reader.load(source.path)
+
+
+# What Delta's change data feed adds to each row: which change, and the commit it came in.
+_CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+
+
+def _appended(spark: SparkSession, source: Source, low: str, high: str) -> DataFrame:
+    """The rows the commits after ``low`` up to ``high`` appended: an Iceberg incremental append scan
+    (``start-snapshot-id`` exclusive, ``end-snapshot-id`` inclusive), or Delta's change data feed
+    over versions ``low + 1 .. high``, its inserts only (the daemon refused any range holding a commit
+    that deleted or changed rows, so inserts are all a range holds)."""
+    if source.format == "iceberg":
+        reader = spark.read.format("iceberg").option("start-snapshot-id", low).option("end-snapshot-id", high)
+    else:
+        reader = (
+            spark.read.format("delta")
+            .option("readChangeFeed", "true")
+            .option("startingVersion", int(low) + 1)
+            .option("endingVersion", int(high))
+        )
+    try:
+        frame = reader.load(source.path)
+    except (AnalysisException, IllegalArgumentException, Py4JJavaError) as exc:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SourceError(
+            f"the {source.format} table of source {source.name} cannot give the rows its commits "
+            f"({low}, {high}] appended ({detail}): the pipeline's last published snapshot may have "
+            "expired, or the change data feed was off for these commits"
+        ) from exc
+    if source.format == "delta":
+        frame = frame.where(sf.col("_change_type") == "insert").drop(*_CHANGE_COLUMNS)
+    return frame
 
 
 # How each runtime says a pinned snapshot is not in the table (Iceberg 1.10, Delta 4.0): expired,
@@ -112,7 +147,8 @@ def _snapshot_gone(source: Source, message: str) -> SourceError | None:
 
 
 def required_columns(spec: JobSpec) -> list[str]:
-    wanted = [spec.selection.column, spec.key_column, spec.event_id_column]
+    selected_by = [] if isinstance(spec.selection, CommitRange) else [spec.selection.column]
+    wanted = [*selected_by, spec.key_column, spec.event_id_column]
     wanted += [name for name in (spec.event_time_column, spec.value_column) if name]
     wanted += [name for name in (spec.headers_column, spec.raw_timestamp_column) if name]
     wanted += list(spec.value_columns or ())
@@ -127,7 +163,10 @@ def require_columns(df: DataFrame, spec: JobSpec) -> None:
 
 
 def window_condition(df: DataFrame, selection: Selection) -> Column:
-    """The filter selecting the window: inclusive days, ``[start, end)`` or ``(low, high]``."""
+    """The filter selecting the window: inclusive days, ``[start, end)`` or ``(low, high]`` (a commit
+    range is selected by the read itself)."""
+    if isinstance(selection, CommitRange):
+        return sf.lit(True)
     column = sf.col(selection.column)
     kind = df.schema[selection.column].dataType
     if isinstance(selection, DayWindow):
@@ -293,10 +332,10 @@ def census(selected: DataFrame, spec: JobSpec, modulus: int, *, high: bool = Fal
     ``high``): rows per bucket of Spark's own hash partitioning (``HashPartitioning`` is
     ``pmod(murmur3(columns, 42), n)``, which ``sf.hash`` is). Never holds the rows: partial counts."""
     bucket = sf.pmod(sf.hash(partition_column(selected, spec)), sf.lit(modulus)).alias("bucket")
-    column = spec.selection.column
-    if not high:
+    if not high or not isinstance(spec.selection, WatermarkRange):
         rows = selected.groupBy(bucket).agg(sf.count(sf.lit(1)).alias("rows")).collect()
         return Census(modulus, {row["bucket"]: row["rows"] for row in rows})
+    column = spec.selection.column
     rows = (
         selected.select(bucket, sf.col(column))
         .rollup("bucket")

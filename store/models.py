@@ -103,7 +103,7 @@ class Pipeline(_AwareTimestamps, Base):
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     source: Mapped[str] = mapped_column(Text)
     schedule: Mapped[str] = mapped_column(Text)
-    watermark_column: Mapped[str] = mapped_column(Text)
+    watermark_column: Mapped[str | None] = mapped_column(Text)  # None: it follows table commits
     watermark_value: Mapped[str | None] = mapped_column(Text)
     lookback_seconds: Mapped[int] = mapped_column(Integer, default=0)
     tps: Mapped[int] = mapped_column(Integer)

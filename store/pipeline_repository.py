@@ -118,7 +118,7 @@ class PipelineRepository:
         *,
         source: str,
         schedule: str,
-        watermark_column: str,
+        watermark_column: str | None,
         topic: str,
         tps: int,
         created_by: str,

@@ -17,6 +17,7 @@ import pyarrow.dataset as ds
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
+from daemon.core.commits import Commit, delta_kind
 from daemon.core.errors import BadRequest, DependencyDown
 from daemon.core.watermarks import Value
 from daemon.usecases.ports import WindowRows
@@ -85,6 +86,37 @@ class DeltaTableStats:
         if isinstance(high, datetime) and high.tzinfo is None:
             return high.replace(tzinfo=UTC)
         return high if isinstance(high, datetime | int) else None
+
+    def commits(self, path: str, *, after: str, upto: str) -> list[Commit]:
+        """Versions ``after + 1 .. upto``, oldest first, from the log's commit infos; every one must
+        still be in the log (its retention drops old commits)."""
+        table = self._open(path)
+        first, last = int(after) + 1, int(upto)
+        if last < first:
+            return []
+        try:
+            history = {int(entry["version"]): entry for entry in table.history() if "version" in entry}
+        except (DeltaError, OSError) as exc:
+            raise _unreadable(path, exc) from exc
+        missing = [version for version in range(first, last + 1) if version not in history]
+        if missing:
+            raise BadRequest(
+                f"version {missing[0]} of the Delta table at {path} is no longer in its log (its log "
+                f"retention dropped it), so the rows appended after version {after} cannot be followed"
+            )
+        commits = []
+        for version in range(first, last + 1):
+            entry = history[version]
+            operation = str(entry.get("operation") or "unknown")
+            parameters = entry.get("operationParameters") or {}
+            kind = delta_kind(operation, parameters if isinstance(parameters, dict) else {})
+            commits.append(Commit(id=str(version), operation=operation, kind=kind))
+        return commits
+
+    def change_feed(self, path: str) -> bool:
+        """Is the table's change data feed on (what a pipeline following its commits reads)?"""
+        configuration = self._open(path).metadata().configuration
+        return str(configuration.get("delta.enableChangeDataFeed", "false")).lower() == "true"
 
     def _read_count(
         self,

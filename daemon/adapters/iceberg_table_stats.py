@@ -23,6 +23,7 @@ from pyiceberg.table import StaticTable
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import IntegerType, LongType, TimestampType, TimestamptzType
 
+from daemon.core.commits import Commit, iceberg_kind
 from daemon.core.errors import BadRequest, DependencyDown
 from daemon.core.watermarks import Value
 from daemon.usecases.ports import WindowRows
@@ -111,6 +112,31 @@ class IcebergTableStats:
             raise _unreadable(path, exc) from exc
         high = pc.max(values).as_py() if len(values) else None
         return None if high is None else _utc(high)
+
+    def commits(self, path: str, *, after: str, upto: str) -> list[Commit]:
+        """The snapshots after ``after`` up to ``upto``, oldest first, walked back from ``upto`` by
+        parent id: ``after`` must be one of its ancestors (not expired, not rolled back past)."""
+        table = self._open(path)
+        newest = self._snapshot_id(table, path, upto)
+        chain = []
+        snapshot = table.metadata.snapshot_by_id(newest) if newest is not None else None
+        while snapshot is not None and str(snapshot.snapshot_id) != after:
+            chain.append(snapshot)
+            parent = snapshot.parent_snapshot_id
+            snapshot = None if parent is None else table.metadata.snapshot_by_id(parent)
+        if snapshot is None:
+            raise BadRequest(
+                f"snapshot {after} of the Iceberg table at {path} is not in the history of its snapshot "
+                f"{upto} (expired, or the table was rolled back past it)"
+            )
+        return [
+            Commit(
+                id=str(item.snapshot_id),
+                operation=str(item.summary.operation.value) if item.summary else "unknown",
+                kind=iceberg_kind(item.summary.operation.value) if item.summary else "change",
+            )
+            for item in reversed(chain)
+        ]
 
     @staticmethod
     def _require_identity_partition(table: StaticTable, path: str, column: str) -> None:

@@ -12,6 +12,8 @@ from daemon.adapters.delta_table_stats import DeltaTableStats
 from daemon.adapters.iceberg_table_stats import IcebergTableStats
 from daemon.adapters.table_catalogs import TableCatalogs
 from daemon.adapters.table_stats import ParquetTableStats
+from daemon.core.commits import Commit
+from daemon.core.errors import BadRequest
 from daemon.core.watermarks import Value
 from daemon.usecases.catalog import TableRef
 from daemon.usecases.ports import TableStats, WindowRows
@@ -73,3 +75,22 @@ class LakeTableStats(TableStats):
         if versioned is not None:
             return versioned.max_value(self._where(table), column, snapshot=snapshot)
         return self._parquet.max_value(self._where(table), column)
+
+    def commits(self, table: TableRef, *, after: str, upto: str) -> list[Commit]:
+        versioned = self._versioned(table)
+        if versioned is None:
+            raise BadRequest(f"a {table.format} table has no commits to follow")
+        return versioned.commits(self._where(table), after=after, upto=upto)
+
+    def follow_refusal(self, table: TableRef) -> str | None:
+        if table.format == "delta":
+            if not self._delta.change_feed(self._where(table)):
+                return (
+                    "its Delta table does not keep a change data feed: set the table property "
+                    "delta.enableChangeDataFeed = true (the pipeline reads the rows each commit "
+                    "appended from it), or follow a watermark column instead"
+                )
+            return None
+        if table.format == "iceberg":
+            return None
+        return f"a {table.format} table has no commits to follow: give watermark=<column> instead"

@@ -4,7 +4,8 @@
     replay plan orders last=6h
     replay status r-0123456789ab | replay list [mine|running] | replay cancel r-0123456789ab
     replay reconcile r-0123456789ab --follow | replay chart r-0123456789ab -o run.png
-    replay schedule orders every=1h watermark=updated_at | replay pipelines [mine] | replay pipeline p-…
+    replay schedule orders every=1h watermark=updated_at | replay schedule … incremental=snapshot
+    replay pipelines [mine] | replay pipeline p-…
     replay pause|resume p-… | replay unschedule p-… --yes
     replay lag <group> [topic] | replay rewind <group> <topic> to=<time>|earliest|latest [--yes]
     replay login [daemon URL] | replay logout     (a personal token, stored 0600 for this user)
@@ -91,10 +92,16 @@ from daemon.core.states import RunKind, RunState
 Answer = BaseModel | Sequence[BaseModel]
 
 
+def _follows(pipeline: PipelineOut) -> str:
+    if pipeline.watermark_column is None:
+        return "incremental=snapshot"
+    return f"watermark={pipeline.watermark_column}"
+
+
 def describe_pipeline(pipeline: PipelineOut) -> str:
     text = (
         f"{pipeline.id} {pipeline.state}: {pipeline.source} {pipeline.schedule} "
-        f"watermark={pipeline.watermark_column} -> {pipeline.topic} at {pipeline.tps}/s"
+        f"{_follows(pipeline)} -> {pipeline.topic} at {pipeline.tps}/s"
     )
     text += f", committed {pipeline.watermark or 'nothing yet'}"
     if pipeline.state == "active" and pipeline.next_run_at is not None:

@@ -20,7 +20,15 @@ from daemon.core.auto_rate import AutoRate
 from daemon.core.cron import parse_cron
 from daemon.core.drain import DrainStage
 from daemon.core.errors import BadRequest
-from daemon.core.grammar import OnError, PlanCommand, ReplayCommand, ScheduleCommand, Timestamp, Topic
+from daemon.core.grammar import (
+    Incremental,
+    OnError,
+    PlanCommand,
+    ReplayCommand,
+    ScheduleCommand,
+    Timestamp,
+    Topic,
+)
 from daemon.core.quantities import parse_duration, render_duration
 from daemon.core.reconcile import Tally, Verdict, verdict
 from daemon.core.run_options import WindowKind
@@ -135,7 +143,14 @@ class ScheduleBody(BaseModel):
     source: str = Field(min_length=1, max_length=63)
     every: str | None = Field(default=None, max_length=20, examples=["15m", "1h", "1d"])
     cron: str | None = Field(default=None, max_length=120, examples=["*/15 * * * *"])
-    watermark: str = Field(min_length=1, max_length=128)
+    watermark: str | None = Field(
+        default=None, min_length=1, max_length=128, description="the column that only grows"
+    )
+    incremental: Incremental = Field(
+        default="watermark",
+        description="watermark: rows past the watermark column; snapshot: the rows each Iceberg or "
+        "Delta commit appended (no watermark)",
+    )
     tps: int | None = None
     topic: Literal["auto", "live"] = "auto"
     lookback: str | None = Field(default=None, max_length=20, examples=["1h"])
@@ -169,6 +184,7 @@ class ScheduleBody(BaseModel):
             every=render_duration(every) if every is not None else None,
             cron=command.cron,
             watermark=command.watermark,
+            incremental=command.incremental,
             tps=command.tps,
             topic=command.topic,
             lookback=render_duration(command.lookback_seconds) if command.lookback_seconds else None,
@@ -187,6 +203,7 @@ class ScheduleBody(BaseModel):
             every_seconds=_option("every", self.every, lambda v: parse_duration(v, minimum=60)),
             cron=_option("cron", self.cron, parse_cron),
             watermark=self.watermark,
+            incremental=self.incremental,
             tps=self.tps,
             topic=self.topic,
             lookback_seconds=_option("lookback", self.lookback, parse_duration) or 0,
@@ -496,8 +513,13 @@ class PipelineOut(BaseModel):
     source: str
     schedule: str
     state: PipelineState
-    watermark_column: str
-    watermark: str | None
+    incremental: Incremental = Field(
+        default="watermark", description="what it follows: a column that only grows, or table commits"
+    )
+    watermark_column: str | None = Field(description="None: it follows the table's commits")
+    watermark: str | None = Field(
+        description="the committed watermark: the column's value, or the last snapshot published"
+    )
     lookback_seconds: int
     tps: int
     topic: str

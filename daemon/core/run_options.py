@@ -10,8 +10,10 @@ A pipeline's ``PipelineOptions`` are what each of its scheduled runs inherits, k
 
 The window's kind and the topic's mode are recorded, not guessed from the window's label or the
 topic's name: ``WindowKind.DAYS`` reads whole partitions, ``RANGE`` an event-time interval,
-``WATERMARK`` a pipeline slot; ``relative`` says the window was written relative to the run's creation
-(``last=6h``, ``today``, a zone), so a retry pins the bounds this run read.
+``WATERMARK`` a pipeline slot past its watermark, ``COMMITS`` a pipeline slot of the rows a table's
+commits appended (``snapshot`` is the slot's commit); ``relative`` says the window was written
+relative to the run's creation (``last=6h``, ``today``, a zone), so a retry pins the bounds this run
+read.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from enum import StrEnum
 from typing import Any, get_args
 
 from daemon.core.auto_rate import AutoRate
-from daemon.core.grammar.commands import OnError, Ordering, Timestamp, Topic
+from daemon.core.grammar.commands import INCREMENTAL_CHOICES, Incremental, OnError, Ordering, Timestamp, Topic
 
 VERSION = 1
 
@@ -31,6 +33,7 @@ class WindowKind(StrEnum):
     DAYS = "days"  # whole UTC days: read by the partition column
     RANGE = "range"  # a half-open event-time interval
     WATERMARK = "watermark"  # a pipeline's slot: (low, high] of its watermark column
+    COMMITS = "commits"  # a pipeline's slot: the rows the table's commits (low, high] appended
 
 
 @dataclass(frozen=True)
@@ -97,9 +100,14 @@ class PipelineOptions:
     on_error: OnError | None = None  # None: the source's default at each run
     watch: tuple[str, ...] = ()  # consumer groups each run watches drain
     request: str | None = None  # the schedule command as understood: what an Idempotency-Key stands for
+    # watermark: rows past the watermark column's committed value; snapshot: the rows each Iceberg or
+    # Delta commit appended since the committed snapshot (the pipeline's watermark_value holds it)
+    incremental: Incremental = "watermark"
 
     def __post_init__(self) -> None:
         _check_common(self)
+        if self.incremental not in INCREMENTAL_CHOICES:
+            raise ValueError(f"option incremental={self.incremental!r}: one of {INCREMENTAL_CHOICES}")
 
     def encode(self) -> dict[str, Any]:
         return _encode(self)

@@ -32,6 +32,7 @@ import structlog
 
 from daemon.core.errors import InvalidTransition, ReplayError, Unavailable
 from daemon.core.run_control import changes_from, paused_since
+from daemon.core.run_options import WindowKind
 from daemon.core.states import FailureKind, RunKind, RunState
 from daemon.runtime.final_messages import FinalMessages
 from daemon.runtime.lease_keeper import LeaseKeeper
@@ -386,9 +387,11 @@ class Watcher:
         try:
             if run.kind == RunKind.PIPELINE and run.pipeline_id and state == RunState.SUCCEEDED:
                 # publish, then commit: the watermark moves with the run's success, in one transaction;
-                # a run that selected nothing leaves it where it was (the rows it did not see may come)
+                # a run that selected nothing leaves it where it was (the rows it did not see may come),
+                # unless it read commits: those are fixed, and nothing more can come in them
                 selected = fields.get("rows_selected", run.rows_selected)
-                high = run.watermark_high if selected != 0 else None
+                fixed = run.options.window == WindowKind.COMMITS
+                high = run.watermark_high if selected != 0 or fixed else None
                 _, run = self._store.pipelines.commit_watermark(
                     run.pipeline_id, run.id, high, {**fields, "state": state}
                 )

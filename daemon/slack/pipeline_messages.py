@@ -41,7 +41,7 @@ UNSCHEDULE_CONFIRM_ACTION = "pipeline_unschedule_confirm"
 UNSCHEDULE_KEEP_ACTION = "pipeline_unschedule_keep"
 PIPELINE_LIVE_APPROVE_ACTION = "pipeline_live_approve"
 
-_WATERMARK_RANGE = re.compile(r"\((?P<low>.*), (?P<high>.*)\]", re.DOTALL)
+_WATERMARK_RANGE = re.compile(r"(?P<commits>commits )?\((?P<low>.*), (?P<high>.*)\]", re.DOTALL)
 _PIPELINE_ICON = {"active": ":calendar:", "paused": ":double_vertical_bar:", "archived": ":file_cabinet:"}
 
 
@@ -57,13 +57,21 @@ def next_run(view: PipelineView) -> str:
     return when(view.next_run_at)
 
 
-def pipeline_fields(view: PipelineView) -> dict[str, Any]:
+def _follows(view: PipelineView) -> tuple[str, str]:
+    """What the pipeline follows, and where it stands: a column and its committed value, or the
+    table's commits and the last snapshot published."""
     committed = code(view.watermark) if view.watermark else "nothing yet"
+    if view.watermark_column is None:
+        return "Follows", f"the table's commits (`incremental=snapshot`; last published: {committed})"
+    return "Watermark column", f"{code(view.watermark_column)} (committed: {committed})"
+
+
+def pipeline_fields(view: PipelineView) -> dict[str, Any]:
     return fields(
         [
             ("Source", escape(view.source)),
             ("Schedule", code(view.schedule)),
-            ("Watermark column", f"{code(view.watermark_column)} (committed: {committed})"),
+            _follows(view),
             ("Target topic", code(view.topic, limit=300)),
             ("Rate", f"{view.tps:,}/s"),
             ("Owners", owners_line(view.owners)),
@@ -80,9 +88,15 @@ def _title(view: PipelineView) -> str:
 def _text(view: PipelineView) -> str:
     return (
         f"{pipeline_icon(view.state)} Pipeline {view.pipeline_id}: {escape(clip(view.source, 80))} "
-        f"{escape(clip(view.schedule, 130))} watermark={escape(clip(view.watermark_column, 130))} "
+        f"{escape(clip(view.schedule, 130))} {escape(clip(_option(view), 130))} "
         f"→ {escape(clip(view.topic, 300))} at {view.tps:,}/s; next run {next_run(view)}"
     )
+
+
+def _option(view: PipelineView) -> str:
+    if view.watermark_column is None:
+        return "incremental=snapshot"
+    return f"watermark={view.watermark_column}"
 
 
 def pipeline_summary(view: PipelineView) -> Message:
@@ -171,7 +185,11 @@ def live_schedule_confirmation(
         [
             ("Source", escape(schedule.source)),
             ("Schedule", code(when_text)),
-            ("Watermark column", code(schedule.watermark)),
+            (
+                ("Watermark column", code(schedule.watermark))
+                if schedule.watermark is not None
+                else ("Follows", "the table's commits (`incremental=snapshot`)")
+            ),
             ("Target topic", f"{code(live_topic, limit=300)} (live)"),
             ("Rate", speed),
         ]
@@ -254,7 +272,8 @@ def pipeline_run_line(run: RunOut) -> Message:
     head = f"{escape(run.pipeline_id or '')} run {escape(run.id)}"
     if run.state == "succeeded":
         high = watermark_high(run.window or "")
-        moved = f" (watermark → {escape(clip(high, 120))})" if high else ""
+        mark = "snapshot" if (run.window or "").startswith("commits ") else "watermark"
+        moved = f" ({mark} → {escape(clip(high, 120))})" if high else ""
         text = f":white_check_mark: {head}: {count(run.confirmed)} events confirmed{moved}"
         if run.reconcile is not None:  # every event id of the run, once: the proof, in one line
             text += f" · reconcile {escape(clip(run.reconcile.verdict().text, 300))}"

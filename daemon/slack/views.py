@@ -21,7 +21,7 @@ class PipelineView:
     source: str
     schedule: str
     state: str
-    watermark_column: str
+    watermark_column: str | None  # None: it follows the table's commits (incremental=snapshot)
     watermark: str | None
     tps: int
     topic: str

@@ -2,7 +2,7 @@
 
 The run row keeps the window as resolved UTC bounds and, in its options, the window's kind: whole
 days become a partition-column window (so Spark prunes partitions), a range a half-open event-time
-window, a pipeline slot a watermark range.
+window, a pipeline slot a watermark range or the commits it follows.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from daemon.usecases.catalog import Catalog
 from daemon.usecases.dead_letters import dead_letter_options, dead_letter_retention_ms
 from daemon.usecases.pii import decrypt_section
 from spark_job.spec.model import (
+    CommitRange,
     Control,
     DayWindow,
     JobSpec,
@@ -45,6 +46,9 @@ def job_selection(run: Run, partition_column: str, event_time_column: str) -> Se
     """The run's rows as the job selects them: the other mapping across the seam (windows are stored as
     the UTC bounds ``daemon.core.windows.bounds`` made; whole days go back to days on the partition
     column)."""
+    if run.options.window == WindowKind.COMMITS:
+        assert run.watermark_high is not None, "a commits slot reads up to its snapshot"
+        return CommitRange(low=run.watermark_low, high=run.watermark_high)
     if run.watermark_column is not None:
         return WatermarkRange(column=run.watermark_column, low=run.watermark_low, high=run.watermark_high)
     assert run.window_start is not None and run.window_end is not None, "a replay run has a window"

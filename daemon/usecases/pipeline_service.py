@@ -5,6 +5,11 @@ read when the slot fires: rows arriving during the run wait for the next one. No
 committed mark means a `skipped` run and no Spark job. The watermark moves only when the run succeeds,
 in the same transaction as its final state (`PipelineRepository.commit_watermark`).
 
+A pipeline scheduled with `incremental=snapshot` follows an Iceberg or Delta table's commits instead:
+its committed mark is the last snapshot it published, and a slot publishes the rows the commits since
+then appended, up to the snapshot current when it fires. A commit that deleted or changed rows stops
+it with the commit named (`daemon.core.commits`), before any job, the mark where it was.
+
 A create may carry an Idempotency-Key, as a replay's does: the same key with the same command gets the
 first pipeline back, with another command a 422. Two racing creates with one key (two bot replicas, a
 double click) are decided by the store's unique constraint; the loser deletes the topic it made.
@@ -15,12 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import structlog
 from sqlalchemy.exc import IntegrityError
 
 from daemon.config.settings import Settings
 from daemon.core.authz import may_manage_pipeline, may_use_source, vouched_fields_refused
+from daemon.core.commits import appends, refusal
 from daemon.core.errors import (
     BadRequest,
     CapReached,
@@ -38,7 +45,7 @@ from daemon.core.schedules import check_schedule, schedule_text
 from daemon.core.states import PipelineState
 from daemon.core.watermarks import encode, has_new_data, low_bound
 from daemon.usecases.audit import Audit
-from daemon.usecases.catalog import Catalog, Source
+from daemon.usecases.catalog import Catalog, Source, TableRef
 from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.fire_times import next_fire
 from daemon.usecases.live_approval import check_live_approval
@@ -67,7 +74,7 @@ def slot_options(
     the table version the slot's high mark was read at (the run and its reconciles read that one)."""
     options = pipeline.options
     return RunOptions(
-        window=WindowKind.WATERMARK,
+        window=WindowKind.COMMITS if options.incremental == "snapshot" else WindowKind.WATERMARK,
         topic_mode=options.topic_mode,
         headers=dict(options.headers),
         watch=options.watch,
@@ -176,22 +183,13 @@ class PipelineService:
             if not may_use_source(actor, source_owners=source.owners, admins=self._settings.admins):
                 raise Forbidden(f"only the owners of '{source.name}' or a platform admin may schedule it")
             self._check_pipeline_caps(actor, source.name)
-            if source.watermark_column is None:
-                raise BadRequest(f"source '{source.name}' declares no watermark column in the catalog")
-            if command.watermark != source.watermark_column:
-                raise BadRequest(
-                    f"watermark={command.watermark} is not the watermark column of '{source.name}' "
-                    f"in the catalog (it is '{source.watermark_column}')"
-                )
-            check_table_runtime(source, self._settings)
-            if command.watermark not in self._table_stats.column_names(source.table):
-                raise BadRequest(f"the table of '{source.name}' has no column '{command.watermark}'")
-            if command.lookback_seconds:
-                current = self._table_stats.max_value(source.table, command.watermark)
-                if isinstance(current, int):  # a sequence number cannot be moved back by a duration
-                    raise BadRequest(
-                        f"lookback needs a timestamp watermark column; '{command.watermark}' holds integers"
-                    )
+            if command.incremental == "snapshot":
+                check_table_runtime(source, self._settings)
+                refused = self._table_stats.follow_refusal(source.table)
+                if refused is not None:
+                    raise BadRequest(f"'{source.name}' cannot be followed by its commits: {refused}")
+            else:
+                self._check_watermark(source, command)
             schedule = schedule_text(every_seconds=command.every_seconds, cron=command.cron)
             check_schedule(schedule)  # a bad cron is refused here, before anything exists
             next_fire(schedule, self._clock())  # and so is one that never fires (`0 0 31 4 *`)
@@ -237,6 +235,7 @@ class PipelineService:
                         on_error=command.on_error,  # None: the source's default at each run
                         watch=tuple(command.watch),  # each run watches these groups drain
                         request=request,  # what an Idempotency-Key stands for
+                        incremental=command.incremental,
                     ),
                     idle_after_days=command.idle_after_days,
                     slack_channel=slack_channel,
@@ -271,6 +270,25 @@ class PipelineService:
             pipeline = self._store.pipelines.update(pipeline.id, slack_ts=thread)
         self._wake_scheduler()
         return pipeline, True
+
+    def _check_watermark(self, source: Source, command: ScheduleCommand) -> None:
+        """The watermark column is the source's, the table has it, and a lookback can move it back."""
+        if source.watermark_column is None:
+            raise BadRequest(f"source '{source.name}' declares no watermark column in the catalog")
+        if command.watermark != source.watermark_column:
+            raise BadRequest(
+                f"watermark={command.watermark} is not the watermark column of '{source.name}' "
+                f"in the catalog (it is '{source.watermark_column}')"
+            )
+        check_table_runtime(source, self._settings)
+        if command.watermark not in self._table_stats.column_names(source.table):
+            raise BadRequest(f"the table of '{source.name}' has no column '{command.watermark}'")
+        if command.lookback_seconds:
+            current = self._table_stats.max_value(source.table, command.watermark)
+            if isinstance(current, int):  # a sequence number cannot be moved back by a duration
+                raise BadRequest(
+                    f"lookback needs a timestamp watermark column; '{command.watermark}' holds integers"
+                )
 
     def _check_pipeline_caps(self, actor: str, source: str) -> None:
         """Every pipeline holds a topic and fires on its own: one person, or one source, has a few."""
@@ -466,8 +484,7 @@ class PipelineService:
         table_metadata = self._table_stats.metadata_file(source.table)  # the one ask of a catalog
         table = source.table.read_at(table_metadata)
         snapshot = self._table_stats.snapshot(table)
-        high = self._table_stats.max_value(table, pipeline.watermark_column, snapshot=snapshot)
-        fields = {
+        fields: dict[str, Any] = {
             "source": pipeline.source,
             "topic": pipeline.topic,
             "tps": pipeline.tps,
@@ -484,16 +501,21 @@ class PipelineService:
             )
             log.info("pipeline slot: the platform is busy", pipeline_id=pipeline_id, fired=run is not None)
             return run
-        if not has_new_data(high, pipeline.watermark_value):
+        if pipeline.watermark_column is None:
+            selected = self._appended_since(pipeline, source, table, snapshot)
+        else:
+            selected = self._past_watermark(pipeline, table, snapshot)
+        if selected is None:
             run = self._store.pipelines.claim_slot(
                 pipeline_id, now=now, next_run_at=following, run_fields=fields, skipped_reason=NO_NEW_DATA
             )
             log.info("pipeline slot: no new data", pipeline_id=pipeline_id, fired=run is not None)
             return run
-        assert high is not None
-        fields["watermark_low"] = low_bound(pipeline.watermark_value, pipeline.lookback_seconds, high)
-        fields["watermark_high"] = encode(high)
-        fields["window_label"] = f"({fields['watermark_low'] or '-inf'}, {fields['watermark_high']}]"
+        fields["watermark_low"], fields["watermark_high"] = selected
+        if pipeline.watermark_column is None:
+            fields["window_label"] = f"commits ({selected[0] or '-inf'}, {selected[1]}]"
+        else:
+            fields["window_label"] = f"({selected[0] or '-inf'}, {selected[1]}]"
         run = self._store.pipelines.claim_slot(pipeline_id, now=now, next_run_at=following, run_fields=fields)
         if run is not None:
             log.info(
@@ -501,3 +523,31 @@ class PipelineService:
             )
             self._wake_watcher()
         return run
+
+    def _past_watermark(
+        self, pipeline: Pipeline, table: TableRef, snapshot: str | None
+    ) -> tuple[str | None, str] | None:
+        """The slot's `(low, high]` of the watermark column; None when nothing is newer than the mark."""
+        assert pipeline.watermark_column is not None, "a watermark pipeline has its column"
+        high = self._table_stats.max_value(table, pipeline.watermark_column, snapshot=snapshot)
+        if not has_new_data(high, pipeline.watermark_value):
+            return None
+        assert high is not None
+        return low_bound(pipeline.watermark_value, pipeline.lookback_seconds, high), encode(high)
+
+    def _appended_since(
+        self, pipeline: Pipeline, source: Source, table: TableRef, snapshot: str | None
+    ) -> tuple[str | None, str] | None:
+        """The slot's commits `(committed, current]`; None when none appended rows. The first slot
+        publishes the whole table at its current snapshot. A commit that was not an append is refused
+        here (BadRequest: the slot fails with it named, the committed snapshot stays)."""
+        committed = pipeline.watermark_value
+        if snapshot is None or snapshot == committed:
+            return None
+        if committed is None:
+            return None, snapshot
+        commits = self._table_stats.commits(table, after=committed, upto=snapshot)
+        refused = refusal(commits, source=source.name, committed=committed)
+        if refused is not None:
+            raise BadRequest(refused)
+        return (committed, snapshot) if appends(commits) else None

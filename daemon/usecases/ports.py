@@ -26,6 +26,7 @@ from datetime import date, datetime
 from typing import Any
 
 from daemon.contract.models import IdlePrompt, PipelineOut, RateSeriesOut, RunOut
+from daemon.core.commits import Commit
 from daemon.core.lag import GroupState
 from daemon.core.run_control import RateChange
 from daemon.core.watermarks import Value
@@ -248,6 +249,16 @@ class TableStats(ABC):
     def max_value(self, table: TableRef, column: str, *, snapshot: str | None = None) -> Value | None:
         """The watermark column's maximum as of ``snapshot`` (a pipeline run's high mark); None for
         no rows."""
+
+    @abstractmethod
+    def commits(self, table: TableRef, *, after: str, upto: str) -> list[Commit]:
+        """The table's commits after snapshot ``after`` up to ``upto``, oldest first; BadRequest
+        when ``after`` is no longer in ``upto``'s history (expired, rolled back, its log dropped)."""
+
+    @abstractmethod
+    def follow_refusal(self, table: TableRef) -> str | None:
+        """Why a pipeline cannot follow the table's commits (Parquet has none; a Delta table without
+        its change data feed); None when it can."""
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,7 @@ def pipeline_out(pipeline: Pipeline) -> PipelineOut:
         source=pipeline.source,
         schedule=pipeline.schedule,
         state=PipelineState(pipeline.state),
+        incremental=pipeline.options.incremental,
         watermark_column=pipeline.watermark_column,
         watermark=pipeline.watermark_value,
         lookback_seconds=pipeline.lookback_seconds,

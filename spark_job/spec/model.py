@@ -14,6 +14,10 @@ refused so a typo fails fast instead of being ignored. Shape (optional fields sh
       "watermark": {"column": "updated_at", "low": null, "high": "2024-01-08T00:00:00Z"},
                                         # instead of "window": (low, high]; null low = from the start,
                                         # null high = everything past low
+      "commits": {"low": "41", "high": "43"},
+                                        # instead of "window": the rows the Iceberg or Delta table's
+                                        # commits (low, high] appended; null low = the whole table at
+                                        # high (source.snapshot is high)
       "topic": "replay.orders.r-42",
       "kafka": {"bootstrap.servers": "broker:9092"},   # librdkafka client settings
       "tps": 1000,                      # aggregate events/s; 0 = unthrottled
@@ -131,7 +135,20 @@ class WatermarkRange:
         return f"{self.column} ({_bound(self.low, missing='-inf')}, {_bound(self.high, missing='+inf')}]"
 
 
-Selection = DayWindow | TimeWindow | WatermarkRange
+@dataclass(frozen=True)
+class CommitRange:
+    """The rows an Iceberg or Delta table's commits ``(low, high]`` appended (snapshot ids, versions);
+    ``low`` None: every row of ``high``. Only appends are read: a pipeline refuses a range holding any
+    other commit before a job is built (``daemon.core.commits``)."""
+
+    low: str | None
+    high: str
+
+    def describe(self) -> str:
+        return f"commits ({self.low or '-inf'}, {self.high}]"
+
+
+Selection = DayWindow | TimeWindow | WatermarkRange | CommitRange
 Mode = Literal["replay", "reconcile"]
 
 
@@ -226,7 +243,7 @@ class JobSpec:
     def to_dict(self) -> dict[str, Any]:
         document = asdict(self)
         selection = document.pop("selection")
-        key = "watermark" if isinstance(self.selection, WatermarkRange) else "window"
+        key = _selection_key(self.selection)
         document[key] = {k: _iso(v) if isinstance(v, date) else v for k, v in selection.items()}
         if document["source"]["snapshot"] is None:
             del document["source"]["snapshot"]  # and specs of unversioned tables
@@ -245,6 +262,14 @@ class JobSpec:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
 
+def _selection_key(selection: Selection) -> str:
+    if isinstance(selection, WatermarkRange):
+        return "watermark"
+    if isinstance(selection, CommitRange):
+        return "commits"
+    return "window"
+
+
 def _validate(spec: JobSpec) -> None:
     if spec.tps < 0:
         raise SpecError("tps", f"must be >= 0 (0 = unthrottled), got {spec.tps}")
@@ -260,6 +285,14 @@ def _validate(spec: JobSpec) -> None:
         raise SpecError(
             "source.snapshot", f"must be a snapshot id or version number, got {spec.source.snapshot!r}"
         )
+    if isinstance(spec.selection, CommitRange):
+        commits = spec.selection
+        if spec.source.format not in ("iceberg", "delta"):
+            raise SpecError("commits", f"a {spec.source.format} table has no commits to read")
+        if spec.source.snapshot != commits.high:
+            raise SpecError("commits.high", "is the snapshot the run reads (source.snapshot)")
+        if not all(bound.isdigit() for bound in (commits.low or "0", commits.high)):
+            raise SpecError("commits", "bounds are snapshot ids or version numbers")
     if isinstance(spec.selection, DayWindow) and spec.selection.start_day > spec.selection.end_day:
         raise SpecError("window.end_day", "is before window.start_day")
     if isinstance(spec.selection, TimeWindow) and spec.selection.start >= spec.selection.end:
@@ -384,7 +417,7 @@ def event_timestamp_column(spec: JobSpec) -> str | None:
 
 def provenance_headers(spec: JobSpec) -> dict[str, str]:
     """The replay-* headers every record carries, so consumers can tell a replay generation apart."""
-    window_key = "replay-watermark" if isinstance(spec.selection, WatermarkRange) else "replay-window"
+    window_key = "replay-window" if _selection_key(spec.selection) == "window" else "replay-watermark"
     return {
         "replay-run-id": spec.run_id,
         "replay-source": spec.source.name,

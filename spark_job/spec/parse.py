@@ -14,6 +14,7 @@ from spark_job.errors import SpecError
 from spark_job.spec.decrypt import DataKeyRef, Decrypt, KmsSettings
 from spark_job.spec.model import (
     DEFAULT_PARTITIONER,
+    CommitRange,
     Control,
     DayWindow,
     JobSpec,
@@ -102,7 +103,7 @@ def _parse(doc: _Fields) -> JobSpec:
     spec = JobSpec(
         run_id=doc.get("run_id", str, required=True),
         source=_parse_source(source),
-        selection=_parse_selection(doc.nested("window"), doc.nested("watermark")),
+        selection=_parse_selection(doc.nested("window"), doc.nested("watermark"), doc.nested("commits")),
         topic=doc.get("topic", str, required=True),
         kafka=doc.get("kafka", dict, required=True),
         tps=doc.get("tps", int, required=True),
@@ -198,11 +199,17 @@ def _parse_source(doc: _Fields) -> Source:
     return source
 
 
-def _parse_selection(window: _Fields | None, watermark: _Fields | None) -> Selection:
-    if (window is None) == (watermark is None):
-        raise SpecError("window", "give exactly one of 'window' or 'watermark'")
+def _parse_selection(window: _Fields | None, watermark: _Fields | None, commits: _Fields | None) -> Selection:
+    if sum(part is not None for part in (window, watermark, commits)) != 1:
+        raise SpecError("window", "give exactly one of 'window', 'watermark' or 'commits'")
+    if commits is not None:
+        selection: Selection = CommitRange(
+            low=commits.get("low", str), high=commits.get("high", str, required=True)
+        )
+        commits.done()
+        return selection
     if watermark is not None:
-        selection: Selection = WatermarkRange(
+        selection = WatermarkRange(
             column=watermark.get("column", str, required=True),
             low=watermark.get("low", (str, int, float)),
             high=watermark.get("high", (str, int, float)),

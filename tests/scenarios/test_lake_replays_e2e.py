@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,14 +24,13 @@ import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from daemon.contract.client import DaemonClient
-from daemon.contract.models import ReplayBody, RunOut, ScheduleBody
+from daemon.contract.models import ReplayBody, ScheduleBody
 from daemon.core.errors import BadRequest
 from tests.fixtures.aws import REGION, AwsClients, aws_client
 from tests.fixtures.daemon import OWNER, running_daemon
 from tests.fixtures.kafka import consume_all, headers_of
 from tests.fixtures.lake_catalog import catalog_settings, commit_late_events, registered
-from tests.fixtures.runs import TERMINAL, replay_topics, wait_for
+from tests.fixtures.runs import TERMINAL, fire_pipeline, replay_topics, wait_for
 from tests.fixtures.spark import LAKE_TABLES, LakeCopy, lake_submit, spark_environment
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -243,19 +241,6 @@ def test_a_daemon_without_a_formats_runtime_refuses_the_source_and_creates_nothi
         daemon.stop()
 
 
-def _fire(client: DaemonClient, pipeline_id: str, timeout_s: float = 300.0) -> RunOut:
-    """Run the pipeline now (the scheduler's own claim path) and wait for that slot's run to end."""
-    before = {run.id for run in client.get_pipeline(OWNER, pipeline_id).runs}
-    client.pipeline_action(OWNER, pipeline_id, "run")
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        runs = [run for run in client.get_pipeline(OWNER, pipeline_id).runs if run.id not in before]
-        if runs and runs[0].state in TERMINAL:
-            return runs[0]
-        time.sleep(0.5)
-    raise AssertionError(f"no finished run for {pipeline_id}: {client.get_pipeline(OWNER, pipeline_id)}")
-
-
 def _newer(rows: pa.Table, count: int, tag: str) -> tuple[list[dict[str, Any]], datetime]:
     """``count`` new events an hour after the table's newest one, on its next day; and their time."""
     newest = max(rows.column("updated_at").to_pylist())
@@ -317,7 +302,7 @@ def test_a_watermark_pipeline_publishes_each_commit_once_at_the_version_its_slot
         )
         first_ids = set(live().column("event_id").to_pylist())  # other tests may have committed too
 
-        first = _fire(client, pipeline.id)
+        first = fire_pipeline(client, pipeline.id)
         assert first.state == "succeeded", first.failure_reason
         assert first.snapshot == client.sources(OWNER)[0].snapshot  # the version the slot pinned
         assert first.confirmed == len(first_ids)
@@ -330,7 +315,7 @@ def test_a_watermark_pipeline_publishes_each_commit_once_at_the_version_its_slot
 
         added, moment = _newer(live(), 4, f"wm-{table_format}")
         commit(added)
-        second = _fire(client, pipeline.id)
+        second = fire_pipeline(client, pipeline.id)
         assert second.state == "succeeded", second.failure_reason
         assert second.snapshot != first.snapshot and second.confirmed == len(added)
         assert datetime.fromisoformat(client.get_pipeline(OWNER, pipeline.id).watermark or "") == moment
@@ -343,6 +328,105 @@ def test_a_watermark_pipeline_publishes_each_commit_once_at_the_version_its_slot
             )
         assert sorted(landed[first.id]) == sorted(first_ids)  # each live row once, nothing else
         assert sorted(landed[second.id]) == sorted(row["event_id"] for row in added)
+    finally:
+        daemon.stop()
+
+
+@pytest.mark.parametrize("table_format", ["iceberg", "delta"])
+def test_a_pipeline_following_commits_publishes_each_append_once_and_stops_at_a_delete(
+    table_format: str,
+    lake_copies: dict[str, LakeCopy],
+    lake_jars: list[Path],
+    kafka_bootstrap: str,
+    tmp_path: Path,
+) -> None:
+    """`incremental=snapshot`: slot one publishes the table at its current snapshot, slot two exactly
+    the rows the next append committed (read incrementally: Iceberg's append scan, Delta's change
+    data feed), a slot with no commit publishes nothing, and a commit that deleted a row stops the
+    pipeline with that commit named while the published snapshot stays where it was."""
+    copy, extra = lake_copies[table_format], {"REPLAY_LOCAL_JARS": ",".join(map(str, lake_jars))}
+    if table_format == "delta":
+        path = str(tmp_path / "delta")  # the sample's live rows, in a table that keeps a change feed
+        current = DeltaTable(str(copy.path)).to_pyarrow_dataset().to_table()
+        write_deltalake(
+            path, current, partition_by=["dt"], configuration={"delta.enableChangeDataFeed": "true"}
+        )
+        table_source: dict[str, str] = {"path": path, "format": "delta"}
+
+        def live() -> pa.Table:
+            return DeltaTable(path).to_pyarrow_dataset().to_table()
+
+        def commit(rows: list[dict[str, Any]]) -> None:
+            write_deltalake(path, pa.Table.from_pylist(rows, schema=live().schema), mode="append")
+
+        def delete(event_id: str) -> None:
+            DeltaTable(path).delete(f"event_id = '{event_id}'")
+    else:
+        url = f"sqlite:///{tmp_path / 'catalog.db'}"
+        table = registered(url, tmp_path, copy)  # commits through the catalog move the name only
+        catalogs = {"lake": catalog_settings(url, tmp_path).model_dump(mode="json", exclude_none=True)}
+        extra["REPLAY_LAKE_CATALOGS"] = json.dumps(catalogs)
+        table_source = {"table": "lake.sample.orders", "format": "iceberg"}
+
+        def live() -> pa.Table:
+            table.refresh()
+            return table.scan().to_arrow()
+
+        def commit(rows: list[dict[str, Any]]) -> None:
+            table.append(pa.Table.from_pylist(rows, schema=table.schema().as_arrow()))
+
+        def delete(event_id: str) -> None:
+            table.delete(f"event_id = '{event_id}'")
+
+    daemon = running_daemon(
+        tmp_path / "d",
+        sample_table=copy.path,
+        bootstrap=kafka_bootstrap,
+        extra=extra,
+        source_extra={"table": table_source, "watermark_column": None},
+    )
+    try:
+        client = daemon.client()
+        pipeline = client.schedule(
+            OWNER, ScheduleBody(source="orders", every="1d", incremental="snapshot", tps=5000)
+        )
+        assert (pipeline.incremental, pipeline.watermark_column) == ("snapshot", None)
+        first_ids = set(live().column("event_id").to_pylist())
+
+        first = fire_pipeline(client, pipeline.id)
+        assert first.state == "succeeded", first.failure_reason
+        assert first.snapshot is not None and first.window == f"commits (-inf, {first.snapshot}]"
+        assert first.confirmed == len(first_ids)
+        assert first.reconcile is not None and first.reconcile.verdict().clean, first.reconcile
+        assert client.get_pipeline(OWNER, pipeline.id).watermark == first.snapshot
+
+        added, _ = _newer(live(), 4, f"commits-{table_format}")
+        commit(added)
+        second = fire_pipeline(client, pipeline.id)
+        assert second.state == "succeeded", second.failure_reason
+        assert second.window == f"commits ({first.snapshot}, {second.snapshot}]"
+        assert second.confirmed == len(added)
+        assert second.reconcile is not None and second.reconcile.verdict().clean, second.reconcile
+        assert client.get_pipeline(OWNER, pipeline.id).watermark == second.snapshot
+
+        idle = fire_pipeline(client, pipeline.id, states={"skipped"})  # no commit since: no job
+        assert idle.confirmed in (0, None)
+
+        delete(added[0]["event_id"])
+        stopped = fire_pipeline(client, pipeline.id)
+        assert stopped.state == "failed"
+        assert "did not only append rows" in (stopped.failure_reason or ""), stopped.failure_reason
+        assert client.get_pipeline(OWNER, pipeline.id).watermark == second.snapshot
+
+        landed: dict[str, list[str]] = {}
+        for message in consume_all(kafka_bootstrap, pipeline.topic):
+            headers = headers_of(message)
+            landed.setdefault(headers["replay-run-id"].decode(), []).append(
+                headers["replay-event-id"].decode()
+            )
+        assert sorted(landed[first.id]) == sorted(first_ids)  # each live row once, nothing else
+        assert sorted(landed[second.id]) == sorted(row["event_id"] for row in added)
+        assert set(landed) == {first.id, second.id}
     finally:
         daemon.stop()
 

@@ -23,13 +23,13 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from daemon.contract.client import DaemonClient
-from daemon.contract.models import PipelineOut, RunOut, ScheduleBody
+from daemon.contract.models import PipelineOut, ScheduleBody
 from daemon.core.errors import BadRequest, Conflict, Forbidden
 from scripts.devtools.sample_table import SCHEMA, write_sample_table
 from store import Store
 from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess, running_daemon
 from tests.fixtures.kafka import LocalBroker, consume_all, headers_of, value_of
-from tests.fixtures.runs import wait_for
+from tests.fixtures.runs import fire_pipeline, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -70,19 +70,6 @@ def _by_run(bootstrap: str, topic: str) -> dict[str, list[str]]:
     return landed
 
 
-def _fire(client: DaemonClient, pipeline_id: str, timeout_s: float = 240.0) -> RunOut:
-    """Run the pipeline now and wait for that slot's run to end."""
-    before = {r.id for r in client.get_pipeline(OWNER, pipeline_id).runs}
-    client.pipeline_action(OWNER, pipeline_id, "run")
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        runs = [r for r in client.get_pipeline(OWNER, pipeline_id).runs if r.id not in before]
-        if runs and runs[0].state in TERMINAL:
-            return runs[0]
-        time.sleep(0.5)
-    raise AssertionError(f"no finished run for {pipeline_id}: {client.get_pipeline(OWNER, pipeline_id)}")
-
-
 def _schedule(client: DaemonClient, **overrides: Any) -> PipelineOut:
     body = {"source": "orders", "every": "1d", "watermark": "updated_at", "tps": 5000, **overrides}
     return client.schedule(OWNER, ScheduleBody.model_validate(body))
@@ -112,7 +99,7 @@ def test_three_runs_publish_exactly_the_new_rows_and_commit_the_high_mark(
     for round_, day in enumerate((None, date(2024, 1, 2), date(2024, 1, 3))):
         if day is not None:
             _append_day(table, day)
-        run = _fire(client, pipeline.id)
+        run = fire_pipeline(client, pipeline.id, 240.0)
 
         new_ids = _event_ids(table) - published
         assert run.state == "succeeded", (round_, run)
@@ -135,9 +122,9 @@ def test_no_new_data_records_a_skipped_run_without_launching_spark(
     daemon, _ = lake_daemon
     client = daemon.client()
     pipeline = _schedule(client)
-    first = _fire(client, pipeline.id)
+    first = fire_pipeline(client, pipeline.id, 240.0)
 
-    second = _fire(client, pipeline.id)
+    second = fire_pipeline(client, pipeline.id, 240.0)
 
     assert first.state == "succeeded"
     assert (second.state, second.failure_reason) == ("skipped", "no new data")
@@ -150,7 +137,7 @@ def test_late_rows_within_the_lookback_are_sent_again_with_their_overlap(
     daemon, table = lake_daemon
     client = daemon.client()
     pipeline = _schedule(client, lookback="1h")
-    first = _fire(client, pipeline.id)
+    first = fire_pipeline(client, pipeline.id, 240.0)
     high = _max_updated_at(table)
     late = pa.table(
         {
@@ -168,7 +155,7 @@ def test_late_rows_within_the_lookback_are_sent_again_with_their_overlap(
     pq.write_table(late, table / f"dt={high.date().isoformat()}" / "late-0.parquet")
     _append_day(table, date(2024, 1, 2))
 
-    second = _fire(client, pipeline.id)
+    second = fire_pipeline(client, pipeline.id, 240.0)
 
     sent = set(_by_run(kafka_bootstrap, pipeline.topic)[second.id])
     overlap = sent & set(_by_run(kafka_bootstrap, pipeline.topic)[first.id])
@@ -192,7 +179,7 @@ def test_a_slot_missed_while_the_daemon_was_down_gives_one_catch_up_run(
     daemon, table = lake_daemon
     client = daemon.client()
     pipeline = _schedule(client)
-    _fire(client, pipeline.id)
+    fire_pipeline(client, pipeline.id, 240.0)
     daemon.stop()
     _append_day(table, date(2024, 1, 2))
     missed = datetime.now(UTC) - timedelta(days=3)  # three daily slots passed with no daemon
@@ -232,7 +219,7 @@ def test_a_failed_run_leaves_the_watermark_and_the_next_run_sends_the_missed_row
         with broker_control.stopped():
             failed = wait_for(client, run_id, TERMINAL)
             assert client.get_pipeline(OWNER, pipeline.id).watermark is None
-        second = _fire(client, pipeline.id)
+        second = fire_pipeline(client, pipeline.id, 240.0)
         committed = client.get_pipeline(OWNER, pipeline.id).watermark
     finally:
         daemon.stop()

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from spark_job.errors import SpecError
 from spark_job.spec.model import (
+    CommitRange,
     Control,
     DayWindow,
     JobSpec,
@@ -226,6 +227,33 @@ def test_records_carry_user_and_provenance_headers() -> None:
 def test_watermark_runs_name_their_range_in_a_watermark_header() -> None:
     spec = spec_from_dict(document(window=None, watermark={"column": "v", "low": 10, "high": 20}))
     assert provenance_headers(spec)["replay-watermark"] == "v (10, 20]"
+
+
+def test_a_commit_range_round_trips_and_names_its_commits_in_a_watermark_header() -> None:
+    lake = {"name": "orders", "path": "/lake/orders", "format": "delta", "snapshot": "9"}
+    spec = spec_from_dict(document(source=lake, window=None, commits={"low": "4", "high": "9"}))
+    assert spec.selection == CommitRange(low="4", high="9")
+    assert spec_from_json(spec.to_json()) == spec
+    assert provenance_headers(spec)["replay-watermark"] == "commits (4, 9]"
+    first = spec_from_dict(document(source=lake, window=None, commits={"high": "9"}))
+    assert first.selection == CommitRange(low=None, high="9")
+
+
+@pytest.mark.parametrize(
+    ("source", "commits", "field"),
+    [
+        ({"format": "parquet"}, {"low": "1", "high": "2"}, "commits"),  # Parquet has no commits
+        ({"format": "iceberg", "snapshot": "3"}, {"low": "1", "high": "2"}, "commits.high"),  # not pinned
+        ({"format": "iceberg", "snapshot": "2"}, {"low": "one", "high": "2"}, "commits"),
+    ],
+)
+def test_a_commit_range_reads_the_snapshot_the_run_pins(
+    source: dict[str, str], commits: dict[str, str], field: str
+) -> None:
+    lake = {"name": "orders", "path": "/lake/orders", **source}
+    with pytest.raises(SpecError) as caught:
+        spec_from_dict(document(source=lake, window=None, commits=commits))
+    assert caught.value.field == field
 
 
 def test_a_control_section_round_trips_and_is_absent_when_unused() -> None:

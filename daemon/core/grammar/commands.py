@@ -47,6 +47,8 @@ Ordering = Literal["entity", "none"]
 Timestamp = Literal["event", "replay"]  # a record's Kafka timestamp: the row's event time, or publish time
 ListFilter = Literal["all", "mine", "running"]
 PipelineFilter = Literal["all", "mine", "idle"]
+Incremental = Literal["watermark", "snapshot"]  # past a column that only grows, or past a table commit
+INCREMENTAL_CHOICES: tuple[Incremental, ...] = ("watermark", "snapshot")
 OnError = Literal["fail", "dlq"]  # a record that cannot be published: fail the run, or set it aside
 ON_ERROR_CHOICES: tuple[OnError, ...] = ("fail", "dlq")
 
@@ -67,6 +69,7 @@ SCHEDULE_OPTIONS = (
     "every",
     "cron",
     "watermark",
+    "incremental",
     "tps",
     "topic",
     "lookback",
@@ -200,12 +203,15 @@ class HelpCommand:
 
 @dataclass(frozen=True)
 class ScheduleCommand:
-    """An incremental pipeline: every period (or on a cron), replay rows past the watermark."""
+    """An incremental pipeline: every period (or on a cron), replay rows past the watermark, or (with
+    ``incremental="snapshot"``) the rows an Iceberg or Delta table's commits appended since the last
+    published snapshot."""
 
     source: str
     every_seconds: int | None
     cron: str | None
-    watermark: str
+    watermark: str | None
+    incremental: Incremental = "watermark"
     tps: int | None = None
     topic: Topic = "auto"
     lookback_seconds: int = 0
@@ -222,7 +228,20 @@ class ScheduleCommand:
             check_range("every", self.every_seconds, MINUTE, MAX_DURATION_SECONDS)
             if self.cron is not None and parse_cron(self.cron) != self.cron:
                 raise InvalidValue(None, "cron must be five fields separated by single spaces")
-            check_column(self.watermark)
+            check_choice("incremental", self.incremental, INCREMENTAL_CHOICES)
+            if self.incremental == "snapshot":
+                if self.watermark is not None:
+                    raise InvalidValue(
+                        None, "incremental=snapshot follows table commits: leave out watermark="
+                    )
+                if self.lookback_seconds:
+                    raise InvalidValue(
+                        None, "lookback= moves a watermark back; incremental=snapshot has none"
+                    )
+            elif self.watermark is None:
+                raise InvalidValue(None, "missing watermark=<column> (the column that only grows)")
+            else:
+                check_column(self.watermark)
             check_range("tps", self.tps, 1, MAX_TPS)
             check_choice("topic", self.topic, ("auto", "live"))
             check_range("lookback", self.lookback_seconds, 0, MAX_DURATION_SECONDS)

@@ -17,7 +17,8 @@ USAGE: dict[str, str] = {
     "reconcile": f"{PREFIX} reconcile <run-id>",
     "chart": f"{PREFIX} chart <run-id>",
     "schedule": f'{PREFIX} schedule <source> (every=<duration> | cron="<min hour day month weekday>")'
-    " watermark=<column> [tps=N] [topic=auto|live] [lookback=<duration>] [headers=k:v,k2:v2]"
+    " (watermark=<column> [lookback=<duration>] | incremental=snapshot) [tps=N] [topic=auto|live]"
+    " [headers=k:v,k2:v2]"
     " [idle_after=<N>d] [on_error=fail|dlq] [watch=<group>[,<group>]]",
     "pipelines": f"{PREFIX} pipelines [mine|idle]",
     "pipeline": f"{PREFIX} pipeline <pipeline-id>",
@@ -66,6 +67,7 @@ _EXAMPLES = (
     f"{PREFIX} orders 2024-01-01..2024-01-07 tps=10k",
     f"{PREFIX} plan orders last=6h topic=live",
     f"{PREFIX} schedule orders every=15m watermark=updated_at lookback=1h",
+    f"{PREFIX} schedule orders every=1h incremental=snapshot",
     f"{PREFIX} tps r-0123456789ab 5k",
     f"{PREFIX} orders last=6h topic=live tps=auto max=20k lag<50k group=orders-consumer",
 )

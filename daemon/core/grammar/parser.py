@@ -16,6 +16,7 @@ from daemon.core.cron import parse_cron
 from daemon.core.grammar.auto import LAG_BOUND, parse_auto
 from daemon.core.grammar.commands import (
     ACTION_WORDS,
+    INCREMENTAL_CHOICES,
     ON_ERROR_CHOICES,
     RUN_OPTIONS,
     SCHEDULE_OPTIONS,
@@ -23,6 +24,7 @@ from daemon.core.grammar.commands import (
     ChartCommand,
     Command,
     HelpCommand,
+    Incremental,
     ListCommand,
     ListFilter,
     OnError,
@@ -236,13 +238,27 @@ def _parse_schedule(args: list[str], limits: Limits) -> ScheduleCommand:
     if every is None and cron is None:
         raise GrammarError('missing every=<duration> or cron="<expression>"', usage=usage)
     watermark = _value(options, "watermark", _column, usage)
-    if watermark is None:
-        raise GrammarError("missing watermark=<column> (the column that only grows)", usage=usage)
+    incremental = cast(
+        Incremental, _value(options, "incremental", _choice(INCREMENTAL_CHOICES), usage) or "watermark"
+    )
+    if incremental == "snapshot" and watermark is not None:
+        raise GrammarError(
+            "incremental=snapshot follows the table's commits: leave out watermark=",
+            token=options["watermark"][0],
+            usage=usage,
+        )
+    if incremental == "watermark" and watermark is None:
+        raise GrammarError(
+            "missing watermark=<column> (the column that only grows), or incremental=snapshot "
+            "(the rows each Iceberg or Delta commit appended)",
+            usage=usage,
+        )
     return ScheduleCommand(
         source=source,
         every_seconds=every,
         cron=cron,
         watermark=watermark,
+        incremental=incremental,
         tps=_value(options, "tps", _bounded("tps", limits.max_tps), usage),
         topic=cast(Topic, _value(options, "topic", _choice(("auto", "live")), usage) or "auto"),
         lookback_seconds=_value(options, "lookback", parse_duration, usage) or 0,

@@ -78,7 +78,10 @@ def _render_schedule(command: ScheduleCommand) -> list[str]:
         parts.append(f"every={render_duration(command.every_seconds)}")
     if command.cron is not None:
         parts.append("cron=" + _quote(command.cron))
-    parts.append(f"watermark={command.watermark}")
+    if command.incremental == "snapshot":
+        parts.append("incremental=snapshot")
+    else:
+        parts.append(f"watermark={command.watermark}")
     if command.tps is not None:
         parts.append(f"tps={command.tps}")
     if command.topic != "auto":

@@ -135,6 +135,18 @@ def test_schedule_every() -> None:
     )
 
 
+def test_schedule_following_table_commits() -> None:
+    command = parse("schedule orders every=1h incremental=snapshot tps=5k")
+
+    assert command == ScheduleCommand(
+        source="orders", every_seconds=3_600, cron=None, watermark=None, incremental="snapshot", tps=5_000
+    )
+    assert render(command) == "schedule orders every=1h incremental=snapshot tps=5000"
+    assert parse("schedule orders every=1h watermark=ts incremental=watermark") == parse(
+        "schedule orders every=1h watermark=ts"
+    )
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -223,6 +235,12 @@ def test_cli_argv_joined_with_shlex_parses_like_slack_text() -> None:
         ('schedule orders cron="0 0 * foo *" watermark=ts', "cron=0 0 * foo *", "unknown name 'foo'"),
         ("schedule orders cron=*/15 * * * * watermark=ts", "*", "quote a cron expression"),
         ("schedule orders every=1h cron='* * * * *' watermark=ts", "cron=* * * * *", "not both"),
+        (
+            "schedule orders every=1h incremental=snapshot watermark=ts",
+            "watermark=ts",
+            "leave out watermark=",
+        ),
+        ("schedule orders every=1h incremental=cdc", "incremental=cdc", "watermark, snapshot"),
         ('orders last=6h ""', "", "empty argument"),
         ("orders last=6h trailing\\", "trailing\\", "lone backslash"),
     ],
@@ -246,6 +264,7 @@ def test_bad_input_names_the_exact_token(text: str, token: str, reason: str) -> 
         ("schedule", "missing source"),
         ("schedule orders watermark=ts", "missing every="),
         ("schedule orders every=1h", "missing watermark="),
+        ("schedule orders every=1h incremental=snapshot lookback=1h", "incremental=snapshot has none"),
         ("pause", "missing run id or pipeline id"),
         ("tps r-0123456789ab", "missing the new rate"),
     ],

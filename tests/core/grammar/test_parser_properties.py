@@ -207,10 +207,23 @@ schedules = st.builds(
     idle_after_days=st.none() | st.integers(min_value=1, max_value=MAX_DAYS),
     watch=watched,
 )
+following_commits = st.builds(
+    lambda source, period, **rest: ScheduleCommand(
+        source, period[0], period[1], watermark=None, incremental="snapshot", **rest
+    ),
+    sources,
+    periods,
+    tps=tps,
+    topic=topics,
+    headers=headers,
+    idle_after_days=st.none() | st.integers(min_value=1, max_value=MAX_DAYS),
+    watch=watched,
+)
 commands: st.SearchStrategy[Command] = st.one_of(
     _spec(ReplayCommand),
     _spec(PlanCommand),
     schedules,
+    following_commits,
     st.builds(StatusCommand, st.none() | run_ids),
     st.builds(ListCommand, st.sampled_from(["all", "mine", "running"])),
     st.builds(CancelCommand, run_ids),
