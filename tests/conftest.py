@@ -14,6 +14,7 @@ pytest_plugins = [
     "tests.fixtures.kafka",
     "tests.fixtures.database",
     "tests.fixtures.spark",
+    "tests.fixtures.hive",
     "tests.fixtures.daemon",
     "tests.fixtures.aws",
     "tests.fixtures.emr_launcher",

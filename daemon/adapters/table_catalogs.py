@@ -2,12 +2,13 @@
 
 The daemon is the only process that talks to a catalog. For an Iceberg table it asks for the metadata
 file the catalog points the table at now (every snapshot the table still has is in it); for a Delta
-or Parquet table in the AWS Glue Data Catalog (Spark's session catalog on EMR), for the table's
-location. Plans count from there and the run records it, so the job reads it directly, with no
-catalog client, driver or credential of its own (docs/decisions/0037, 0038). ``sql``, ``rest`` and
-``glue`` catalogs' Iceberg tables are `pyiceberg`'s own clients; a ``hadoop`` catalog is a folder, its
-table at ``<warehouse>/<namespace>/<table>`` with the current version in
-``metadata/version-hint.text``.
+or Parquet table in a metastore (the AWS Glue Data Catalog, Spark's session catalog on EMR, or a Hive
+metastore elsewhere), for the table's location. Plans count from there and the run records it, so
+the job reads it directly, with no catalog client, driver or credential of its own
+(docs/decisions/0037, 0038, 0040). ``sql``, ``rest``, ``glue`` and ``hive`` catalogs' Iceberg tables
+are `pyiceberg`'s own clients; a Hive metastore's other tables are one Thrift ``get_table`` call; a
+``hadoop`` catalog is a folder, its table at ``<warehouse>/<namespace>/<table>`` with the current
+version in ``metadata/version-hint.text``.
 """
 
 from __future__ import annotations
@@ -19,17 +20,24 @@ from typing import Any
 import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from hive_metastore.ThriftHiveMetastore import Client as HiveClient
+from hive_metastore.ttypes import NoSuchObjectException
 from pyiceberg.catalog import Catalog as PyIcebergCatalog
 from pyiceberg.catalog.glue import GlueCatalog
+from pyiceberg.catalog.hive import HiveCatalog
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
+from thrift.protocol import TBinaryProtocol
+from thrift.transport import TSocket, TTransport
 
 from daemon.adapters.iceberg_table_stats import current_metadata
-from daemon.config.lake_catalogs import LakeCatalog
+from daemon.config.lake_catalogs import METASTORES, LakeCatalog
 from daemon.core.errors import BadRequest, ConfigError, DependencyDown, ReplayError
+
+HIVE_TIMEOUT_MS = 10_000  # connecting to and answering from a metastore: it is asked inside a plan
 
 
 class TableCatalogs:
@@ -73,37 +81,41 @@ class TableCatalogs:
         return location
 
     def location(self, name: str, table_format: str) -> str:
-        """Where a Delta or Parquet table ``<catalog>.<database>.<table>`` of a Glue catalog lives, as
-        the Data Catalog says (Spark keeps a data source table's real location in its serde's
-        ``path`` when ``Location`` is a placeholder). A table of another format is refused."""
+        """Where a Delta or Parquet table ``<catalog>.<database>.<table>`` of a metastore (a glue or
+        hive catalog) lives, as the metastore says (Spark keeps a data source table's real location in
+        its serde's ``path`` when ``Location`` is a placeholder). A table of another format is refused."""
         catalog_name, _, identifier = name.partition(".")
         settings = self._settings.get(catalog_name)
-        if settings is None or settings.type != "glue":
+        if settings is None or settings.type not in METASTORES:
             raise BadRequest(
                 f"the {table_format} table {name} is named in catalog '{catalog_name}', "
-                "which is not a glue catalog of this daemon (REPLAY_LAKE_CATALOGS)"
+                "which is not a glue or hive catalog of this daemon (REPLAY_LAKE_CATALOGS)"
             )
         database, _, table_name = identifier.rpartition(".")
-        try:
-            table = self._glue(catalog_name, settings).get_table(DatabaseName=database, Name=table_name)[
-                "Table"
-            ]
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "EntityNotFoundException":
-                raise BadRequest(f"catalog '{catalog_name}' has no table {identifier}") from None
-            raise _down(catalog_name, identifier, exc) from exc
-        except Exception as exc:  # connection, credentials, endpoint: the catalog cannot answer
-            raise _down(catalog_name, identifier, exc) from exc
-        stored = glue_format(table)
+        if settings.type == "glue":
+            table, says = self._glue_table(catalog_name, settings, database, table_name), "the Data Catalog"
+        else:
+            table, says = _hive_table(catalog_name, settings, database, table_name), "the Hive metastore"
+        stored = stored_format(table)
         if stored != table_format:
             raise BadRequest(
-                f"the Data Catalog says {name} is a {stored or 'table of no format it names'} table, "
+                f"{says} says {name} is a {stored or 'table of no format it names'} table, "
                 f"not {table_format}: set the source's table format to match"
             )
-        where = glue_location(table)
+        where = stored_location(table)
         if where is None:
-            raise BadRequest(f"the Data Catalog gives no location for {name}")
+            raise BadRequest(f"{says} gives no location for {name}")
         return where
+
+    def _glue_table(self, catalog_name: str, settings: LakeCatalog, database: str, table: str) -> Any:
+        try:
+            return self._glue(catalog_name, settings).get_table(DatabaseName=database, Name=table)["Table"]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "EntityNotFoundException":
+                raise BadRequest(f"catalog '{catalog_name}' has no table {database}.{table}") from None
+            raise _down(catalog_name, f"{database}.{table}", exc) from exc
+        except Exception as exc:  # connection, credentials, endpoint: the catalog cannot answer
+            raise _down(catalog_name, f"{database}.{table}", exc) from exc
 
     def _glue(self, name: str, settings: LakeCatalog) -> Any:
         """The catalog's Glue client, made once (boto3's clients are safe to share between threads)."""
@@ -126,8 +138,9 @@ class TableCatalogs:
         return client
 
 
-def glue_format(table: Mapping[str, Any]) -> str | None:
-    """A Data Catalog table's format, as Spark, Iceberg and Glue's crawlers record it."""
+def stored_format(table: Mapping[str, Any]) -> str | None:
+    """A metastore table's format, as Spark, Iceberg and Glue's crawlers record it (in Glue's shape:
+    the Data Catalog's records are Hive's)."""
     parameters = {key.lower(): str(value).lower() for key, value in (table.get("Parameters") or {}).items()}
     if parameters.get("table_type") == "iceberg":
         return "iceberg"
@@ -138,14 +151,48 @@ def glue_format(table: Mapping[str, Any]) -> str | None:
     return "parquet" if "parquet" in serde.lower() else None
 
 
-def glue_location(table: Mapping[str, Any]) -> str | None:
-    """A Data Catalog table's location; a Spark data source table keeps it in its serde's ``path``."""
+def stored_location(table: Mapping[str, Any]) -> str | None:
+    """A metastore table's location; a Spark data source table keeps it in its serde's ``path``. A
+    local one (Spark writes ``file:/path``) is given as its path, which every reader takes."""
     storage = table.get("StorageDescriptor") or {}
     serde_path = ((storage.get("SerdeInfo") or {}).get("Parameters") or {}).get("path")
     location = storage.get("Location")
-    if location and "__PLACEHOLDER__" not in location:
-        return str(location)
-    return None if not serde_path else str(serde_path)
+    found = location if location and "__PLACEHOLDER__" not in location else serde_path
+    if not found:
+        return None
+    found = str(found)
+    return "/" + found.removeprefix("file:").lstrip("/") if found.startswith("file:") else found
+
+
+def _hive_table(catalog_name: str, settings: LakeCatalog, database: str, table: str) -> dict[str, Any]:
+    """One ``get_table`` of a Hive metastore, in the Data Catalog's shape (its records are Hive's)."""
+    assert settings.uri is not None  # LakeCatalog requires thrift://host:port
+    host, _, port = settings.uri.removeprefix("thrift://").rpartition(":")
+    socket = TSocket.TSocket(host, int(port))
+    socket.setTimeout(HIVE_TIMEOUT_MS)
+    transport = TTransport.TBufferedTransport(socket)
+    try:
+        transport.open()
+        try:
+            found = HiveClient(TBinaryProtocol.TBinaryProtocol(transport)).get_table(database, table)
+        finally:
+            transport.close()
+    except NoSuchObjectException:
+        raise BadRequest(f"catalog '{catalog_name}' has no table {database}.{table}") from None
+    except Exception as exc:  # refused, timed out, a server error: the metastore cannot answer
+        raise _down(catalog_name, f"{database}.{table}", exc) from exc
+    storage = found.sd
+    serde = storage.serdeInfo if storage is not None else None
+    return {
+        "Parameters": dict(found.parameters or {}),
+        "StorageDescriptor": {
+            "Location": storage.location if storage is not None else None,
+            "SerdeInfo": {
+                "SerializationLibrary": serde.serializationLib if serde is not None else None,
+                "Parameters": dict(serde.parameters or {}) if serde is not None else {},
+            },
+        },
+    }
 
 
 def _glue(settings: LakeCatalog) -> Any:
@@ -174,6 +221,8 @@ def _new_client(name: str, settings: LakeCatalog) -> PyIcebergCatalog:
         return SqlCatalog(name, **properties)
     if settings.type == "rest":
         return RestCatalog(name, **properties)
+    if settings.type == "hive":
+        return HiveCatalog(name, **properties)
     return GlueCatalog(name, **properties)
 
 
@@ -190,7 +239,7 @@ def _properties(settings: LakeCatalog) -> dict[str, str]:
             url = url.set(password=secret)
         properties["uri"] = url.render_as_string(hide_password=False)
         properties["init_catalog_tables"] = "false"  # read a catalog; never create one in the wrong place
-    elif settings.type == "rest":
+    elif settings.type in ("rest", "hive"):
         assert settings.uri is not None
         properties["uri"] = settings.uri
         if secret is not None:

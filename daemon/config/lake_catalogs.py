@@ -4,9 +4,10 @@
 ``{"lake": {"type": "sql", "uri": "postgresql+psycopg://lake@db/lake", "password": "…",
 "warehouse": "s3://bucket/warehouse"}}``; a source then says ``table: {table: lake.sales.orders,
 format: iceberg}``. A ``glue`` catalog (the AWS Glue Data Catalog, Spark's session catalog on EMR)
-also names Delta and Parquet tables. Only the daemon talks to a catalog: it resolves the name to the
-table's current metadata file (Iceberg) or location (Delta, Parquet) when it plans, and the job reads
-that, so no catalog credential is ever written into a job spec (docs/decisions/0037, 0038).
+and a ``hive`` one (a Hive metastore, the session catalog elsewhere) also name Delta and Parquet
+tables. Only the daemon talks to a catalog: it resolves the name to the table's current metadata
+file (Iceberg) or location (Delta, Parquet) when it plans, and the job reads that, so no catalog
+credential is ever written into a job spec (docs/decisions/0037, 0038, 0040).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-LakeCatalogType = Literal["sql", "rest", "glue", "hadoop"]
+LakeCatalogType = Literal["sql", "rest", "glue", "hive", "hadoop"]
+METASTORES = ("glue", "hive")  # the catalogs that also name Delta and Parquet tables
 
 CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -24,14 +26,17 @@ CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 class LakeCatalog(BaseModel):
     """One catalog. ``sql`` is Iceberg's JDBC catalog schema (what Spark's `type=jdbc` writes) on a
     database SQLAlchemy reaches; ``rest`` a REST catalog; ``glue`` the AWS Glue Data Catalog (Spark's
-    session catalog on EMR: it names Delta and Parquet tables too); ``hadoop`` a warehouse folder
-    where ``<namespace>/<table>`` is the table's path."""
+    session catalog on EMR: it names Delta and Parquet tables too); ``hive`` a Hive metastore's Thrift
+    service (Spark's session catalog outside AWS, also for Delta and Parquet); ``hadoop`` a
+    warehouse folder where ``<namespace>/<table>`` is the table's path."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     type: LakeCatalogType
     uri: str | None = Field(
-        default=None, description="sql: a SQLAlchemy URL without its password; rest: the service's URL"
+        default=None,
+        description="sql: a SQLAlchemy URL without its password; rest: the service's URL; hive: the "
+        "metastore's thrift://host:port",
     )
     password: SecretStr | None = Field(
         default=None, description="sql: the database password; rest: the bearer token"
@@ -49,8 +54,12 @@ class LakeCatalog(BaseModel):
 
     @model_validator(mode="after")
     def _what_each_type_needs(self) -> LakeCatalog:
-        if self.type in ("sql", "rest") and not self.uri:
+        if self.type in ("sql", "rest", "hive") and not self.uri:
             raise ValueError(f"a {self.type} catalog needs 'uri'")
+        if self.type == "hive" and not re.fullmatch(r"thrift://[^/:\s]+:\d{1,5}", self.uri or ""):
+            raise ValueError("a hive catalog's 'uri' is thrift://<host>:<port> (its metastore's service)")
+        if self.type == "hive" and self.password is not None:
+            raise ValueError("a hive catalog takes no 'password' (the metastore's Thrift service has none)")
         if self.type == "hadoop" and not self.warehouse:
             raise ValueError("a hadoop catalog needs 'warehouse' (the folder its tables live under)")
         if self.endpoint is not None and self.type != "glue":

@@ -244,7 +244,7 @@ def load_catalog(path: Path, *, lake_catalogs: Mapping[str, str] | None = None) 
 
     ``lake_catalogs``: the daemon's catalogs (`REPLAY_LAKE_CATALOGS`), name to type; a table named in
     any other is refused here, and so is a Delta or Parquet table named in one that is not ``glue``
-    (only the Data Catalog says where such a table lives). None: not checked (a catalog read without
+    or ``hive`` (only a metastore says where such a table lives). None: not checked (a catalog read without
     the settings).
     """
     shown = str(path)
@@ -273,13 +273,13 @@ def load_catalog(path: Path, *, lake_catalogs: Mapping[str, str] | None = None) 
                 f"no catalog '{named_in}' in REPLAY_LAKE_CATALOGS (configured: {configured})",
             )
         kind = None if named_in is None or lake_catalogs is None else lake_catalogs[named_in]
-        if kind is not None and source.table.format != "iceberg" and kind != "glue":
+        if kind is not None and source.table.format != "iceberg" and kind not in ("glue", "hive"):
             raise CatalogError(
                 shown,
                 str(name),
                 "table.table",
-                f"a {source.table.format} table by name is read from a glue catalog (the Data Catalog "
-                f"says where it lives); '{named_in}' is a {kind} catalog: give the table's 'path'",
+                f"a {source.table.format} table by name is read from a glue or hive catalog (the "
+                f"metastore says where it lives); '{named_in}' is a {kind} catalog: give the table's 'path'",
             )
         sources[str(name)] = source
     return Catalog(path=shown, sources=sources, lake_catalogs=lake_catalogs)

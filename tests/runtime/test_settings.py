@@ -98,7 +98,8 @@ def test_lake_catalogs_are_read_from_json_with_their_passwords_secret() -> None:
     ("value", "problem"),
     [
         ("{not json", "not a JSON object"),
-        ('{"lake": {"type": "hive"}}', "Input should be 'sql', 'rest', 'glue' or 'hadoop'"),
+        ('{"lake": {"type": "nessie"}}', "Input should be 'sql', 'rest', 'glue', 'hive' or 'hadoop'"),
+        ('{"lake": {"type": "hive"}}', "a hive catalog needs 'uri'"),
         ('{"lake": {"type": "sql"}}', "a sql catalog needs 'uri'"),
         ('{"lake": {"type": "hadoop"}}', "a hadoop catalog needs 'warehouse'"),
         ('{"lake": {"type": "sql", "uri": "postgresql://u:pw@h/d"}}', "put the password in 'password'"),

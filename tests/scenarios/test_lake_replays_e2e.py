@@ -28,9 +28,10 @@ from daemon.contract.models import ReplayBody, ScheduleBody
 from daemon.core.errors import BadRequest
 from tests.fixtures.aws import REGION, AwsClients, aws_client
 from tests.fixtures.daemon import OWNER, running_daemon
+from tests.fixtures.hive import HiveTables
 from tests.fixtures.kafka import consume_all, headers_of
 from tests.fixtures.lake_catalog import catalog_settings, commit_late_events, registered
-from tests.fixtures.runs import TERMINAL, fire_pipeline, replay_topics, wait_for
+from tests.fixtures.runs import TERMINAL, fire_pipeline, replay_topics, wait_for, window_event_ids
 from tests.fixtures.spark import LAKE_TABLES, LakeCopy, lake_submit, spark_environment
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -212,6 +213,41 @@ def test_a_delta_table_named_in_the_glue_data_catalog_replays_from_the_location_
         window = pc.field("dt").isin([date.fromisoformat(day) for day in DAYS])
         expected = at_version.to_table(columns=["event_id"], filter=window).column("event_id").to_pylist()
         assert sorted(ids) == sorted(expected)
+    finally:
+        daemon.stop()
+
+
+def test_a_parquet_table_named_in_a_hive_metastore_replays_from_the_location_it_gives(
+    hive_tables: HiveTables, lake_jars: list[Path], kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """Spark's session catalog outside AWS is a Hive metastore: the daemon asks it (over Thrift)
+    where the table Spark registered lives, the run records that, and the job reads it there."""
+    catalogs = {"hive": {"type": "hive", "uri": hive_tables.uri}}
+    daemon = running_daemon(
+        tmp_path,
+        sample_table=hive_tables.parquet,
+        bootstrap=kafka_bootstrap,
+        extra={
+            "REPLAY_LOCAL_JARS": ",".join(map(str, lake_jars)),
+            "REPLAY_LAKE_CATALOGS": json.dumps(catalogs),
+        },
+        source_extra={
+            "table": {"table": "hive.sales.orders_parquet", "format": "parquet"},
+            "watermark_column": None,
+        },
+    )
+    try:
+        client = daemon.client()
+        body = ReplayBody(source="orders", window=WINDOW, tps=200)
+        planned = client.plan(OWNER, body)
+        assert planned.rows == len(window_event_ids(hive_tables.parquet, *DAYS))
+        run = client.create_replay(OWNER, body)
+        ended = wait_for(client, run.id, TERMINAL, timeout_s=300)
+        assert ended.state == "succeeded", ended.failure_reason
+        assert ended.confirmed == planned.rows
+        assert ended.reconcile is not None and ended.reconcile.verdict().clean, ended.reconcile
+        ids = [headers_of(m)["replay-event-id"].decode() for m in consume_all(kafka_bootstrap, ended.topic)]
+        assert sorted(ids) == sorted(window_event_ids(hive_tables.parquet, *DAYS))
     finally:
         daemon.stop()
 

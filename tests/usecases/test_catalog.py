@@ -87,7 +87,9 @@ def test_a_delta_or_parquet_table_by_name_is_in_a_glue_catalog_only(
     with pytest.raises(CatalogError) as caught:
         load_catalog(path, lake_catalogs={"lake": "sql"})
     assert (caught.value.source, caught.value.field) == ("orders", "table.table")
-    assert f"a {table_format} table by name is read from a glue catalog" in str(caught.value)
+    assert f"a {table_format} table by name is read from a glue or hive catalog" in str(caught.value)
+    hive = load_catalog(path, lake_catalogs={"lake": "hive"}).get("orders").table
+    assert (hive.format, hive.catalog) == (table_format, "lake")
     assert "'lake' is a sql catalog: give the table's 'path'" in str(caught.value)
 
 
