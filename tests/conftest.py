@@ -14,7 +14,7 @@ pytest_plugins = [
     "tests.fixtures.kafka",
     "tests.fixtures.database",
     "tests.fixtures.spark",
-    "tests.fixtures.hive",
+    "tests.fixtures.catalog_services",
     "tests.fixtures.daemon",
     "tests.fixtures.aws",
     "tests.fixtures.emr_launcher",

@@ -19,7 +19,7 @@ from daemon.config.lake_catalogs import LakeCatalog
 from daemon.core.errors import BadRequest, DependencyDown
 from daemon.usecases.catalog import TableFormat, TableRef
 from daemon.usecases.ports import WindowRows
-from tests.fixtures.hive import HiveTables
+from tests.fixtures.catalog_services import HiveTables
 
 pytestmark = [pytest.mark.spark]
 

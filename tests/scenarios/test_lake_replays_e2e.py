@@ -27,8 +27,8 @@ from deltalake import DeltaTable, write_deltalake
 from daemon.contract.models import ReplayBody, ScheduleBody
 from daemon.core.errors import BadRequest
 from tests.fixtures.aws import REGION, AwsClients, aws_client
+from tests.fixtures.catalog_services import HiveTables
 from tests.fixtures.daemon import OWNER, running_daemon
-from tests.fixtures.hive import HiveTables
 from tests.fixtures.kafka import consume_all, headers_of
 from tests.fixtures.lake_catalog import catalog_settings, commit_late_events, registered
 from tests.fixtures.runs import TERMINAL, fire_pipeline, replay_topics, wait_for, window_event_ids
