@@ -29,11 +29,9 @@ from scripts.devtools.sample_table import SCHEMA, write_sample_table
 from store import Store
 from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess, running_daemon
 from tests.fixtures.kafka import LocalBroker, consume_all, headers_of, value_of
-from tests.fixtures.runs import fire_pipeline, wait_for
+from tests.fixtures.runs import SLOT_ENDS, fire_pipeline, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
-
-TERMINAL = {"succeeded", "failed", "cancelled", "skipped"}
 
 
 def _table(tmp_path: Path) -> Path:
@@ -190,7 +188,7 @@ def test_a_slot_missed_while_the_daemon_was_down_gives_one_catch_up_run(
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         runs = daemon.client().get_pipeline(OWNER, pipeline.id).runs
-        if len(runs) == 2 and runs[0].state in TERMINAL:
+        if len(runs) == 2 and runs[0].state in SLOT_ENDS:
             break
         time.sleep(0.5)
     time.sleep(3)  # give a doubled fire every chance to show up
@@ -217,7 +215,7 @@ def test_a_failed_run_leaves_the_watermark_and_the_next_run_sends_the_missed_row
         client.pipeline_action(OWNER, pipeline.id, "run")
         run_id = _first_run_confirming(client, pipeline.id)
         with broker_control.stopped():
-            failed = wait_for(client, run_id, TERMINAL)
+            failed = wait_for(client, run_id, SLOT_ENDS)
             assert client.get_pipeline(OWNER, pipeline.id).watermark is None
         second = fire_pipeline(client, pipeline.id, 240.0)
         committed = client.get_pipeline(OWNER, pipeline.id).watermark
