@@ -12,7 +12,6 @@ a script, this prints ``uri=thrift://127.0.0.1:PORT`` once the metastore answers
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ SCRIPTS_DIR = Path(__file__).resolve().parent
 if str(SCRIPTS_DIR.parent) not in sys.path:  # run by path: `scripts.…` imports resolve from the repo
     sys.path.insert(0, str(SCRIPTS_DIR.parent))
 
-from scripts.java_service import HOST, Service, compiled, free_port, launch  # noqa: E402
+from scripts.java_service import HOST, Service, compiled, free_port, launch, serve  # noqa: E402
 
 SOURCE = SCRIPTS_DIR / "hive" / "LoopbackMetastore.java"
 
@@ -62,16 +61,7 @@ def start(state_dir: Path) -> Service:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--state-dir", type=Path, default=SCRIPTS_DIR.parent / ".state" / "hive")
-    args = parser.parse_args(argv)
-    service = start(args.state_dir)
-    print(f"uri={service.uri}", flush=True)
-    try:
-        service.process.wait()
-    except KeyboardInterrupt:
-        service.stop()
-    return 0
+    return serve(start, __doc__.splitlines()[0], SCRIPTS_DIR.parent / ".state" / "hive", argv)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ serves the two classes itself with Jetty. scripts/iceberg-rest/pom.xml resolves 
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import shutil
@@ -25,7 +24,7 @@ SCRIPTS_DIR = Path(__file__).resolve().parent
 if str(SCRIPTS_DIR.parent) not in sys.path:  # run by path: `scripts.…` imports resolve from the repo
     sys.path.insert(0, str(SCRIPTS_DIR.parent))
 
-from scripts.java_service import HOST, Service, ServiceError, compiled, free_port, launch  # noqa: E402
+from scripts.java_service import HOST, Service, ServiceError, compiled, free_port, launch, serve  # noqa: E402
 from scripts.spark_kafka_jars import cache_root, file_lock  # noqa: E402
 
 POM = SCRIPTS_DIR / "iceberg-rest" / "pom.xml"
@@ -85,16 +84,7 @@ def start(state_dir: Path) -> Service:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--state-dir", type=Path, default=SCRIPTS_DIR.parent / ".state" / "iceberg-rest")
-    args = parser.parse_args(argv)
-    service = start(args.state_dir)
-    print(f"uri={service.uri}", flush=True)
-    try:
-        service.process.wait()
-    except KeyboardInterrupt:
-        service.stop()
-    return 0
+    return serve(start, __doc__.splitlines()[0], SCRIPTS_DIR.parent / ".state" / "iceberg-rest", argv)
 
 
 if __name__ == "__main__":

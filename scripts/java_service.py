@@ -9,12 +9,13 @@ answers, and stops it again.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import socket
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,3 +116,17 @@ def launch(
     service.stop()
     tail = log.read_text(errors="replace")[-3000:]
     raise ServiceError(f"{main_class} did not answer on {HOST}:{port}; its log ends:\n{tail}")
+
+
+def serve(start: Callable[[Path], Service], description: str, state_dir: Path, argv: list[str] | None) -> int:
+    """A launcher script's command line: start in ``--state-dir``, print ``uri=…``, run until Ctrl-C."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--state-dir", type=Path, default=state_dir)
+    args = parser.parse_args(argv)
+    service = start(args.state_dir)
+    print(f"uri={service.uri}", flush=True)
+    try:
+        service.process.wait()
+    except KeyboardInterrupt:
+        service.stop()
+    return 0

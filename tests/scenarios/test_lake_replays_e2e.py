@@ -28,7 +28,7 @@ from daemon.contract.models import ReplayBody, ScheduleBody
 from daemon.core.errors import BadRequest
 from tests.fixtures.aws import REGION, AwsClients, aws_client
 from tests.fixtures.catalog_services import HiveTables
-from tests.fixtures.daemon import OWNER, running_daemon
+from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
 from tests.fixtures.kafka import consume_all, headers_of
 from tests.fixtures.lake_catalog import catalog_settings, commit_late_events, registered
 from tests.fixtures.runs import TERMINAL, fire_pipeline, replay_topics, wait_for, window_event_ids
@@ -117,6 +117,31 @@ def test_a_replay_reads_its_planned_snapshot_while_a_commit_lands(
         daemon.stop()
 
 
+def _named_table_daemon(
+    tmp_path: Path,
+    *,
+    sample: Path,
+    bootstrap: str,
+    jars: list[Path],
+    catalogs: dict[str, Any],
+    table: str,
+    table_format: str,
+    extra: dict[str, str] | None = None,
+) -> DaemonProcess:
+    """A daemon whose "orders" source is ``table`` in one of ``catalogs``, with the lake runtimes."""
+    return running_daemon(
+        tmp_path,
+        sample_table=sample,
+        bootstrap=bootstrap,
+        extra={
+            "REPLAY_LOCAL_JARS": ",".join(map(str, jars)),
+            "REPLAY_LAKE_CATALOGS": json.dumps(catalogs),
+            **(extra or {}),
+        },
+        source_extra={"table": {"table": table, "format": table_format}, "watermark_column": None},
+    )
+
+
 def test_an_iceberg_table_named_in_a_sql_catalog_replays_the_snapshot_its_plan_read(
     lake_copies: dict[str, LakeCopy], lake_jars: list[Path], kafka_bootstrap: str, tmp_path: Path
 ) -> None:
@@ -125,18 +150,14 @@ def test_an_iceberg_table_named_in_a_sql_catalog_replays_the_snapshot_its_plan_r
     copy, url = lake_copies["iceberg"], f"sqlite:///{tmp_path / 'catalog.db'}"
     table = registered(url, tmp_path, copy)
     catalogs = {"lake": catalog_settings(url, tmp_path).model_dump(mode="json", exclude_none=True)}
-    daemon = running_daemon(
+    daemon = _named_table_daemon(
         tmp_path,
-        sample_table=copy.path,
+        sample=copy.path,
         bootstrap=kafka_bootstrap,
-        extra={
-            "REPLAY_LOCAL_JARS": ",".join(map(str, lake_jars)),
-            "REPLAY_LAKE_CATALOGS": json.dumps(catalogs),
-        },
-        source_extra={
-            "table": {"table": "lake.sample.orders", "format": "iceberg"},
-            "watermark_column": None,
-        },
+        jars=lake_jars,
+        catalogs=catalogs,
+        table="lake.sample.orders",
+        table_format="iceberg",
     )
     try:
         client = daemon.client()
@@ -186,17 +207,15 @@ def test_a_delta_table_named_in_the_glue_data_catalog_replays_from_the_location_
         },
     )
     catalogs = {"glue": {"type": "glue", "region": REGION, "endpoint": aws.endpoint_url}}
-    daemon = running_daemon(
+    daemon = _named_table_daemon(
         tmp_path,
-        sample_table=copy.path,
+        sample=copy.path,
         bootstrap=kafka_bootstrap,
-        extra={
-            "REPLAY_LOCAL_JARS": ",".join(map(str, lake_jars)),
-            "REPLAY_LAKE_CATALOGS": json.dumps(catalogs),
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-        },
-        source_extra={"table": {"table": "glue.sales.orders", "format": "delta"}, "watermark_column": None},
+        jars=lake_jars,
+        catalogs=catalogs,
+        table="glue.sales.orders",
+        table_format="delta",
+        extra={"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"},
     )
     try:
         client = daemon.client()
@@ -223,18 +242,14 @@ def test_a_parquet_table_named_in_a_hive_metastore_replays_from_the_location_it_
     """Spark's session catalog outside AWS is a Hive metastore: the daemon asks it (over Thrift)
     where the table Spark registered lives, the run records that, and the job reads it there."""
     catalogs = {"hive": {"type": "hive", "uri": hive_tables.uri}}
-    daemon = running_daemon(
+    daemon = _named_table_daemon(
         tmp_path,
-        sample_table=hive_tables.parquet,
+        sample=hive_tables.parquet,
         bootstrap=kafka_bootstrap,
-        extra={
-            "REPLAY_LOCAL_JARS": ",".join(map(str, lake_jars)),
-            "REPLAY_LAKE_CATALOGS": json.dumps(catalogs),
-        },
-        source_extra={
-            "table": {"table": "hive.sales.orders_parquet", "format": "parquet"},
-            "watermark_column": None,
-        },
+        jars=lake_jars,
+        catalogs=catalogs,
+        table="hive.sales.orders_parquet",
+        table_format="parquet",
     )
     try:
         client = daemon.client()
