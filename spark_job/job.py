@@ -234,6 +234,7 @@ def _publish(
         ),
         control=spec.control,
         control_kafka=dict(spec.kafka) if spec.control is not None else None,
+        ramp=spec.ramp,
     )
     context.setJobGroup(_group(spec.run_id), f"replay {spec.run_id}: publish to {spec.topic}")
     totals = TaskTotals(confirmed=context.accumulator(0), dead_lettered=context.accumulator(0))

@@ -79,6 +79,9 @@ class ReplayBody(BaseModel):
         default_factory=list, description="consumer groups whose drain the run watches after it ends"
     )
     auto: AutoBody | None = Field(default=None, description="tps=auto (then leave tps out)")
+    ramp_s: int | None = Field(
+        default=None, description="seconds from a tenth of the rate up to all of it; None: all of it at once"
+    )
     confirm_live: bool = False
     approved_by: str | None = Field(
         default=None, max_length=64, description="the second owner who approved a live replay"
@@ -109,6 +112,7 @@ class ReplayBody(BaseModel):
             on_error=command.on_error,
             watch=list(command.watch),
             auto=AutoBody.of(command.auto),
+            ramp_s=command.ramp_s,
             confirm_live=confirm_live,
             approved_by=approved_by,
             slack_channel=slack_channel,
@@ -132,6 +136,7 @@ class ReplayBody(BaseModel):
             auto=None
             if self.auto is None
             else AutoRate(ceiling=self.auto.max, lag_limit=self.auto.lag_below, group=self.auto.group),
+            ramp_s=self.ramp_s,
         )
 
 
@@ -287,6 +292,7 @@ class PlanOut(BaseModel):
     window_end: datetime
     rows: int = Field(description="rows in the window, counted from the table's metadata")
     tps: int
+    ramp_s: int | None = Field(default=None, description="ramp=: seconds from a tenth of `tps` up to it")
     eta_s: float = Field(
         description="from the command to the final state: the wait for a launcher slot + start-up + "
         "publishing + wind-down"
@@ -363,6 +369,10 @@ class RateSeriesOut(BaseModel):
     start: datetime = Field(description="the first second (UTC)")
     counts: list[int]
     target_tps: int
+    targets: list[float] = Field(
+        default_factory=list,
+        description="the rate asked for in each second (ramp, rate changes and pauses); empty: target_tps",
+    )
 
 
 class GroupDrainOut(BaseModel):
@@ -394,6 +404,7 @@ class RunOut(BaseModel):
     topic: str
     tps: int = Field(description="the rate asked for at launch")
     current_tps: int = Field(description="the rate as last set (live control); `tps` until changed")
+    ramp_s: int | None = Field(default=None, description="ramp=: seconds from a tenth of `tps` up to it")
     paused: bool = Field(default=False, description="paused by live control (as last set)")
     rate_changes: list[RateChangeOut] = Field(
         default_factory=list, description="live control: the run's rate changes, pauses and resumes, in order"

@@ -29,8 +29,14 @@ def _plain(text: str) -> str:
     return "".join(c if _drawable(c) else "?" for c in clipped).replace("$", r"\$")
 
 
+def _shaped(series: RateSeriesOut) -> bool:
+    """The target moved during the run: it is drawn as the run's own curve, not one line."""
+    return any(abs(target - series.target_tps) > 1e-6 for target in series.targets)
+
+
 def rate_chart_png(series: RateSeriesOut, *, title: str, achieved: float | None = None) -> bytes:
-    """A PNG of `series.counts` (events per second) with the target as a dashed line, and the achieved
+    """A PNG of `series.counts` (events per second) with the target as a dashed line (the run's own
+    curve when a ramp, a rate change or a pause shaped it), and the achieved
     rate (confirmed over the first-to-last delivery span; the first and last seconds are partial, so a
     mean of the buckets would understate it) when known."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # on first use: a second off every
@@ -48,9 +54,15 @@ def rate_chart_png(series: RateSeriesOut, *, title: str, achieved: float | None 
             axes.axhline(achieved, color="tab:green", linewidth=1, label=f"achieved {achieved:,.0f}/s")
     else:
         axes.text(0.5, 0.5, "no confirmed deliveries", transform=axes.transAxes, ha="center", va="center")
-    axes.axhline(series.target_tps, color="tab:red", linestyle="--", label=f"target {series.target_tps:,}/s")
+    asked = series.target_tps
+    if counts and _shaped(series):  # a ramp, a rate change or a pause: the line the run was to follow
+        edges = list(range(len(series.targets) + 1))
+        label = f"target (asked {asked:,}/s)"
+        axes.stairs(series.targets, edges, color="tab:red", linestyle="--", label=label)
+    else:
+        axes.axhline(asked, color="tab:red", linestyle="--", label=f"target {asked:,}/s")
     axes.set_xlim(0, max(len(counts), 1))
-    axes.set_ylim(0, max([series.target_tps, *counts, 1]) * 1.15)
+    axes.set_ylim(0, max([series.target_tps, *series.targets, *counts, 1]) * 1.15)
     axes.set_xlabel(f"wall-clock seconds from {series.start:%Y-%m-%d %H:%M:%S} UTC (first and last partial)")
     axes.set_ylabel("events per second")
     axes.set_title(_plain(title), fontsize=10)

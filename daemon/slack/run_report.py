@@ -12,6 +12,7 @@ import re
 from datetime import tzinfo
 
 from daemon.contract.models import ReconcileOut, RunOut
+from daemon.core.quantities import render_duration
 from daemon.core.reconcile import Verdict, VerdictKind
 from daemon.core.windows import TimeWindow, label
 from daemon.slack.blocks import MAX_LINE, clip, code, count, escape, human_duration
@@ -142,7 +143,8 @@ def pinned_window(run: RunOut) -> str:
 
 def rerun_command(run: RunOut) -> str:
     live = " topic=live" if run.topic_mode == "live" else ""
-    return f"/replay {run.source} {pinned_window(run)} tps={run.tps}{live}"
+    ramp = f" ramp={render_duration(run.ramp_s)}" if run.ramp_s else ""
+    return f"/replay {run.source} {pinned_window(run)} tps={run.tps}{live}{ramp}"
 
 
 def out_of_memory(reason: str) -> bool:

@@ -2,7 +2,8 @@
 
     eta = wait for a slot + start-up + rows / tps + wind-down
 
-Publishing takes `rows / tps` at the asked rate (the job paces to it). Start-up (submission to the
+Publishing takes `rows / tps` at the asked rate (the job paces to it); a run with a ramp (`ramp=`)
+takes longer by what the ramp holds back (`daemon.core.ramp.publish_s`). Start-up (submission to the
 first event the broker confirmed: JVM, Spark session, listing, planning, and on EMR the application)
 and wind-down (the last confirmed event to the final state: the reconcile, the result, the watcher)
 are learned: the median over this launcher's last `HISTORY_RUNS` succeeded runs that reported their
@@ -34,6 +35,7 @@ import statistics
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from daemon.core import ramp
 from daemon.core.errors import RunTooLong
 from daemon.core.quantities import render_duration
 from daemon.core.queue_wait import queue_wait_s
@@ -72,9 +74,11 @@ def estimate(
     tps: int,
     startup_default_s: float | None = None,
     history: int = HISTORY_RUNS,
+    ramp_s: int | None = None,
 ) -> Eta:
-    """The ETA of `rows` at `tps` on this launcher, its overheads learned from its recent runs."""
-    publish_s = rows / tps if tps > 0 else 0.0
+    """The ETA of `rows` at `tps` (after a ramp of `ramp_s`) on this launcher, its overheads learned
+    from its recent runs."""
+    publish_s = ramp.publish_s(rows, tps, ramp_s)
     timings = store.runs.launch_timings(launcher_kind, history) if history > 0 else []
     if timings:
         return Eta(
@@ -122,14 +126,18 @@ def _rows(run: Run) -> int:
 
 
 def _publish_s(run: Run, rows: int) -> float:
-    return rows / run.tps if run.tps > 0 else 0.0
+    return ramp.publish_s(rows, run.tps, run.options.ramp_s)
 
 
 def _left_s(run: Run, eta: Eta, now: datetime) -> float:
     """How long a run holding a slot still holds it, by the same overheads as the new run's."""
     rows = _rows(run)
     if run.first_delivery_at is not None and run.confirmed is not None:
-        return _publish_s(run, max(0, rows - run.confirmed)) + eta.finish_s
+        left_s = max(0, rows - run.confirmed) / run.tps if run.tps > 0 else 0.0
+        if run.options.ramp_s:  # still in its ramp, the rest goes slower than the full rate
+            delivering_s = max(0.0, (now - run.first_delivery_at).total_seconds())
+            left_s = max(left_s, _publish_s(run, rows) - delivering_s)
+        return left_s + eta.finish_s
     since = run.submitted_at or run.admitted_at
     started_s = 0.0 if since is None else max(0.0, (now - since).total_seconds())
     return max(0.0, eta.startup_s - started_s) + _publish_s(run, rows) + eta.finish_s

@@ -12,6 +12,7 @@ from datetime import date, timedelta
 
 from daemon.config.settings import Settings
 from daemon.core.errors import BadRequest
+from daemon.core.ramp import RAMP_FROM
 from daemon.core.run_control import RateChange as CoreRateChange
 from daemon.core.run_control import changes_from
 from daemon.core.run_options import WindowKind
@@ -26,6 +27,7 @@ from spark_job.spec.model import (
     JobSpec,
     OffsetRanges,
     Progress,
+    Ramp,
     RateChange,
     ReconcileTarget,
     Selection,
@@ -151,4 +153,13 @@ def build_spec(
         mode="reconcile" if run.kind == RunKind.RECONCILE else "replay",
         reconcile=_reconcile_target(run),
         control=_control(run, settings, control_offset),
+        ramp=_ramp(run),
     )
+
+
+def _ramp(run: Run) -> Ramp | None:
+    """The run's warm-up, from the share of its rate every ramp starts at (``daemon.core.ramp``)."""
+    ramp_s = run.options.ramp_s
+    if ramp_s is None or run.kind == RunKind.RECONCILE or run.tps <= 0:
+        return None
+    return Ramp(seconds=ramp_s, start=RAMP_FROM)

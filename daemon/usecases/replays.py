@@ -93,6 +93,7 @@ class Plan:
     rewind_instead: str | None = None  # the window is still on the live topic: this rewind re-delivers it
     watch: tuple[str, ...] = ()  # consumer groups whose drain the run watches after it ends
     auto: AutoRate | None = None  # tps=auto: ``tps`` is the start rate, the daemon steers from there
+    ramp_s: int | None = None  # ramp=: from a tenth of the rate up to all of it over these seconds
     snapshot: str | None = None  # the table version counted, which the run will read (None: Parquet)
     table_metadata: str | None = None  # a table named in a catalog: the metadata file the run reads
 
@@ -250,7 +251,7 @@ class ReplayService:
             overlapping = self._overlapping(source.name, topic, start, end)
         else:
             topic, partitions = auto_topic_name(source.name, "<run id>"), self._auto_partitions(source, tps)
-        eta = self.eta(rows, tps)
+        eta = self.eta(rows, tps, ramp_s=command.ramp_s)
         limit_s, setting = self._execution_limit()
         check_execution_limit(eta, rows=rows, tps=tps, limit_s=limit_s, setting=setting)
         eta = waiting(self._store, eta, capacity=self._launch_slots, now=self._clock())
@@ -281,6 +282,7 @@ class ReplayService:
             rewind_instead=hint,
             watch=command.watch,
             auto=command.auto,
+            ramp_s=command.ramp_s,
             snapshot=snapshot,
             table_metadata=table_metadata,
         )
@@ -313,13 +315,15 @@ class ReplayService:
         live = self._topics.describe(source.live_topic) if source.live_topic else None
         return live.partitions if live is not None else partitions_for_rate(tps, TYPICAL_RECORD_BYTES)
 
-    def eta(self, rows: int, tps: int) -> Eta:
-        """How long `rows` at `tps` take from the command to the final state on this daemon's launcher."""
+    def eta(self, rows: int, tps: int, *, ramp_s: int | None = None) -> Eta:
+        """How long `rows` at `tps` (after a ramp of `ramp_s`) take from the command to the final state
+        on this daemon's launcher."""
         return estimate(
             self._store,
             launcher_kind=self._settings.launcher,
             rows=rows,
             tps=tps,
+            ramp_s=ramp_s,
             startup_default_s=self._settings.eta_startup_s,
             history=self._settings.eta_history_runs,
         )
@@ -435,6 +439,7 @@ class ReplayService:
                     request=request,  # the command as understood, canonical: what a key stands for
                     watch=tuple(plan.watch),
                     auto=plan.auto,
+                    ramp_s=plan.ramp_s,
                     **dead_letter_options(plan.on_error, source.name),
                     overrides=tuple(o.run_id for o in plan.overlapping) if plan.force else (),
                     approved_by=approved_by,

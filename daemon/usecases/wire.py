@@ -22,6 +22,7 @@ from daemon.contract.models import (
     RunOut,
     SourceOut,
 )
+from daemon.core.ramp import targets
 from daemon.core.run_control import changes_from, latest_rate
 from daemon.core.states import PipelineState, RunKind, RunState
 from daemon.usecases.drain_wire import drain_deadline, drain_out
@@ -46,6 +47,7 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         topic=run.topic,
         tps=run.tps,
         current_tps=rate.tps,
+        ramp_s=options.ramp_s,
         paused=rate.paused,
         rate_changes=[
             RateChangeOut(at=datetime.fromtimestamp(c.at, tz=UTC), tps=c.tps, paused=c.paused)
@@ -93,10 +95,12 @@ def rate_series_out(run: Run) -> RateSeriesOut | None:
     series = run.rate_series
     if not series or not series.get("counts"):
         return None
+    start, counts = int(series["start"]), [int(value) for value in series["counts"]]
     return RateSeriesOut(
-        start=datetime.fromtimestamp(int(series["start"]), tz=UTC),
-        counts=[int(value) for value in series["counts"]],
+        start=datetime.fromtimestamp(start, tz=UTC),
+        counts=counts,
         target_tps=run.tps,
+        targets=targets(start, len(counts), run.tps, changes_from(run.control), run.options.ramp_s),
     )
 
 
@@ -141,6 +145,7 @@ def plan_out(plan: Plan) -> PlanOut:
         window_end=plan.window_end,
         rows=plan.rows,
         tps=plan.tps,
+        ramp_s=plan.ramp_s,
         eta_s=plan.eta.total_s,
         eta_startup_s=plan.eta.startup_s,
         eta_publish_s=plan.eta.publish_s,

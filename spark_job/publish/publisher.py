@@ -23,7 +23,7 @@ import contextlib
 import json
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -45,8 +45,8 @@ from spark_job.publish.dead_letters import (
 )
 from spark_job.publish.pacing import Pacer, partition_schedule
 from spark_job.publish.reach import BrokerReach, flush_while_reachable
-from spark_job.publish.timeline import Timeline
-from spark_job.spec.model import EVENT_ID_HEADER, Control, KafkaValue, RateChange
+from spark_job.publish.timeline import Timeline, ramped
+from spark_job.spec.model import EVENT_ID_HEADER, Control, KafkaValue, Ramp, RateChange
 
 Header = tuple[str, str | bytes | None]  # a record header as confluent-kafka takes it
 # Batches are (key, value[, TIMESTAMP]): the optional column carries timestamp=event's epoch ms.
@@ -101,6 +101,7 @@ class TaskSettings:
     dead_letters: DeadLetterPlan = field(default_factory=DeadLetterPlan)  # on_error and its topic
     control: Control | None = None  # live rate changes: the control topic and the changes so far
     control_kafka: dict[str, KafkaValue] | None = None  # the client settings to read it with
+    ramp: Ramp | None = None  # a warm-up from a share of tps to all of it, from t0
 
 
 @dataclass(frozen=True)
@@ -213,7 +214,8 @@ def publish_partition(
     t0 = time.monotonic() + (settings.t0_wall - time.time())
     schedule = partition_schedule(settings.sizes, settings.tps, settings.slots, partition)
     rate = RateFollower.start(settings, t0)
-    pacer = Pacer(schedule, t0, sleep=producer.poll, timeline=rate.timeline if rate else None)
+    timeline = rate.timeline if rate else shaped_timeline(t0, settings.ramp, ()) if settings.ramp else None
+    pacer = Pacer(schedule, t0, sleep=producer.poll, timeline=timeline)
     seen = 0
     try:
         beacons.tick(0, force=True)
@@ -320,11 +322,18 @@ class RateFollower:
     """
 
     def __init__(
-        self, feed: ControlFeed, *, planned_tps: int, t0: float, changes: tuple[RateChange, ...]
+        self,
+        feed: ControlFeed,
+        *,
+        planned_tps: int,
+        t0: float,
+        changes: tuple[RateChange, ...],
+        ramp: Ramp | None = None,
     ) -> None:
         self._feed = feed
         self._planned = planned_tps
         self._t0 = t0
+        self._ramp = ramp
         self._wall_to_clock = time.monotonic() - time.time()
         self.timeline = self._timeline(changes)
 
@@ -336,14 +345,16 @@ class RateFollower:
         feed = ControlFeed(
             kafka=settings.control_kafka or {}, control=settings.control, run_id=settings.run_id
         )
-        return cls(feed, planned_tps=settings.tps, t0=t0, changes=settings.control.changes)
+        return cls(
+            feed, planned_tps=settings.tps, t0=t0, changes=settings.control.changes, ramp=settings.ramp
+        )
 
     def _timeline(self, changes: tuple[RateChange, ...]) -> Timeline:
         bends = [
             (change.at + self._wall_to_clock, 0.0 if change.paused else change.tps / self._planned)
             for change in changes
         ]
-        return Timeline.of(self._t0, bends)
+        return shaped_timeline(self._t0, self._ramp, bends)
 
     def follow(self, pacer: Pacer) -> None:
         """Look for a change (cheap: at most every ``POLL_EVERY_S``) and apply it to ``pacer``."""
@@ -354,6 +365,13 @@ class RateFollower:
 
     def close(self) -> None:
         self._feed.close()
+
+
+def shaped_timeline(t0: float, ramp: Ramp | None, bends: Sequence[tuple[float, float]]) -> Timeline:
+    """The schedule's clock: the live changes' speeds (``bends``), under the run's ramp when it has one."""
+    if ramp is None:
+        return Timeline.of(t0, bends)
+    return Timeline.of(t0, ramped(t0, ramp.seconds, ramp.start, bends))
 
 
 class _Sender:

@@ -95,3 +95,39 @@ class Timeline:
         first = max(0, bisect.bisect_right(self._clocks, start) - 1)
         last = max(0, bisect.bisect_right(self._clocks, end) - 1)
         return max(bend.speed for bend in self.bends[first : last + 1])
+
+
+MAX_RAMP_STEP_S = 1.0  # a ramp rises in steps no longer than this
+MAX_RAMP_STEPS = 10_000  # and no more of them (a day-long ramp then steps every 8.64 s)
+
+
+def ramped(
+    origin: float, ramp_s: float, start: float, changes: Sequence[tuple[float, float]]
+) -> list[tuple[float, float]]:
+    """``changes`` (clock time, speed; in time order) times a ramp that rises from ``start`` to 1 over
+    ``ramp_s`` seconds after ``origin``: the input of ``Timeline.of`` for a ramped run.
+
+    The ramp is a staircase of at most ``MAX_RAMP_STEP_S`` steps, each at the ramp's value at its
+    middle, so at the end of every step the schedule has run exactly as far as the straight line says
+    (what the plan's ETA assumes) and no speed is ever above what the changes alone allow. Before its
+    first step (a change made before the run began) the first step's factor holds.
+    """
+    if ramp_s <= 0 or not 0 < start <= 1:
+        raise ValueError(f"a ramp needs seconds > 0 and a start in (0, 1], got {ramp_s}, {start}")
+    steps = max(1, min(math.ceil(ramp_s / MAX_RAMP_STEP_S), MAX_RAMP_STEPS))
+    width = ramp_s / steps
+    ramp = [(origin + k * width, start + (1 - start) * (k + 0.5) / steps) for k in range(steps)]
+    ramp.append((origin + ramp_s, 1.0))
+    factor, speed = ramp[0][1], 1.0
+    merged: list[tuple[float, float]] = []
+    r = c = 0
+    while r < len(ramp) or c < len(changes):
+        at = min(ramp[r][0] if r < len(ramp) else math.inf, changes[c][0] if c < len(changes) else math.inf)
+        while r < len(ramp) and ramp[r][0] == at:
+            factor = ramp[r][1]
+            r += 1
+        while c < len(changes) and changes[c][0] == at:
+            speed = changes[c][1]
+            c += 1
+        merged.append((at, factor * speed))
+    return merged

@@ -48,6 +48,7 @@ refused so a typo fails fast instead of being ignored. Shape (optional fields sh
       "reconcile": null,                # with "reconcile" only: {"run_id": "r-41", "offsets":
                                         # {"topic": ..., "partitions": {"0": [lo, hi]}} or null =
                                         # the whole topic, "dlq_topic": null}
+      "ramp": null,                     # {"seconds": 300, "start": 0.1}: from a tenth of tps up to tps
       "control": null                   # live control (spark_job.control): {"topic": "replay.control",
                                         # "offset": 0, "changes": [{"at": epoch s, "tps": 3000,
                                         # "paused": false}], "key": hex}: the rate from "at" on;
@@ -206,6 +207,15 @@ class Control:
 
 
 @dataclass(frozen=True)
+class Ramp:
+    """The rate starts at ``start`` of itself and rises linearly to all of it over ``seconds`` from the
+    schedule's start (the daemon's ``ramp=``; ``spark_job.publish.timeline.ramped``)."""
+
+    seconds: int
+    start: float
+
+
+@dataclass(frozen=True)
 class JobSpec:
     run_id: str
     source: Source
@@ -236,6 +246,7 @@ class JobSpec:
     mode: Mode = "replay"
     reconcile: ReconcileTarget | None = None  # required with mode "reconcile", refused otherwise
     control: Control | None = None  # live rate changes (spark_job.control); None: the rate is fixed
+    ramp: Ramp | None = None  # a warm-up from a share of the rate to all of it; None: the rate at once
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -249,8 +260,9 @@ class JobSpec:
             del document["source"]["snapshot"]  # and specs of unversioned tables
         if document["decrypt"] is None:
             del document["decrypt"]  # specs of sources without PII stay as they were
-        if document["control"] is None:
-            del document["control"]
+        for optional in ("control", "ramp"):
+            if document[optional] is None:
+                del document[optional]  # and specs without them stay as they were
         if self.mode == "replay":
             del document["mode"], document["reconcile"]  # and replay specs as they were
         elif self.reconcile is not None:
@@ -342,6 +354,7 @@ def _validate(spec: JobSpec) -> None:
         raise SpecError("dlq_retention_ms", "must be > 0")
     _validate_mode(spec)
     _validate_control(spec)
+    _validate_ramp(spec)
     if spec.decrypt is not None:
         protected = (spec.key_column, spec.event_id_column)
         validate_decrypt(spec.decrypt, value_format=spec.value_format, protected=protected)
@@ -360,6 +373,18 @@ def _validate_mode(spec: JobSpec) -> None:
             raise SpecError(
                 f"reconcile.offsets.partitions.{partition}", f"must be 0 <= lo <= hi, got [{lo}, {hi}]"
             )
+
+
+def _validate_ramp(spec: JobSpec) -> None:
+    ramp = spec.ramp
+    if ramp is None:
+        return
+    if spec.mode != "replay" or spec.tps == 0:
+        raise SpecError("ramp", "is only used by a throttled replay")
+    if ramp.seconds < 1:
+        raise SpecError("ramp.seconds", f"must be >= 1, got {ramp.seconds}")
+    if not 0 < ramp.start <= 1:
+        raise SpecError("ramp.start", f"must be a share of the rate in (0, 1], got {ramp.start}")
 
 
 def _validate_control(spec: JobSpec) -> None:

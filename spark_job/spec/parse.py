@@ -20,6 +20,7 @@ from spark_job.spec.model import (
     JobSpec,
     OffsetRanges,
     Progress,
+    Ramp,
     RateChange,
     ReconcileTarget,
     Selection,
@@ -130,6 +131,7 @@ def _parse(doc: _Fields) -> JobSpec:
         mode=doc.get("mode", str, default="replay"),
         reconcile=_parse_reconcile(doc.nested("reconcile")),
         control=_parse_control(doc.nested("control")),
+        ramp=_parse_ramp(doc.nested("ramp")),
     )
     doc.done()
     return spec
@@ -159,6 +161,18 @@ def _parse_control(doc: _Fields | None) -> Control | None:
     )
     doc.done()
     return control
+
+
+def _parse_ramp(doc: _Fields | None) -> Ramp | None:
+    """The ``ramp`` section (``None`` when absent): how long, and the share of the rate it starts at."""
+    if doc is None:
+        return None
+    ramp = Ramp(
+        seconds=doc.get("seconds", int, required=True),
+        start=float(doc.get("start", (int, float), required=True)),
+    )
+    doc.done()
+    return ramp
 
 
 def _parse_reconcile(doc: _Fields | None) -> ReconcileTarget | None:

@@ -74,3 +74,13 @@ def test_a_runs_chart_is_titled_with_its_reconcile_verdict() -> None:
     assert render_run_chart(run, series) == rate_chart_png(
         series, title=chart_title(run.id, reconcile), achieved=run.achieved_tps
     )
+
+
+def test_a_ramped_or_changed_run_draws_the_line_it_was_asked_to_follow() -> None:
+    counts = [100 * (k + 1) for k in range(10)] + [1_000] * 10
+    flat = RateSeriesOut(start=START, counts=counts, target_tps=1_000)
+    ramped = flat.model_copy(update={"targets": [min(1_000.0, 100.0 * (k + 1)) for k in range(20)]})
+    unchanged = flat.model_copy(update={"targets": [1_000.0] * 20})
+
+    assert rate_chart_png(ramped, title="t") != rate_chart_png(flat, title="t")
+    assert rate_chart_png(unchanged, title="t") == rate_chart_png(flat, title="t")

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from daemon.contract.models import RunOut
 from daemon.core.run_options import RunOptions, WindowKind
 from daemon.slack import blocks, run_messages
+from daemon.slack.run_report import rerun_command
 from daemon.usecases.wire import run_out
 from store.models import Run
 from tests.fixtures.slack import CREATED, changed, wire_plan
@@ -52,6 +53,17 @@ def test_the_parent_names_source_window_rows_topic_rate_eta_and_requester() -> N
         "*Requested by*": "<@U0ALICE>",
         "*State*": ":arrow_forward: running",
     }
+
+
+def test_a_ramped_run_says_its_ramp_in_its_card_its_plan_and_its_retry() -> None:
+    ramped = changed(RUN, ramp_s=300)
+
+    [rate] = [f["text"] for f in run_messages.run_parent(ramped).blocks[1]["fields"] if "*Rate*" in f["text"]]
+    planned = repr(run_messages.plan_summary(wire_plan(tps=2_000, ramp_s=90)).blocks)
+
+    assert rate == "*Rate*\n10,000/s after a 5m ramp from 1,000/s"
+    assert "2,000/s after a 90s ramp from 200/s on 2 workers" in planned
+    assert rerun_command(ramped).endswith(" ramp=5m")
 
 
 def test_a_run_of_a_table_with_snapshots_names_the_one_it_reads_in_its_card_and_plan() -> None:

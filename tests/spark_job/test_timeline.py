@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_job.publish.pacing import CATCH_UP, Pacer, schedules
-from spark_job.publish.timeline import Timeline
+from spark_job.publish.timeline import MAX_RAMP_STEP_S, MAX_RAMP_STEPS, Timeline, ramped
 from tests.fixtures.pacing import FakeClock, Grant, busiest_second
 
 START = 100.0  # every slot's clock and the schedule's zero
@@ -183,3 +183,66 @@ def test_a_change_seen_after_it_took_effect_catches_up_within_the_cap() -> None:
     grants = run_slots(1_000, 2, 8_000, [(START + 4, 3.0)], seen_early_s=-1.5)
     assert busiest_second(grants) <= (1 + CATCH_UP) * 3_000 + 2
     assert sum(granted for _, granted in grants) == 16_000
+
+
+# --- a ramp (ramp=): a staircase under the live changes
+
+
+def line_sent(elapsed: float, ramp_s: float, start: float) -> float:
+    """Schedule seconds the straight ramp line has run ``elapsed`` seconds after its start."""
+    t = min(elapsed, ramp_s)
+    return start * t + (1 - start) * t * t / (2 * ramp_s) + max(0.0, elapsed - ramp_s)
+
+
+@settings(max_examples=100, deadline=None)
+@given(ramp_s=st.floats(0.5, 20_000), start=st.floats(0.01, 1.0), probe=st.floats(0, 1.0))
+def test_a_ramp_reaches_the_straight_lines_schedule_at_every_step_and_never_runs_faster_than_one(
+    ramp_s: float, start: float, probe: float
+) -> None:
+    timeline = Timeline.of(START, ramped(START, ramp_s, start, []))
+    steps = len(timeline.bends) - 1  # a bend per step, and one at the ramp's end
+    assert steps <= MAX_RAMP_STEPS and ramp_s / steps <= max(MAX_RAMP_STEP_S, ramp_s / MAX_RAMP_STEPS) + 1e-9
+    step_end = math.ceil(probe * steps) / steps * ramp_s  # the end of the step the probe falls in
+    assert math.isclose(
+        timeline.schedule_of(START + step_end), line_sent(step_end, ramp_s, start), rel_tol=1e-9, abs_tol=1e-6
+    )
+    assert all(start <= bend.speed <= 1.0 for bend in timeline.bends)
+    assert timeline.speed_at(START + ramp_s + 1) == 1.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    ramp_s=st.floats(1, 120),
+    changes=st.lists(st.tuples(st.floats(-5, 200), st.one_of(st.just(0.0), st.floats(0.1, 5))), max_size=5),
+    probe=st.floats(-5, 250),
+)
+def test_under_a_ramp_the_speed_is_the_changes_speed_times_the_ramps_step_and_never_more(
+    ramp_s: float, changes: list[tuple[float, float]], probe: float
+) -> None:
+    ordered = sorted((START + at, speed) for at, speed in changes)
+    plain = Timeline.of(START, ordered)
+    shaped = Timeline.of(START, ramped(START, ramp_s, 0.1, ordered))
+    assert shaped.speed_at(START + probe) <= plain.speed_at(START + probe) + 1e-12
+    if probe >= ramp_s:  # past the ramp, only the changes
+        assert shaped.speed_at(START + probe) == plain.speed_at(START + probe)
+
+
+def test_a_ramped_round_rises_second_by_second_to_its_rate_and_never_bursts() -> None:
+    """2 slots at 1,000/s with a 10 s ramp from a tenth: second k sends about the line's mean there,
+    then 1,000/s; nothing owed is ever sent as a burst, and every row goes."""
+    tps, slots, rows, ramp_s = 1_000, 2, 8_000, 10
+    timeline = Timeline.of(START, ramped(START, ramp_s, 0.1, []))
+    grants: list[Grant] = []
+    for slot, plan in enumerate(schedules([rows] * slots, tps, slots)):
+        clock = FakeClock(START, overshoot=OVERSHOOT_S, seed=slot)
+        pacer = Pacer(plan, START, clock=clock, sleep=clock.sleep, timeline=timeline)
+        grants += drive_with_changes(pacer, clock, rows, [])
+        assert pacer.sent == rows and pacer.skipped_s == 0
+    seconds = per_second(grants, START, START + 25)
+    expected = [tps * (line_sent(k + 1, ramp_s, 0.1) - line_sent(k, ramp_s, 0.1)) for k in range(ramp_s)]
+    assert all(abs(got - want) <= slots + 2 for got, want in zip(seconds, expected, strict=False)), seconds
+    assert all(abs(got - tps) <= tps * OVERSHOOT_S + slots + 1 for got in seconds[ramp_s:20]), seconds
+    assert busiest_second(grants) <= (1 + CATCH_UP) * tps + slots
+    last = max(at for at, _ in grants)
+    # 16,000 rows: 16 s flat, the ramp holds back 4.5 s of it
+    assert abs(last - START - (16 + 4.5)) < 0.05, last - START

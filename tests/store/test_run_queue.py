@@ -7,6 +7,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 
 from daemon.core.run_options import RunOptions
@@ -203,3 +204,33 @@ def test_an_admission_waits_for_another_daemons_admission_in_flight(database_url
         holder.join(10)
 
     assert admitted and waited >= 0.9, waited
+
+
+def test_a_ramped_run_is_estimated_and_waited_for_with_the_time_its_ramp_holds_back(
+    database_url: str,
+) -> None:
+    """3,000 rows at 100/s: 30 s flat; a 20 s ramp from a tenth sends 11 s worth in its 20 s, so 39 s."""
+    now, ticks = T0 + timedelta(seconds=50), iter(T0 + timedelta(seconds=i) for i in range(40))
+    with Store(database_url, clock=lambda: next(ticks)) as store:
+        upgrade(store.engine)
+        ramped = estimate(store, launcher_kind="local", rows=3_000, tps=100, ramp_s=20)
+        flat = estimate(store, launcher_kind="local", rows=3_000, tps=100)
+        ahead = _run(store, options=RunOptions(planned_rows=3_000, ramp_s=20))
+        assert store.runs.admit(ahead.id, cap=1)
+        store.runs.transition(
+            ahead.id, RunState.SUBMITTED, launcher_kind="local", launcher_handle={}, submitted_at=now
+        )
+        behind = waiting(store, flat, capacity=1, now=now)
+        store.runs.transition(
+            ahead.id,
+            RunState.RUNNING,
+            started_at=now,
+            first_delivery_at=now - timedelta(seconds=10),
+            confirmed=325,  # what the ramp's first 10 s send: 3.25 s at the full rate
+        )
+        in_its_ramp = waiting(store, flat, capacity=1, now=now)
+
+    assert (flat.publish_s, ramped.publish_s) == (30.0, 39.0)
+    assert behind.queue_s == 20.0 + 39.0 + 3.0  # its start-up, its ramped publishing, its wind-down
+    # 10 s into its ramp: 29 s of its 39 s left, not its 2,675 rows left at the full rate's 26.75 s
+    assert in_its_ramp.queue_s == pytest.approx(29.0 + 3.0)

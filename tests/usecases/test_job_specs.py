@@ -1,4 +1,4 @@
-"""Partitioner and record timestamps, without a broker: catalog -> grammar/API -> job spec -> producer.
+"""Partitioner, record timestamps and ramps, without a broker: catalog -> grammar/API -> job spec -> producer.
 
 The broker-side proofs (Java parity, timestamps as landed, the auto topic's timestamp type) are in
 spark_job/test_partitioner.py, spark_job/test_timestamps.py and scenarios/test_timestamps_e2e.py.
@@ -15,10 +15,12 @@ from daemon.config.settings import load_settings
 from daemon.contract.models import ReplayBody
 from daemon.core.errors import BadRequest, CatalogError
 from daemon.core.grammar import GrammarError, PlanCommand, ReplayCommand, parse, render
+from daemon.core.ramp import RAMP_FROM
 from daemon.usecases.catalog import load_catalog
 from daemon.usecases.job_specs import build_spec
 from spark_job.errors import SpecError
 from spark_job.kafka_conf import producer_config
+from spark_job.spec.model import Ramp
 from spark_job.spec.parse import spec_from_dict, spec_from_json
 from tests.fixtures.store_rows import unsaved_day_run
 
@@ -220,3 +222,52 @@ def test_the_api_body_carries_the_option_both_ways() -> None:
     assert body.timestamp == "event"
     assert body.command(ReplayCommand) == replay
     assert ReplayBody.model_validate({"source": "orders", "window": "last=1h"}).timestamp is None
+
+
+# --- ramp= --------------------------------------------------------------------------------------
+
+
+def test_a_ramp_goes_from_the_command_to_the_api_to_the_jobs_spec(tmp_path: Path) -> None:
+    command = parse("orders 2024-01-01 tps=100 ramp=2m")
+    assert isinstance(command, ReplayCommand)
+    assert ReplayBody.of(command).ramp_s == 120
+    assert ReplayBody.of(command).command(ReplayCommand) == command
+
+    spec = build_spec(
+        unsaved_day_run(ramp_s=120),
+        catalog=load_catalog(_catalog(tmp_path)),
+        settings=load_settings({}),
+        result_uri=None,
+    )
+
+    assert spec.ramp == Ramp(seconds=120, start=RAMP_FROM)
+    assert spec_from_json(spec.to_json()).ramp == spec.ramp
+
+
+def test_a_run_without_a_ramp_has_no_ramp_section(tmp_path: Path) -> None:
+    catalog = load_catalog(_catalog(tmp_path))
+    spec = build_spec(unsaved_day_run(), catalog=catalog, settings=load_settings({}), result_uri=None)
+
+    assert spec.ramp is None and "ramp" not in spec.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("ramp", "tps", "field"),
+    [
+        ({"seconds": 0, "start": 0.1}, 1000, "ramp.seconds"),
+        ({"seconds": 60, "start": 0}, 1000, "ramp.start"),
+        ({"seconds": 60, "start": 1.5}, 1000, "ramp.start"),
+        ({"seconds": 60}, 1000, "ramp.start"),
+        ({"seconds": 60, "start": 0.1, "to": 2}, 1000, "ramp.to"),
+        ({"seconds": 60, "start": 0.1}, 0, "ramp"),  # unthrottled: nothing to ramp
+    ],
+)
+def test_a_bad_ramp_section_names_the_field(ramp: dict[str, Any], tps: int, field: str) -> None:
+    with pytest.raises(SpecError) as raised:
+        spec_from_dict(document(ramp=ramp, tps=tps))
+    assert raised.value.field == field
+
+
+def test_an_api_ramp_out_of_bounds_is_refused_like_the_command() -> None:
+    with pytest.raises(GrammarError, match=r"ramp"):
+        ReplayBody(source="orders", window="last=1h", ramp_s=0).command(ReplayCommand)

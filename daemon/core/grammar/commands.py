@@ -32,6 +32,7 @@ from daemon.core.grammar.values import (
 )
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
 from daemon.core.quantities import MAX_DURATION_SECONDS, MINUTE, InvalidValue
+from daemon.core.ramp import MAX_RAMP_S
 from daemon.core.windows import (
     DayWindow,
     RecentDayWindow,
@@ -62,6 +63,7 @@ RUN_OPTIONS = (
     "timestamp",
     "on_error",
     "watch",
+    "ramp",
     "tz",
     *AUTO_OPTIONS,
 )
@@ -97,6 +99,7 @@ class ReplaySpec:
     watch: tuple[str, ...] = ()  # consumer groups whose drain the run watches after it ends
     auto: AutoRate | None = None  # tps=auto: the daemon steers the rate from a group's lag (tps stays None)
     tz: str | None = None  # the zone the window's days and times were written in (IANA name); None: UTC
+    ramp_s: int | None = None  # seconds from a tenth of the rate up to all of it (daemon.core.ramp)
 
     def __post_init__(self) -> None:
         with blaming(None, USAGE["plan" if isinstance(self, PlanCommand) else "replay"]):
@@ -124,6 +127,7 @@ class ReplaySpec:
             if self.on_error is not None:
                 check_choice("on_error", self.on_error, ON_ERROR_CHOICES)
             check_drain_groups(self.watch)
+            check_range("ramp", self.ramp_s, 1, MAX_RAMP_S)
             if self.auto is not None:
                 if not isinstance(self.auto, AutoRate):
                     raise InvalidValue(None, "auto must be an AutoRate")

@@ -63,6 +63,7 @@ from daemon.core.grammar.values import (
 )
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
 from daemon.core.quantities import DAY, MINUTE, InvalidValue, parse_count, parse_duration
+from daemon.core.ramp import MAX_RAMP_S
 from daemon.core.windows import is_point, parse_window, parse_zone
 
 _T = TypeVar("_T")
@@ -221,6 +222,7 @@ def _parse_spec(cls: type[ReplaySpec], command: str, args: list[str], limits: Li
         timestamp=cast(Timestamp | None, _value(options, "timestamp", _choice(("event", "replay")), usage)),
         on_error=cast(OnError | None, _value(options, "on_error", _choice(ON_ERROR_CHOICES), usage)),
         watch=_value(options, "watch", parse_drain_groups, usage) or (),
+        ramp_s=_value(options, "ramp", lambda v: parse_duration(v, minimum=1, maximum=MAX_RAMP_S), usage),
     )
 
 

@@ -69,6 +69,8 @@ def _render_spec(spec: ReplaySpec) -> list[str]:
         parts.append(f"on_error={spec.on_error}")
     if spec.watch:
         parts.append(f"watch={render_drain_groups(spec.watch)}")
+    if spec.ramp_s is not None:
+        parts.append(f"ramp={render_duration(spec.ramp_s)}")
     return parts
 
 

@@ -63,6 +63,14 @@ def test_replay_with_every_option() -> None:
     )
 
 
+def test_a_ramp_is_a_duration_and_reads_back_as_written() -> None:
+    command = parse("orders 2024-01-01..2024-01-07 tps=5k ramp=5m")
+
+    assert command == ReplayCommand("orders", WEEK, tps=5_000, ramp_s=300)
+    assert render(command) == "orders 2024-01-01..2024-01-07 tps=5000 ramp=5m"
+    assert parse("plan orders last=6h ramp=90s") == PlanCommand("orders", RelativeWindow(21_600), ramp_s=90)
+
+
 def test_replay_defaults_are_left_to_the_service() -> None:
     assert parse("orders 2024-01-01..2024-01-07") == ReplayCommand("orders", WEEK)
     assert ReplayCommand("orders", WEEK).tps is None
@@ -216,6 +224,10 @@ def test_cli_argv_joined_with_shlex_parses_like_slack_text() -> None:
         ("stauts", "stauts", "did you mean `status`"),
         ("orders last=6h topic=dlq", "topic=dlq", "auto, live"),
         ("orders last=6h ordering=random", "ordering=random", "entity, none"),
+        ("orders last=6h ramp=0", "ramp=0", "at least 1s"),
+        ("orders last=6h ramp=2d", "ramp=2d", "at most"),
+        ("orders last=6h ramp=fast", "ramp=fast", "not a duration"),
+        ("schedule orders every=1h watermark=ts ramp=5m", "ramp=5m", "allowed for schedule"),
         ("cancel p-0123456789ab", "p-0123456789ab", "pipeline id"),
         ("cancel r-123", "r-123", "not a run id"),
         (f"status {RUN} extra", "extra", "unexpected"),

@@ -40,6 +40,7 @@ from daemon.core.grammar import (
     render,
 )
 from daemon.core.quantities import MAX_DURATION_SECONDS
+from daemon.core.ramp import MAX_RAMP_S
 from daemon.core.windows import MAX_DAYS, DayWindow, RecentDayWindow, RelativeWindow, TimeWindow
 from tests.core.grammar.test_parser import PIPE, RUN
 
@@ -192,6 +193,7 @@ def _spec(cls: type[ReplayCommand] | type[PlanCommand]) -> st.SearchStrategy[Com
         workers=st.none() | st.integers(min_value=1, max_value=512),
         ordering=st.sampled_from(["entity", "none"]),
         watch=watched,
+        ramp_s=st.none() | st.integers(min_value=1, max_value=MAX_RAMP_S),
     )
 
 
