@@ -235,6 +235,7 @@ def _publish(
         control=spec.control,
         control_kafka=dict(spec.kafka) if spec.control is not None else None,
         ramp=spec.ramp,
+        max_bytes_per_s=spec.max_bytes_per_s,
     )
     context.setJobGroup(_group(spec.run_id), f"replay {spec.run_id}: publish to {spec.topic}")
     totals = TaskTotals(confirmed=context.accumulator(0), dead_lettered=context.accumulator(0))
@@ -388,7 +389,12 @@ def _result(
         rate_series=rate_series(histograms),
         offsets=published.offsets.document() if published.offsets is not None else None,
         reconcile=reconciled,
+        bytes_held_s=_bytes_held(tasks) if spec.max_bytes_per_s is not None else None,
     )
+
+
+def _bytes_held(tasks: list[Row]) -> float:
+    return round(max((task["bytes_held_s"] or 0.0 for task in tasks), default=0.0), 3)
 
 
 def achieved_tps(confirmed: int, first: float | None, last: float | None) -> float | None:

@@ -37,6 +37,9 @@ at most 5 % above its share (0 when the requested TPS was sustained); ``late_sta
 any task started after its first deadline, ``start_spread_s`` how much later the latest task started
 than the earliest (each against its own schedule): the whole run's span is at most its schedule's
 plus that spread, so a shortfall of ``achieved_tps`` that is not stalls shows here.
+``bytes_held_s`` (``max_mb``) is the longest any task's due events waited for its share of the
+bytes per second (``spark_job.publish.byte_budget``): the time the byte ceiling, not the rate, set;
+null without a byte ceiling. That wait also shows in ``behind_schedule_s`` when it was not made up.
 ``partition_skew`` is largest/smallest partition, null when a partition is empty.
 ``dead_lettered`` counts records set aside with ``on_error=dlq`` whose copy the broker
 confirmed on the dead-letter topic: ``confirmed + dead_lettered == rows_selected``.
@@ -146,6 +149,7 @@ class ReplayResult:
     rate_series: dict[str, Any] | None = None  # {"start": epoch second, "counts": [...]}
     offsets: dict[str, Any] | None = None  # OffsetRanges.document()
     reconcile: Reconciliation | None = None
+    bytes_held_s: float | None = None  # max_mb: the longest any task's due events waited for bytes
 
     def document(self) -> dict[str, Any]:
         document = {"status": "succeeded", "mode": "replay", **asdict(self)}

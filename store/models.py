@@ -179,6 +179,7 @@ class Run(_AwareTimestamps, Base):
     failure_kind: Mapped[FailureKind | None] = mapped_column(_str_enum(FailureKind, "failure_kind"))
     on_topic_at_least: Mapped[int | None] = mapped_column(BigInteger)  # a failed run's confirmed so far
     behind_schedule_s: Mapped[float | None] = mapped_column(Float)
+    bytes_held_s: Mapped[float | None] = mapped_column(Float)  # max_mb: due events waited for bytes
     partition_skew: Mapped[float | None] = mapped_column(Float)
     reconcile: Mapped[dict[str, Any] | None] = mapped_column(JsonType)  # the last event-id reconcile
     rate_series: Mapped[dict[str, Any] | None] = mapped_column(JsonType)  # {start, counts} per second

@@ -39,6 +39,7 @@ UPDATABLE_RUN_FIELDS = frozenset(
         "slack_progress_ts",
         "on_topic_at_least",
         "behind_schedule_s",
+        "bytes_held_s",
         "partition_skew",
         "reconcile",
         "rate_series",

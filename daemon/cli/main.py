@@ -86,8 +86,8 @@ from daemon.contract.models import PipelineOut, PlanOut, RunOut
 from daemon.core.errors import BadRequest, ConfigError, GroupHasMembers, ReplayError
 from daemon.core.grammar import ChartCommand, Command, parse
 from daemon.core.grammar.limits import CEILINGS
-from daemon.core.quantities import render_duration, render_place
-from daemon.core.ramp import rate_label
+from daemon.core.quantities import render_place
+from daemon.core.rate_shape import rate_label, shape_label
 from daemon.core.states import RunKind, RunState
 
 Answer = BaseModel | Sequence[BaseModel]
@@ -114,8 +114,8 @@ def describe_pipeline(pipeline: PipelineOut) -> str:
 
 def describe_run(run: RunOut) -> str:
     text = f"{run.id} {run.state}: {run.source} {run.window} -> {run.topic} at {run.tps}/s"
-    if run.ramp_s:
-        text += f" (after a {render_duration(run.ramp_s)} ramp)"
+    if shape := shape_label(run.tps, run.ramp_s, run.max_mb):
+        text += f" ({shape})"
     if run.paused:
         text += f" (paused; resumes at {run.current_tps}/s)"
     elif run.current_tps != run.tps:
@@ -153,7 +153,7 @@ def describe_plan(plan: PlanOut) -> str:
     partitions = f"{plan.partitions} partition{'s' if plan.partitions != 1 else ''}"
     text = (
         f"{plan.rows:,} rows of {plan.source} {plan.window} -> {plan.topic} ({partitions}) "
-        f"at {rate_label(plan.tps, plan.ramp_s)}: about {plan.eta_s:,.0f}s"
+        f"at {rate_label(plan.tps, plan.ramp_s, plan.max_mb)}: about {plan.eta_s:,.0f}s"
     )
     if plan.eta_startup_s is not None and plan.eta_publish_s is not None:
         text += " ("

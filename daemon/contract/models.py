@@ -82,6 +82,7 @@ class ReplayBody(BaseModel):
     ramp_s: int | None = Field(
         default=None, description="seconds from a tenth of the rate up to all of it; None: all of it at once"
     )
+    max_mb: int | None = Field(default=None, description="at most this many megabytes a second; None: none")
     confirm_live: bool = False
     approved_by: str | None = Field(
         default=None, max_length=64, description="the second owner who approved a live replay"
@@ -113,6 +114,7 @@ class ReplayBody(BaseModel):
             watch=list(command.watch),
             auto=AutoBody.of(command.auto),
             ramp_s=command.ramp_s,
+            max_mb=command.max_mb,
             confirm_live=confirm_live,
             approved_by=approved_by,
             slack_channel=slack_channel,
@@ -137,6 +139,7 @@ class ReplayBody(BaseModel):
             if self.auto is None
             else AutoRate(ceiling=self.auto.max, lag_limit=self.auto.lag_below, group=self.auto.group),
             ramp_s=self.ramp_s,
+            max_mb=self.max_mb,
         )
 
 
@@ -293,6 +296,7 @@ class PlanOut(BaseModel):
     rows: int = Field(description="rows in the window, counted from the table's metadata")
     tps: int
     ramp_s: int | None = Field(default=None, description="ramp=: seconds from a tenth of `tps` up to it")
+    max_mb: int | None = Field(default=None, description="max_mb=: megabytes a second at most, beside `tps`")
     eta_s: float = Field(
         description="from the command to the final state: the wait for a launcher slot + start-up + "
         "publishing + wind-down"
@@ -405,6 +409,7 @@ class RunOut(BaseModel):
     tps: int = Field(description="the rate asked for at launch")
     current_tps: int = Field(description="the rate as last set (live control); `tps` until changed")
     ramp_s: int | None = Field(default=None, description="ramp=: seconds from a tenth of `tps` up to it")
+    max_mb: int | None = Field(default=None, description="max_mb=: megabytes a second at most, beside `tps`")
     paused: bool = Field(default=False, description="paused by live control (as last set)")
     rate_changes: list[RateChangeOut] = Field(
         default_factory=list, description="live control: the run's rate changes, pauses and resumes, in order"
@@ -434,6 +439,9 @@ class RunOut(BaseModel):
         default=None, description="a failed run: records the broker had confirmed before it failed"
     )
     behind_schedule_s: float | None = Field(default=None, description="schedule time the run could not keep")
+    bytes_held_s: float | None = Field(
+        default=None, description="max_mb: how long due events waited for bytes; None: no ceiling, or unknown"
+    )
     partition_skew: float | None = Field(default=None, description="largest / smallest Spark partition")
     reconcile: ReconcileOut | None = None
     window_start: datetime | None = Field(default=None, description="the resolved window, UTC")

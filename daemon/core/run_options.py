@@ -53,7 +53,8 @@ class RunOptions:
     request: str | None = None  # the command as understood: what an Idempotency-Key stands for
     watch: tuple[str, ...] = ()  # consumer groups whose drain the run watches after it ends
     auto: AutoRate | None = None  # tps=auto: the daemon steers the rate from the group's lag
-    ramp_s: int | None = None  # ramp=: seconds from a tenth of the rate up to all of it (daemon.core.ramp)
+    ramp_s: int | None = None  # ramp=: seconds from a tenth of the rate up to all of it (core.rate_shape)
+    max_mb: int | None = None  # max_mb=: a byte ceiling beside the rate, in megabytes a second
     overrides: tuple[str, ...] = ()  # live, force=yes: the overlapping runs it went ahead of
     approved_by: str | None = None  # live, two owners: the second owner
     # The table version the plan counted and every read of the run sees (an Iceberg snapshot id, a
@@ -195,7 +196,7 @@ def _check(options: RunOptions) -> None:
         raise ValueError("run option relative is true or false")
     if not _is_int(options.workers) or options.workers < 1:
         raise ValueError(f"run option workers={options.workers!r}: a whole number of at least 1")
-    for name in ("partitions", "planned_rows", "ramp_s"):
+    for name in ("partitions", "planned_rows", "ramp_s", "max_mb"):
         value = getattr(options, name)
         if value is not None and (not _is_int(value) or value < 0):
             raise ValueError(f"run option {name}={value!r}: a whole number, or absent")

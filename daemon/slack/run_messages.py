@@ -15,7 +15,7 @@ from typing import Any
 
 from daemon.contract.models import PlanOut, RunOut
 from daemon.core.quantities import render_place
-from daemon.core.ramp import rate_label
+from daemon.core.rate_shape import rate_label
 from daemon.core.states import TERMINAL_RUN_STATES
 from daemon.slack.blocks import (
     MAX_LINE,
@@ -169,7 +169,7 @@ def run_parent(run: RunOut, *, redirected: tuple[str, str] | None = None) -> Mes
         ("Window", _window(run)),
         ("Rows", count(run.rows)),
         ("Target topic", f"`{escape(run.topic)}`"),
-        ("Rate", rate_label(run.tps, run.ramp_s)),
+        ("Rate", rate_label(run.tps, run.ramp_s, run.max_mb)),
         ("ETA", human_duration(run.duration_estimate_s)),
         ("Requested by", mention(run.requester)),
         ("State", f"{icon} {escape(run.state)}{_place(run)}"),
@@ -261,8 +261,8 @@ def final_reply(run: RunOut, *, zone: tzinfo | None = None) -> Message:
             f":white_check_mark: *Done,* {who}. The broker confirmed {confirmed} events "
             f"({_out_of(run)}) into `{escape(run.topic)}`.",
             f"Achieved {rate(run.achieved_tps)} between the first and the last confirmed delivery "
-            f"(asked {rate_label(run.tps, run.ramp_s)}); the run took {human_duration(run.duration_s)}, "
-            "start-up included.",
+            f"(asked {rate_label(run.tps, run.ramp_s, run.max_mb)}); "
+            f"the run took {human_duration(run.duration_s)}, start-up included.",
         ]
     elif run.state == "cancelled":
         lines = [
@@ -356,7 +356,7 @@ def _plan_fields(plan: PlanOut) -> dict[str, Any]:
             ("Window", f"`{escape(plan.window)}`" + ("" if " tz=" in plan.window else " (UTC)")),
             ("Rows", count(plan.rows)),
             ("Target topic", f"`{escape(plan.topic)}` ({plan.partitions} partitions)"),
-            ("Rate", f"{rate_label(plan.tps, plan.ramp_s)} on {plan.workers} workers"),
+            ("Rate", f"{rate_label(plan.tps, plan.ramp_s, plan.max_mb)} on {plan.workers} workers"),
             ("ETA", eta_split(plan)),
         ]
     )

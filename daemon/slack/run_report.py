@@ -100,6 +100,17 @@ def report_line(run: RunOut) -> str:
         f"partition skew {skew}",
         schedule,
     ]
+    if run.max_mb is not None:  # the byte ceiling's part: how long it, not the rate, held events back
+        held = run.bytes_held_s
+        parts.append(
+            f"max_mb={run.max_mb} held events: not measured"
+            if held is None
+            else (
+                f"max_mb={run.max_mb} never held events back"
+                if held < 0.5
+                else f"max_mb={run.max_mb} held events back {human_duration(held)}"
+            )
+        )
     return "*Report:* " + " · ".join(parts)
 
 
@@ -144,7 +155,8 @@ def pinned_window(run: RunOut) -> str:
 def rerun_command(run: RunOut) -> str:
     live = " topic=live" if run.topic_mode == "live" else ""
     ramp = f" ramp={render_duration(run.ramp_s)}" if run.ramp_s else ""
-    return f"/replay {run.source} {pinned_window(run)} tps={run.tps}{live}{ramp}"
+    ceiling = f" max_mb={run.max_mb}" if run.max_mb else ""
+    return f"/replay {run.source} {pinned_window(run)} tps={run.tps}{live}{ramp}{ceiling}"
 
 
 def out_of_memory(reason: str) -> bool:

@@ -3,7 +3,7 @@
     eta = wait for a slot + start-up + rows / tps + wind-down
 
 Publishing takes `rows / tps` at the asked rate (the job paces to it); a run with a ramp (`ramp=`)
-takes longer by what the ramp holds back (`daemon.core.ramp.publish_s`). Start-up (submission to the
+takes longer by what the ramp holds back (`daemon.core.rate_shape.publish_s`). Start-up (submission to the
 first event the broker confirmed: JVM, Spark session, listing, planning, and on EMR the application)
 and wind-down (the last confirmed event to the final state: the reconcile, the result, the watcher)
 are learned: the median over this launcher's last `HISTORY_RUNS` succeeded runs that reported their
@@ -35,7 +35,7 @@ import statistics
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from daemon.core import ramp
+from daemon.core import rate_shape
 from daemon.core.errors import RunTooLong
 from daemon.core.quantities import render_duration
 from daemon.core.queue_wait import queue_wait_s
@@ -78,7 +78,7 @@ def estimate(
 ) -> Eta:
     """The ETA of `rows` at `tps` (after a ramp of `ramp_s`) on this launcher, its overheads learned
     from its recent runs."""
-    publish_s = ramp.publish_s(rows, tps, ramp_s)
+    publish_s = rate_shape.publish_s(rows, tps, ramp_s)
     timings = store.runs.launch_timings(launcher_kind, history) if history > 0 else []
     if timings:
         return Eta(
@@ -126,7 +126,7 @@ def _rows(run: Run) -> int:
 
 
 def _publish_s(run: Run, rows: int) -> float:
-    return ramp.publish_s(rows, run.tps, run.options.ramp_s)
+    return rate_shape.publish_s(rows, run.tps, run.options.ramp_s)
 
 
 def _left_s(run: Run, eta: Eta, now: datetime) -> float:

@@ -12,7 +12,7 @@ from datetime import date, timedelta
 
 from daemon.config.settings import Settings
 from daemon.core.errors import BadRequest
-from daemon.core.ramp import RAMP_FROM
+from daemon.core.rate_shape import MEGABYTE, RAMP_FROM
 from daemon.core.run_control import RateChange as CoreRateChange
 from daemon.core.run_control import changes_from
 from daemon.core.run_options import WindowKind
@@ -154,11 +154,20 @@ def build_spec(
         reconcile=_reconcile_target(run),
         control=_control(run, settings, control_offset),
         ramp=_ramp(run),
+        max_bytes_per_s=_byte_ceiling(run),
     )
 
 
+def _byte_ceiling(run: Run) -> int | None:
+    """``max_mb`` in bytes a second, for a run that paces (an unthrottled or reconcile run has none)."""
+    max_mb = run.options.max_mb
+    if max_mb is None or run.kind == RunKind.RECONCILE or run.tps <= 0:
+        return None
+    return max_mb * MEGABYTE
+
+
 def _ramp(run: Run) -> Ramp | None:
-    """The run's warm-up, from the share of its rate every ramp starts at (``daemon.core.ramp``)."""
+    """The run's warm-up, from the share of its rate every ramp starts at (``daemon.core.rate_shape``)."""
     ramp_s = run.options.ramp_s
     if ramp_s is None or run.kind == RunKind.RECONCILE or run.tps <= 0:
         return None

@@ -94,6 +94,7 @@ class Plan:
     watch: tuple[str, ...] = ()  # consumer groups whose drain the run watches after it ends
     auto: AutoRate | None = None  # tps=auto: ``tps`` is the start rate, the daemon steers from there
     ramp_s: int | None = None  # ramp=: from a tenth of the rate up to all of it over these seconds
+    max_mb: int | None = None  # max_mb=: a byte ceiling beside the rate (the plan cannot know sizes)
     snapshot: str | None = None  # the table version counted, which the run will read (None: Parquet)
     table_metadata: str | None = None  # a table named in a catalog: the metadata file the run reads
 
@@ -283,6 +284,7 @@ class ReplayService:
             watch=command.watch,
             auto=command.auto,
             ramp_s=command.ramp_s,
+            max_mb=command.max_mb,
             snapshot=snapshot,
             table_metadata=table_metadata,
         )
@@ -440,6 +442,7 @@ class ReplayService:
                     watch=tuple(plan.watch),
                     auto=plan.auto,
                     ramp_s=plan.ramp_s,
+                    max_mb=plan.max_mb,
                     **dead_letter_options(plan.on_error, source.name),
                     overrides=tuple(o.run_id for o in plan.overlapping) if plan.force else (),
                     approved_by=approved_by,

@@ -52,6 +52,7 @@ def report_fields(result: dict[str, Any], *, confirmed_so_far: int | None, now: 
         "dead_lettered": _int(result.get("dead_lettered")),
         "on_topic_at_least": _int(result.get("on_topic_at_least")),
         "behind_schedule_s": _float(result.get("behind_schedule_s")),
+        "bytes_held_s": _float(result.get("bytes_held_s")),
         "partition_skew": _float(result.get("partition_skew")),
         "first_delivery_at": _moment(result.get("first_delivery_at")),
         "last_delivery_at": _moment(result.get("last_delivery_at")),

@@ -22,7 +22,7 @@ from daemon.contract.models import (
     RunOut,
     SourceOut,
 )
-from daemon.core.ramp import targets
+from daemon.core.rate_shape import targets
 from daemon.core.run_control import changes_from, latest_rate
 from daemon.core.states import PipelineState, RunKind, RunState
 from daemon.usecases.drain_wire import drain_deadline, drain_out
@@ -48,6 +48,7 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         tps=run.tps,
         current_tps=rate.tps,
         ramp_s=options.ramp_s,
+        max_mb=options.max_mb,
         paused=rate.paused,
         rate_changes=[
             RateChangeOut(at=datetime.fromtimestamp(c.at, tz=UTC), tps=c.tps, paused=c.paused)
@@ -67,6 +68,7 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         failure_kind=run.failure_kind,
         on_topic_at_least=run.on_topic_at_least,
         behind_schedule_s=run.behind_schedule_s,
+        bytes_held_s=run.bytes_held_s,
         partition_skew=run.partition_skew,
         reconcile=ReconcileOut.model_validate(run.reconcile) if run.reconcile else None,
         window_start=run.window_start,
@@ -146,6 +148,7 @@ def plan_out(plan: Plan) -> PlanOut:
         rows=plan.rows,
         tps=plan.tps,
         ramp_s=plan.ramp_s,
+        max_mb=plan.max_mb,
         eta_s=plan.eta.total_s,
         eta_startup_s=plan.eta.startup_s,
         eta_publish_s=plan.eta.publish_s,

@@ -20,6 +20,7 @@ come from the broker's answers, not from the driver's clock.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import time
 from collections import defaultdict
@@ -29,12 +30,14 @@ from functools import partial
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from pyspark import Accumulator, TaskContext
 
 from spark_job.control import ControlFeed
 from spark_job.errors import PublishError
 from spark_job.progress import Beacon
+from spark_job.publish.byte_budget import ByteBudget
 from spark_job.publish.dead_letters import (
     BadRecord,
     DeadLetterPlan,
@@ -62,7 +65,8 @@ ERROR = "_replay_error"
 ORIGINAL = "_replay_original"
 RESULT_SCHEMA = (
     "partition int, attempt int, task_id long, confirmed long, skipped_s double, late_start_s double,"
-    " dead_lettered long, first_delivery_at double, last_delivery_at double, per_second string"
+    " dead_lettered long, first_delivery_at double, last_delivery_at double, per_second string,"
+    " bytes_held_s double"
 )
 _RESULT_ARROW = pa.schema(
     [
@@ -76,6 +80,7 @@ _RESULT_ARROW = pa.schema(
         ("first_delivery_at", pa.float64()),  # epoch seconds of the first confirmation (null: none)
         ("last_delivery_at", pa.float64()),
         ("per_second", pa.string()),  # JSON {"<epoch second>": confirmations}
+        ("bytes_held_s", pa.float64()),  # max_mb: how long due events waited for bytes (null: no budget)
     ]
 )
 MAX_WAIT_S = 0.1  # longest sleep between checks for delivery reports, beacons and deadlines
@@ -102,6 +107,7 @@ class TaskSettings:
     control: Control | None = None  # live rate changes: the control topic and the changes so far
     control_kafka: dict[str, KafkaValue] | None = None  # the client settings to read it with
     ramp: Ramp | None = None  # a warm-up from a share of tps to all of it, from t0
+    max_bytes_per_s: int | None = None  # max_mb: the byte ceiling beside the rate; None: none
 
 
 @dataclass(frozen=True)
@@ -216,6 +222,7 @@ def publish_partition(
     rate = RateFollower.start(settings, t0)
     timeline = rate.timeline if rate else shaped_timeline(t0, settings.ramp, ()) if settings.ramp else None
     pacer = Pacer(schedule, t0, sleep=producer.poll, timeline=timeline)
+    budget = byte_budget(settings, partition)
     seen = 0
     try:
         beacons.tick(0, force=True)
@@ -230,7 +237,7 @@ def publish_partition(
                     f"partition {partition} holds more rows than the {schedule.rows} counted before "
                     "publishing: the source changed while the run read it"
                 )
-            _publish_batch(producer, settings, batch, pacer, counter, beacons, rate)
+            _publish_batch(producer, settings, batch, pacer, counter, beacons, rate, budget)
         while producer.flush(MAX_WAIT_S) > 0:
             counter.raise_if_failed()
             beacons.tick(counter.confirmed)
@@ -259,6 +266,7 @@ def publish_partition(
             "confirmed": [counter.confirmed],
             "skipped_s": [pacer.skipped_s],
             "late_start_s": [pacer.late_start_s],
+            "bytes_held_s": [budget.held_s if budget is not None else None],
             "dead_lettered": [dead_lettered],
             "first_delivery_at": [counter.first_at],
             "last_delivery_at": [counter.last_at],
@@ -276,8 +284,10 @@ def _publish_batch(
     counter: DeliveryCounter,
     beacons: BeaconEmitter,
     rate: RateFollower | None = None,
+    budget: ByteBudget | None = None,
 ) -> None:
-    """Send one Arrow batch as its rows fall due; each granted stretch goes out in one tight loop."""
+    """Send one Arrow batch as its rows fall due and, with a byte budget, as its bytes fit; each
+    granted stretch goes out in one tight loop."""
     keys: list[Any] = batch.column(0).to_pylist()
     values: list[Any] = batch.column(1).to_pylist()
     event_ids = _optional(batch, EVENT_ID)
@@ -287,12 +297,29 @@ def _publish_batch(
     timestamps = _timestamps(batch)
     send = _Sender(producer, settings.topic, settings.headers, counter)
     done, rows = 0, len(keys)
+    ends = record_ends(batch, settings.headers) if budget is not None else []
     while done < rows:
         if rate is not None:
             rate.follow(pacer)
-        granted = pacer.take(rows - done)
+        limit = rows - done
+        if budget is not None:
+            now = time.monotonic()
+            limit = budget.fitting(ends, done, limit, now)
+            if limit == 0:  # the next record does not fit: it waits for bytes, due or not
+                if pacer.next_due() <= now:
+                    budget.hold(now)
+                producer.poll(min(max(budget.frees_at() - now, 0.001), MAX_WAIT_S))
+                counter.raise_if_failed()
+                beacons.tick(counter.confirmed)
+                continue
+        granted = pacer.take(limit)
         if granted:
             end = done + granted
+            if budget is not None:
+                now = time.monotonic()
+                budget.spend(ends[end - 1] - (ends[done - 1] if done else 0), now)
+                if end < rows and pacer.next_due() <= now:  # the next is due already: it waits for bytes
+                    budget.hold(now)
             if errors is None and own is None and originals is None:  # the common case: no branches
                 send.plain(keys[done:end], values[done:end], event_ids[done:end], timestamps[done:end])
             else:
@@ -444,6 +471,32 @@ class _Sender:
                     raise
                 dead_letters.set_aside(BadRecord(key, parked, event_id, reason))
                 return
+
+
+def byte_budget(settings: TaskSettings, partition: int) -> ByteBudget | None:
+    """This task's part of ``max_bytes_per_s``: its rows' share of its round, like its event share."""
+    if settings.max_bytes_per_s is None or settings.tps == 0:
+        return None
+    slots = settings.slots
+    first = partition - partition % slots
+    round_rows = sum(settings.sizes[first : first + slots])
+    own = settings.sizes[partition]
+    if own == 0:
+        return None
+    return ByteBudget(settings.max_bytes_per_s * own / round_rows)
+
+
+def record_ends(batch: pa.RecordBatch, headers: Sequence[Header]) -> list[int]:
+    """Running totals of the batch's record sizes: key, value and header bytes (the event id header
+    and ``headers``, which every record carries), as the producer is handed them."""
+    fixed = len(EVENT_ID_HEADER) + sum(len(name) + len(value or b"") for name, value in headers)
+    sizes = pc.add(
+        pc.fill_null(pc.binary_length(batch.column(0)), 0), pc.fill_null(pc.binary_length(batch.column(1)), 0)
+    )
+    index = batch.schema.get_field_index(EVENT_ID)
+    if index >= 0:
+        sizes = pc.add(sizes, pc.fill_null(pc.binary_length(batch.column(index)), 0))
+    return list(itertools.accumulate(size + fixed for size in sizes.to_pylist()))
 
 
 def _column(batch: pa.RecordBatch, name: str) -> list[Any] | None:

@@ -49,6 +49,7 @@ refused so a typo fails fast instead of being ignored. Shape (optional fields sh
                                         # {"topic": ..., "partitions": {"0": [lo, hi]}} or null =
                                         # the whole topic, "dlq_topic": null}
       "ramp": null,                     # {"seconds": 300, "start": 0.1}: from a tenth of tps up to tps
+      "max_bytes_per_s": null,          # a byte ceiling beside tps (key, value and header bytes)
       "control": null                   # live control (spark_job.control): {"topic": "replay.control",
                                         # "offset": 0, "changes": [{"at": epoch s, "tps": 3000,
                                         # "paused": false}], "key": hex}: the rate from "at" on;
@@ -247,6 +248,7 @@ class JobSpec:
     reconcile: ReconcileTarget | None = None  # required with mode "reconcile", refused otherwise
     control: Control | None = None  # live rate changes (spark_job.control); None: the rate is fixed
     ramp: Ramp | None = None  # a warm-up from a share of the rate to all of it; None: the rate at once
+    max_bytes_per_s: int | None = None  # max_mb: a byte ceiling beside the rate; None: none
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -260,7 +262,7 @@ class JobSpec:
             del document["source"]["snapshot"]  # and specs of unversioned tables
         if document["decrypt"] is None:
             del document["decrypt"]  # specs of sources without PII stay as they were
-        for optional in ("control", "ramp"):
+        for optional in ("control", "ramp", "max_bytes_per_s"):
             if document[optional] is None:
                 del document[optional]  # and specs without them stay as they were
         if self.mode == "replay":
@@ -355,6 +357,7 @@ def _validate(spec: JobSpec) -> None:
     _validate_mode(spec)
     _validate_control(spec)
     _validate_ramp(spec)
+    _validate_byte_ceiling(spec)
     if spec.decrypt is not None:
         protected = (spec.key_column, spec.event_id_column)
         validate_decrypt(spec.decrypt, value_format=spec.value_format, protected=protected)
@@ -373,6 +376,15 @@ def _validate_mode(spec: JobSpec) -> None:
             raise SpecError(
                 f"reconcile.offsets.partitions.{partition}", f"must be 0 <= lo <= hi, got [{lo}, {hi}]"
             )
+
+
+def _validate_byte_ceiling(spec: JobSpec) -> None:
+    if spec.max_bytes_per_s is None:
+        return
+    if spec.mode != "replay" or spec.tps == 0:
+        raise SpecError("max_bytes_per_s", "is only used by a throttled replay")
+    if spec.max_bytes_per_s < 1:
+        raise SpecError("max_bytes_per_s", f"must be >= 1, got {spec.max_bytes_per_s}")
 
 
 def _validate_ramp(spec: JobSpec) -> None:

@@ -132,6 +132,7 @@ def _parse(doc: _Fields) -> JobSpec:
         reconcile=_parse_reconcile(doc.nested("reconcile")),
         control=_parse_control(doc.nested("control")),
         ramp=_parse_ramp(doc.nested("ramp")),
+        max_bytes_per_s=doc.get("max_bytes_per_s", int),
     )
     doc.done()
     return spec

@@ -68,8 +68,9 @@ def _finished_thread(slack: SlackStandin, run_id: str, channel: str = CHANNEL) -
 def test_a_slash_command_becomes_one_thread_with_one_live_progress_message_a_report_and_a_chart(
     bot: BotUnderTest, slack: SlackStandin, daemon_client: DaemonClient, kafka_bootstrap: str
 ) -> None:
-    # 600 rows: ~10 s of sending at 60/s, ~1.8 s more for a ramp from 6/s over its first 4 s
-    result = bot.slash("orders 2024-01-02..2024-01-03 tps=60 ramp=4s", user=OWNER)
+    # 600 rows: ~10 s of sending at 60/s, ~1.8 s more for a ramp from 6/s over its first 4 s; a byte
+    # ceiling far above what 60/s sends, which never holds anything back
+    result = bot.slash("orders 2024-01-02..2024-01-03 tps=60 ramp=4s max_mb=1", user=OWNER)
     run_id = _accepted_run_id(bot, result.key)
 
     run = _wait_for_state(daemon_client, run_id)
@@ -95,7 +96,8 @@ def test_a_slash_command_becomes_one_thread_with_one_live_progress_message_a_rep
     assert daemon_client.chart_png(OWNER, run_id).startswith(b"\x89PNG")
     series = daemon_client.rate_series(OWNER, run_id)
     assert sum(series.counts) == 600 and series.target_tps == 60
-    assert "60/s after a 4s ramp from 6/s" in repr(parent.blocks)
+    assert "60/s after a 4s ramp from 6/s, at most 1 MB/s" in repr(parent.blocks)
+    assert "max_mb=1 never held events back" in final.text and run.bytes_held_s == 0.0
     # the chart's target line is the ramp's, from its first second, then the asked rate
     assert series.targets[0] < 20 and series.targets[4:] == [60.0] * (len(series.counts) - 4), series
 

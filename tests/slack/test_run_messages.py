@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from daemon.contract.models import RunOut
 from daemon.core.run_options import RunOptions, WindowKind
 from daemon.slack import blocks, run_messages
-from daemon.slack.run_report import rerun_command
+from daemon.slack.run_report import report_line, rerun_command
 from daemon.usecases.wire import run_out
 from store.models import Run
 from tests.fixtures.slack import CREATED, changed, wire_plan
@@ -64,6 +64,19 @@ def test_a_ramped_run_says_its_ramp_in_its_card_its_plan_and_its_retry() -> None
     assert rate == "*Rate*\n10,000/s after a 5m ramp from 1,000/s"
     assert "2,000/s after a 90s ramp from 200/s on 2 workers" in planned
     assert rerun_command(ramped).endswith(" ramp=5m")
+
+
+def test_a_byte_ceiling_is_said_on_the_card_and_its_hold_in_the_report() -> None:
+    capped = changed(RUN, max_mb=5, state="succeeded", bytes_held_s=12.0)
+
+    [rate] = [f["text"] for f in run_messages.run_parent(capped).blocks[1]["fields"] if "*Rate*" in f["text"]]
+
+    assert rate == "*Rate*\n10,000/s, at most 5 MB/s"
+    assert "max_mb=5 held events back 12s" in report_line(capped)
+    assert "max_mb=5 never held events back" in report_line(changed(capped, bytes_held_s=0.1))
+    assert "max_mb=5 held events: not measured" in report_line(changed(capped, bytes_held_s=None))
+    assert "max_mb" not in report_line(RUN)
+    assert rerun_command(capped).endswith(" max_mb=5")
 
 
 def test_a_run_of_a_table_with_snapshots_names_the_one_it_reads_in_its_card_and_plan() -> None:

@@ -12,14 +12,12 @@ import json
 import random
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_job import main as job_main
 from tests.fixtures.kafka import (
     consume_all,
     create_topic,
@@ -29,7 +27,7 @@ from tests.fixtures.kafka import (
     unique_topic,
     value_of,
 )
-from tests.fixtures.spark import JobRun, job_spec, parse_job_output, write_spec
+from tests.fixtures.spark import job_spec, run_in_process
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -50,15 +48,6 @@ def big_record_table(sample_table: Path, tmp_path_factory: pytest.TempPathFactor
     index = data.column_names.index("payload")
     pq.write_table(data.set_column(index, "payload", pa.array(payloads, data.schema.field(index).type)), path)
     return table, str(data.column("event_id")[7].as_py())
-
-
-def run_in_process(
-    spark: SparkSession, directory: Path, document: dict[str, Any], capsys: pytest.CaptureFixture[str]
-) -> JobRun:
-    path = write_spec(directory, document)
-    code = job_main.main([str(path)], spark=spark)
-    captured = capsys.readouterr()
-    return parse_job_output(code, captured.out, captured.err)
 
 
 def test_dlq_sets_the_oversize_record_aside_and_the_run_succeeds(

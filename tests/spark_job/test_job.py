@@ -20,7 +20,6 @@ import pytest
 from confluent_kafka import Message
 from pyspark.sql import SparkSession
 
-from spark_job import main as job_main
 from spark_job.progress import ProgressReader
 from tests.fixtures.faults import fail_first_attempt
 from tests.fixtures.kafka import (
@@ -38,6 +37,7 @@ from tests.fixtures.spark import (
     JobRun,
     job_spec,
     parse_job_output,
+    run_in_process,
     spark_environment,
     spark_submit,
     spawn_spark_submit,
@@ -58,15 +58,6 @@ def window_ids(table: Path, first_day: str, last_day: str) -> set[str]:
 
 def event_ids(messages: list[Message]) -> list[str]:
     return [json.loads(value_of(message))["event_id"] for message in messages]
-
-
-def run_in_process(
-    spark: SparkSession, directory: Path, document: dict[str, Any], capsys: pytest.CaptureFixture[str]
-) -> JobRun:
-    path = write_spec(directory, document)
-    code = job_main.main([str(path)], spark=spark)
-    captured = capsys.readouterr()
-    return parse_job_output(code, captured.out, captured.err)
 
 
 # --- one real spark-submit, several views of its outcome ------------------------------------------

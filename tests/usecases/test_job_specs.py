@@ -15,7 +15,7 @@ from daemon.config.settings import load_settings
 from daemon.contract.models import ReplayBody
 from daemon.core.errors import BadRequest, CatalogError
 from daemon.core.grammar import GrammarError, PlanCommand, ReplayCommand, parse, render
-from daemon.core.ramp import RAMP_FROM
+from daemon.core.rate_shape import RAMP_FROM
 from daemon.usecases.catalog import load_catalog
 from daemon.usecases.job_specs import build_spec
 from spark_job.errors import SpecError
@@ -244,6 +244,20 @@ def test_a_ramp_goes_from_the_command_to_the_api_to_the_jobs_spec(tmp_path: Path
     assert spec_from_json(spec.to_json()).ramp == spec.ramp
 
 
+def test_a_byte_ceiling_reaches_the_jobs_spec_in_bytes(tmp_path: Path) -> None:
+    command = parse("orders 2024-01-01 tps=100 max_mb=5")
+    assert isinstance(command, ReplayCommand)
+    assert ReplayBody.of(command).command(ReplayCommand) == command
+
+    catalog = load_catalog(_catalog(tmp_path))
+    spec = build_spec(unsaved_day_run(max_mb=5), catalog=catalog, settings=load_settings({}), result_uri=None)
+
+    assert spec.max_bytes_per_s == 5_000_000
+    assert spec_from_json(spec.to_json()).max_bytes_per_s == 5_000_000
+    plain = build_spec(unsaved_day_run(), catalog=catalog, settings=load_settings({}), result_uri=None)
+    assert "max_bytes_per_s" not in plain.to_dict()
+
+
 def test_a_run_without_a_ramp_has_no_ramp_section(tmp_path: Path) -> None:
     catalog = load_catalog(_catalog(tmp_path))
     spec = build_spec(unsaved_day_run(), catalog=catalog, settings=load_settings({}), result_uri=None)
@@ -266,6 +280,13 @@ def test_a_bad_ramp_section_names_the_field(ramp: dict[str, Any], tps: int, fiel
     with pytest.raises(SpecError) as raised:
         spec_from_dict(document(ramp=ramp, tps=tps))
     assert raised.value.field == field
+
+
+@pytest.mark.parametrize(("ceiling", "tps"), [(0, 1000), (-5, 1000), (1_000, 0)])
+def test_a_bad_byte_ceiling_names_the_field(ceiling: int, tps: int) -> None:
+    with pytest.raises(SpecError) as raised:
+        spec_from_dict(document(max_bytes_per_s=ceiling, tps=tps))
+    assert raised.value.field == "max_bytes_per_s"
 
 
 def test_an_api_ramp_out_of_bounds_is_refused_like_the_command() -> None:

@@ -33,6 +33,7 @@ def test_a_clean_success_stores_every_measured_figure() -> None:
             "duplicates_possible": 0,
             "achieved_tps": 99.5,
             "behind_schedule_s": 0.0,
+            "bytes_held_s": 2.5,
             "partition_skew": 1.5,
             "dead_lettered": 0,
             "rate_series": {"start": 1704067200, "counts": [2, 1]},
@@ -44,6 +45,7 @@ def test_a_clean_success_stores_every_measured_figure() -> None:
     )
     assert fields["confirmed"] == 3 and fields["duplicates"] == 0
     assert fields["achieved_tps"] == 99.5 and fields["partition_skew"] == 1.5
+    assert fields["bytes_held_s"] == 2.5
     assert fields["rate_series"] == {"start": 1704067200, "counts": [2, 1]}
     assert fields["offsets"]["partitions"] == {"0": [0, 3]}
     stored = ReconcileOut.model_validate(fields["reconcile"])
@@ -93,3 +95,10 @@ def test_a_count_the_job_could_not_read_stays_unknown_with_progress_as_the_lower
 def test_a_document_without_a_count_keeps_what_progress_counted() -> None:
     fields = report_fields({"status": "failed", "reason": "lost"}, confirmed_so_far=12, now=NOW)
     assert fields["confirmed"] == 12 and "on_topic_at_least" not in fields
+
+
+def test_a_run_without_a_byte_ceiling_leaves_its_hold_unknown() -> None:
+    fields = report_fields(
+        {"status": "succeeded", "confirmed": 3, "bytes_held_s": None}, confirmed_so_far=None, now=NOW
+    )
+    assert "bytes_held_s" not in fields  # never stored as 0

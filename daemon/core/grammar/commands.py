@@ -32,7 +32,7 @@ from daemon.core.grammar.values import (
 )
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
 from daemon.core.quantities import MAX_DURATION_SECONDS, MINUTE, InvalidValue
-from daemon.core.ramp import MAX_RAMP_S
+from daemon.core.rate_shape import MAX_MB, MAX_RAMP_S
 from daemon.core.windows import (
     DayWindow,
     RecentDayWindow,
@@ -64,6 +64,7 @@ RUN_OPTIONS = (
     "on_error",
     "watch",
     "ramp",
+    "max_mb",
     "tz",
     *AUTO_OPTIONS,
 )
@@ -99,7 +100,8 @@ class ReplaySpec:
     watch: tuple[str, ...] = ()  # consumer groups whose drain the run watches after it ends
     auto: AutoRate | None = None  # tps=auto: the daemon steers the rate from a group's lag (tps stays None)
     tz: str | None = None  # the zone the window's days and times were written in (IANA name); None: UTC
-    ramp_s: int | None = None  # seconds from a tenth of the rate up to all of it (daemon.core.ramp)
+    ramp_s: int | None = None  # seconds from a tenth of the rate up to all of it (daemon.core.rate_shape)
+    max_mb: int | None = None  # a byte ceiling beside the rate, megabytes per second; None: none
 
     def __post_init__(self) -> None:
         with blaming(None, USAGE["plan" if isinstance(self, PlanCommand) else "replay"]):
@@ -128,6 +130,7 @@ class ReplaySpec:
                 check_choice("on_error", self.on_error, ON_ERROR_CHOICES)
             check_drain_groups(self.watch)
             check_range("ramp", self.ramp_s, 1, MAX_RAMP_S)
+            check_range("max_mb", self.max_mb, 1, MAX_MB)
             if self.auto is not None:
                 if not isinstance(self.auto, AutoRate):
                     raise InvalidValue(None, "auto must be an AutoRate")

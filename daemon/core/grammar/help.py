@@ -7,10 +7,10 @@ PREFIX = "/replay"
 USAGE: dict[str, str] = {
     "replay": f"{PREFIX} <source> <window> [tz=<zone>] [tps=N | tps=auto max=N lag<M group=G]"
     " [topic=auto|live] [headers=k:v,k2:v2] [workers=N] [ordering=entity|none] [force=yes]"
-    " [timestamp=event|replay] [on_error=fail|dlq] [watch=<group>[,<group>]] [ramp=<duration>]",
+    " [timestamp=event|replay] [on_error=fail|dlq] [watch=<group>[,<group>]] [ramp=<duration>] [max_mb=N]",
     "plan": f"{PREFIX} plan <source> <window> [tz=<zone>] [tps=N | tps=auto max=N lag<M group=G]"
     " [topic=auto|live] [headers=k:v,k2:v2] [workers=N] [ordering=entity|none] [force=yes]"
-    " [timestamp=event|replay] [on_error=fail|dlq] [watch=<group>[,<group>]] [ramp=<duration>]",
+    " [timestamp=event|replay] [on_error=fail|dlq] [watch=<group>[,<group>]] [ramp=<duration>] [max_mb=N]",
     "status": f"{PREFIX} status [run-id]",
     "list": f"{PREFIX} list [mine|running]",
     "cancel": f"{PREFIX} cancel <run-id>",
@@ -62,12 +62,13 @@ _NOTES = (
     "<zone>: an IANA name (tz=Europe/Paris): the window's days and times are read there instead of in UTC",
     "N: 10000, 10k or 1.5m; <duration>: 90s, 15m, 1h, 1h30m, 2d or 1w; ids look like r-0123456789ab (runs)"
     " and p-0123456789ab (pipelines)",
-    "ramp=<duration>: start at a tenth of the rate and rise to all of it over that time (a cold downstream)",
+    "ramp=<duration>: start at a tenth of the rate and rise to all of it over that time (a cold downstream);"
+    " max_mb=N: at most N megabytes a second as well, whichever is tighter",
 )
 _EXAMPLES = (
     f"{PREFIX} orders 2024-01-01..2024-01-07 tps=10k",
     f"{PREFIX} plan orders last=6h topic=live",
-    f"{PREFIX} orders yesterday tps=5k ramp=5m",
+    f"{PREFIX} orders yesterday tps=5k ramp=5m max_mb=20",
     f"{PREFIX} schedule orders every=15m watermark=updated_at lookback=1h",
     f"{PREFIX} schedule orders every=1h incremental=snapshot",
     f"{PREFIX} tps r-0123456789ab 5k",

@@ -63,7 +63,7 @@ from daemon.core.grammar.values import (
 )
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
 from daemon.core.quantities import DAY, MINUTE, InvalidValue, parse_count, parse_duration
-from daemon.core.ramp import MAX_RAMP_S
+from daemon.core.rate_shape import MAX_MB, MAX_RAMP_S
 from daemon.core.windows import is_point, parse_window, parse_zone
 
 _T = TypeVar("_T")
@@ -223,6 +223,7 @@ def _parse_spec(cls: type[ReplaySpec], command: str, args: list[str], limits: Li
         on_error=cast(OnError | None, _value(options, "on_error", _choice(ON_ERROR_CHOICES), usage)),
         watch=_value(options, "watch", parse_drain_groups, usage) or (),
         ramp_s=_value(options, "ramp", lambda v: parse_duration(v, minimum=1, maximum=MAX_RAMP_S), usage),
+        max_mb=_value(options, "max_mb", _bounded("max_mb", MAX_MB), usage),
     )
 
 

@@ -71,6 +71,8 @@ def _render_spec(spec: ReplaySpec) -> list[str]:
         parts.append(f"watch={render_drain_groups(spec.watch)}")
     if spec.ramp_s is not None:
         parts.append(f"ramp={render_duration(spec.ramp_s)}")
+    if spec.max_mb is not None:
+        parts.append(f"max_mb={spec.max_mb}")
     return parts
 
 

@@ -71,6 +71,13 @@ def test_a_ramp_is_a_duration_and_reads_back_as_written() -> None:
     assert parse("plan orders last=6h ramp=90s") == PlanCommand("orders", RelativeWindow(21_600), ramp_s=90)
 
 
+def test_a_byte_ceiling_is_whole_megabytes_and_reads_back_as_written() -> None:
+    command = parse("orders 2024-01-01..2024-01-07 tps=5k ramp=5m max_mb=20")
+
+    assert command == ReplayCommand("orders", WEEK, tps=5_000, ramp_s=300, max_mb=20)
+    assert render(command) == "orders 2024-01-01..2024-01-07 tps=5000 ramp=5m max_mb=20"
+
+
 def test_replay_defaults_are_left_to_the_service() -> None:
     assert parse("orders 2024-01-01..2024-01-07") == ReplayCommand("orders", WEEK)
     assert ReplayCommand("orders", WEEK).tps is None
@@ -227,6 +234,9 @@ def test_cli_argv_joined_with_shlex_parses_like_slack_text() -> None:
         ("orders last=6h ramp=0", "ramp=0", "at least 1s"),
         ("orders last=6h ramp=2d", "ramp=2d", "at most"),
         ("orders last=6h ramp=fast", "ramp=fast", "not a duration"),
+        ("orders last=6h max_mb=0", "max_mb=0", "at least 1"),
+        ("orders last=6h max_mb=20k", "max_mb=20k", "above this platform's maximum of 10000"),
+        ("orders last=6h max_mb=1.5", "max_mb=1.5", "not a whole number"),
         ("schedule orders every=1h watermark=ts ramp=5m", "ramp=5m", "allowed for schedule"),
         ("cancel p-0123456789ab", "p-0123456789ab", "pipeline id"),
         ("cancel r-123", "r-123", "not a run id"),

@@ -40,7 +40,7 @@ from daemon.core.grammar import (
     render,
 )
 from daemon.core.quantities import MAX_DURATION_SECONDS
-from daemon.core.ramp import MAX_RAMP_S
+from daemon.core.rate_shape import MAX_MB, MAX_RAMP_S
 from daemon.core.windows import MAX_DAYS, DayWindow, RecentDayWindow, RelativeWindow, TimeWindow
 from tests.core.grammar.test_parser import PIPE, RUN
 
@@ -194,6 +194,7 @@ def _spec(cls: type[ReplayCommand] | type[PlanCommand]) -> st.SearchStrategy[Com
         ordering=st.sampled_from(["entity", "none"]),
         watch=watched,
         ramp_s=st.none() | st.integers(min_value=1, max_value=MAX_RAMP_S),
+        max_mb=st.none() | st.integers(min_value=1, max_value=MAX_MB),
     )
 
 

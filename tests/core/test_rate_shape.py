@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.core.ramp import RAMP_FROM, factor, publish_s, rate_label, targets
+from daemon.core.rate_shape import RAMP_FROM, factor, publish_s, rate_label, targets
 from daemon.core.run_control import RateChange
 
 RAMPS = st.integers(1, 24 * 3600)

@@ -1,14 +1,20 @@
-"""A ramp: a run starts at a tenth of its rate and rises linearly to it (``ramp=5m``).
+"""How a run's rate is shaped beyond one number: a ramp up to it, and a byte ceiling beside it.
 
-A downstream that has been idle (cold caches, scaled-in consumers, a connection pool at its floor)
-takes a replay's full rate better after a warm-up. The ramp is a factor on the rate that goes from
+**A ramp** (``ramp=5m``): a run starts at a tenth of its rate and rises linearly to it. A downstream
+that has been idle (cold caches, scaled-in consumers, a connection pool at its floor) takes a
+replay's full rate better after a warm-up. The ramp is a factor on the rate that goes from
 ``RAMP_FROM`` at the first event to 1 at ``ramp_s`` seconds, and it multiplies whatever the rate is at
 that instant, so a live ``tps`` change or a pause during the ramp still holds and the ceiling never
-rises above the asked rate.
+rises above the asked rate. The job follows the ramp as steps of at most a second
+(``spark_job.publish.timeline.ramped``), each at the factor of its middle, so by the end of every step
+it has sent exactly what the straight line promises; the plan's ETA uses the straight line
+(``publish_s``).
 
-The job follows the ramp as steps of at most a second (``spark_job.publish.timeline.ramped``), each at
-the factor of its middle, so by the end of every step it has sent exactly what the straight line
-promises; the plan's ETA uses the straight line (``publish_s``).
+**A byte ceiling** (``max_mb=5``): at most that many megabytes (10^6 bytes of keys, values and
+headers) per second, whatever the records' sizes, beside the event rate; whichever is tighter wins
+(``spark_job.publish.byte_budget``). The plan cannot know the records' sizes before the job builds
+them, so it promises the event rate and says the ceiling; the report says how long the ceiling held
+events back.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from daemon.core.run_control import RateChange, rate_at
 
 RAMP_FROM = 0.1  # the share of the rate a ramp starts at
 MAX_RAMP_S = 24 * 3600
+MAX_MB = 10_000  # max_mb: at most this many megabytes per second (10 GB/s: above any one link)
+MEGABYTE = 1_000_000
 
 
 def factor(elapsed_s: float, ramp_s: int | None) -> float:
@@ -50,11 +58,21 @@ def publish_s(rows: int, tps: float, ramp_s: int | None) -> float:
     return (-b + math.sqrt(b * b + 4 * a * flat)) / (2 * a)
 
 
-def rate_label(tps: int, ramp_s: int | None) -> str:
-    """``2,000/s``, or ``2,000/s after a 5m ramp from 200/s``: the rate as the card and the CLI say it."""
-    if not ramp_s:
-        return f"{tps:,}/s"
-    return f"{tps:,}/s after a {render_duration(ramp_s)} ramp from {RAMP_FROM * tps:,.0f}/s"
+def rate_label(tps: int, ramp_s: int | None, max_mb: int | None = None) -> str:
+    """``2,000/s``, ``2,000/s after a 5m ramp from 200/s``, ``2,000/s, at most 5 MB/s``: the rate as
+    the card and the CLI say it."""
+    shape = shape_label(tps, ramp_s, max_mb)
+    return f"{tps:,}/s" + (f" {shape}" if ramp_s else f", {shape}" if shape else "")
+
+
+def shape_label(tps: int, ramp_s: int | None, max_mb: int | None) -> str:
+    """What shapes the rate, or "": ``after a 5m ramp from 200/s, at most 5 MB/s``."""
+    parts = []
+    if ramp_s:
+        parts.append(f"after a {render_duration(ramp_s)} ramp from {RAMP_FROM * tps:,.0f}/s")
+    if max_mb:
+        parts.append(f"at most {max_mb:,} MB/s")
+    return ", ".join(parts)
 
 
 SAMPLES_PER_SECOND = 10
