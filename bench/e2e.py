@@ -1,6 +1,7 @@
 """What a user gets, end to end: `replay` CLI -> replayd -> the job -> the broker, timed by the broker.
 
     .venv/bin/python bench/e2e.py [--rows 15000] [--tps 1000] [--ordering entity|none] [--runs N]
+        [--workers W]                                     # slots: the run's workers= (default: the daemon's)
     .venv/bin/python bench/e2e.py --max [--rows 1000000]  # unthrottled: vs a bare loop and Spark's sink
     .venv/bin/python bench/e2e.py --concurrent 3 --tps 3000 --rows 90000  # admission: N at once
     .venv/bin/python bench/e2e.py --formats parquet,iceberg,delta  # the same rows from each table format
@@ -12,12 +13,16 @@ then runs ``replay orders <7 days> tps=T ordering=O --follow --json`` into the r
 the daemon creates with ``message.timestamp.type=LogAppendTime`` (checked, and said, per run). Every
 figure is taken from the broker's stamps of the records read back, and one line per run is printed:
 
-    e2e rows= tps= achieved= ratio= p95_dev= max_second_ratio= tail= first_event_s= done_after_last_s=
-        eta_error= daemon_rss_mb_before= daemon_rss_mb_after= job_peak_mb= job_rss_peak_mb= ordering= run=
+    e2e rows= tps= achieved= ratio= p95_dev= max_second_ratio= tail= whole_run= span_ratio= first_event_s=
+        done_after_last_s= eta_error= daemon_rss_mb_before= daemon_rss_mb_after= job_peak_mb=
+        job_rss_peak_mb= ordering= workers= run=
 
 Seconds are bucketed as in bench/seconds.py: achieved/ratio/p95_dev/tail leave out the first and the
 last (partial) second, max_second_ratio is over every second, and a line `e2e-all-seconds` gives the
-untrimmed figures. first_event_s runs from the CLI command to the first record's broker stamp,
+untrimmed figures. whole_run is rows / (last - first stamp) and span_ratio whole_run / T: how much of
+the promised speed the whole run delivered, its partial first and last seconds included (what the
+rate contract promises on small windows too). first_event_s runs from the CLI command to the first
+record's broker stamp,
 done_after_last_s from the last record's stamp to the run's ``ended_at``, eta_error is
 |ETA - actual| / actual with actual = command to ``ended_at`` and the ETA the run was created with
 (its card's: a queued run's counts its wait for the runs ahead). job_peak_mb is what the job itself
@@ -163,16 +168,25 @@ def finish_run(daemon: Daemon, started: Started) -> tuple[dict[str, Any], dict[s
     return answers[-1], timings
 
 
-def replay_words(tps: int, ordering: str, source: str = "orders") -> list[str]:
-    return [source, WINDOW, f"tps={tps}", f"ordering={ordering}"]
+def replay_words(tps: int, ordering: str, source: str = "orders", workers: int | None = None) -> list[str]:
+    slots = [f"workers={workers}"] if workers is not None else []
+    return [source, WINDOW, f"tps={tps}", f"ordering={ordering}", *slots]
+
+
+def span_figures(stamps: list[int], tps: int) -> str:
+    """``whole_run= span_ratio=``: rows over the first-to-last stamp span, and that over T."""
+    span_s = (max(stamps) - min(stamps)) / 1000
+    if not span_s:
+        return "whole_run=nan span_ratio=nan"
+    return f"whole_run={len(stamps) / span_s:.1f} span_ratio={len(stamps) / (tps * span_s):.3f}"
 
 
 def run_once(
-    daemon: Daemon, tps: int, ordering: str, source: str = "orders"
+    daemon: Daemon, tps: int, ordering: str, source: str = "orders", workers: int | None = None
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """One replay through the CLI; the final run as the API answered it, and the bench's timings
     (`plan_s`: how long `replay plan` took, the CLI's start included)."""
-    words = replay_words(tps, ordering, source)
+    words = replay_words(tps, ordering, source, workers)
     asked = time.monotonic()
     plans, _ = replay_cli(daemon, "plan", *words)
     plan_s = time.monotonic() - asked
@@ -232,13 +246,10 @@ def formats(bootstrap: str, directory: Path, table: Path, names: list[str], tps:
                 )
             finally:
                 delete_topic(bootstrap, run["topic"])
-            span_s = (max(stamps) - min(stamps)) / 1000
             print(
                 f"e2e-format format={name} rows={len(stamps)} tps={tps} plan_s={timings['plan_s']:.2f} "
                 f"first_event_s={min(stamps) / 1000 - timings['command']:.1f} achieved={whole.achieved:.1f} "
-                f"whole_run={len(stamps) / span_s if span_s else float('nan'):.1f} "
-                f"span_ratio={len(stamps) / (tps * span_s) if span_s else float('nan'):.3f} "
-                f"snapshot={run.get('snapshot')} run={run['id']}",
+                f"{span_figures(stamps, tps)} snapshot={run.get('snapshot')} run={run['id']}",
                 flush=True,
             )
     return failed
@@ -277,6 +288,7 @@ def report_run(
     *,
     ordering: str,
     with_bytes: bool,
+    workers: int | None = None,
 ) -> tuple[list[int], list[Record], Figures]:
     """Print the run's lines from its topic's broker stamps; its stamps (records when asked), figures."""
     topic = run["topic"]
@@ -306,11 +318,13 @@ def report_run(
     print(phases(daemon.state_dir / "runs" / run["id"], first_event))
     print(f"e2e-all-seconds seconds={full.seconds} {full.line()}")
     print(
-        f"e2e rows={len(stamps)} tps={tps} {whole.line()} first_event_s={first_event:.1f} "
+        f"e2e rows={len(stamps)} tps={tps} {whole.line()} {span_figures(stamps, tps)} "
+        f"first_event_s={first_event:.1f} "
         f"done_after_last_s={done_after_last:.1f} eta_error={eta_error:.3f} "
         f"daemon_rss_mb_before={timings['rss_before']:.0f} daemon_rss_mb_after={timings['rss_after']:.0f} "
         f"job_peak_mb={job_peak_mb(daemon.state_dir / 'runs' / run['id'])} "
-        f"job_rss_peak_mb={timings['job_rss_peak']:.0f} ordering={ordering} run={run['id']}",
+        f"job_rss_peak_mb={timings['job_rss_peak']:.0f} ordering={ordering} "
+        f"workers={workers or 'default'} run={run['id']}",
         flush=True,
     )
     return stamps, back.records, whole
@@ -424,6 +438,7 @@ def main() -> int:
     parser.add_argument("--tps", type=int, default=1000)
     parser.add_argument("--ordering", choices=["entity", "none"], default="entity")
     parser.add_argument("--runs", type=int, default=1, help="repeat, one line per run (one daemon)")
+    parser.add_argument("--workers", type=int, help="the runs' workers= (slots); default: the daemon's")
     parser.add_argument(
         "--concurrent", type=int, default=0, metavar="N", help="N replays asked for at once (admission)"
     )
@@ -457,14 +472,20 @@ def main() -> int:
             if args.concurrent:
                 return 1 if concurrent(bootstrap, daemon, args.concurrent, tps, args.ordering) else 0
             for _ in range(args.runs):
-                run, timings = run_once(daemon, tps, args.ordering)
+                run, timings = run_once(daemon, tps, args.ordering, workers=args.workers)
                 if run["state"] != "succeeded":
                     failed += 1
                     print(f"e2e run={run['id']} state={run['state']} reason={run.get('failure_reason')}")
                     continue
                 try:
                     stamps, records, _ = report_run(
-                        bootstrap, daemon, run, timings, ordering=args.ordering, with_bytes=args.max
+                        bootstrap,
+                        daemon,
+                        run,
+                        timings,
+                        ordering=args.ordering,
+                        with_bytes=args.max,
+                        workers=args.workers,
                     )
                     if args.max:
                         partitions = partition_count(bootstrap, run["topic"])

@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from functools import partial
+from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
@@ -39,6 +42,7 @@ from spark_job.progress import AttemptId, Beacon, ProgressReader, duplicates_pos
 from spark_job.publish.dead_letters import DeadLetterPlan, ensure_dead_letter_topic
 from spark_job.publish.publisher import RESULT_SCHEMA, TaskSettings, TaskTotals, publish_partition
 from spark_job.publish.slots import partition_count, task_slots
+from spark_job.publish.time_shape import Shaped, bucket_width, shape
 from spark_job.publish.topics import ensure_topic, topic_max_message_bytes, topic_partitions
 from spark_job.reconcile import DRIVER_MAX_ROWS, end_offsets, reconcile, reconcile_on_driver, run_ranges
 from spark_job.result import (
@@ -71,6 +75,9 @@ quiet = logging.getLogger("spark_job.job.after_failure")
 quiet.setLevel(logging.CRITICAL)
 
 START_LEAD_S = 1.0  # the schedule starts this long after the publish job is submitted: tasks get going
+# A shaped replay's events have times of their own that no task can move (a flat rate's late task
+# shifts its own grid instead): it waits longer, so the tasks are there before its first event.
+SHAPED_START_LEAD_S = 3.0
 # After a failed publish the broker may be the reason: it gets BROKER_PROBE_S to answer at all, else
 # beacons and end offsets are reported unknown at once (the failure reaches people seconds sooner).
 BROKER_PROBE_S = 2.0
@@ -149,14 +156,17 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
         nothing = Published([0] * slots, [], 0.0, None, since=time.time())
         return _result(spec, started_at, rows, nothing, slots, failed=0, reconciled=None)
     ensure_topic(spec.kafka, spec.progress.topic)
-    partitions = partition_count(rows, slots, spec.max_partition_multiple)
+    # a shaped replay runs in one round: each task sends its events by their own times, the whole window
+    one_round = spec.shape is not None
+    partitions = slots if one_round else partition_count(rows, slots, spec.max_partition_multiple)
     sizes = counted.sizes(partitions) or transforms.census(selected, spec, partitions).sizes(partitions)
     assert sizes is not None, "a census modulo the partition count sizes its partitions"
     records = transforms.distribute(transforms.with_record_columns(selected, spec), partitions, spec.ordering)
+    shaped = _shaped(selected, spec)
     before = end_offsets(spec.kafka, spec.topic)
     phase.mark("plan")  # topics checked, partition sizes known
     phase.publishing = True
-    published = _publish(context, records, spec, slots, sizes, started_at, before)
+    published = _publish(context, records, spec, slots, sizes, started_at, before, shaped)
     phase.mark("publish")
     first = min(
         (task["first_delivery_at"] for task in published.tasks if task["first_delivery_at"]), default=None
@@ -202,6 +212,8 @@ class Published:
     seconds: float  # from the schedule's start to the last confirmation
     offsets: OffsetRanges | None  # where the run's records lie; None when the end was unreadable
     since: float  # epoch seconds when publishing began: no beacon of the run is older
+    t0_wall: float | None = None  # the schedule's start (epoch seconds); None: nothing was paced
+    targets: tuple[float, ...] = ()  # a shaped run's events due per schedule second, from t0
 
 
 def _publish(
@@ -212,10 +224,19 @@ def _publish(
     sizes: list[int],
     started_at: str,
     before: dict[int, int],
+    shaped: Shaped | None = None,
 ) -> Published:
     log.info(
         "publishing %d rows, partitions of %s, over %d slots at tps=%d", sum(sizes), sizes, slots, spec.tps
     )
+    if shaped is not None:
+        log.info(
+            "shaped at %sx: peak %.0f/s before the ceiling, last event at %.1f s (%.1f s later for it)",
+            spec.shape.speed if spec.shape else "?",
+            shaped.peak,
+            shaped.last_s,
+            shaped.slid_s,
+        )
     settings = TaskSettings(
         run_id=spec.run_id,
         topic=spec.topic,
@@ -226,7 +247,7 @@ def _publish(
         sizes=sizes,
         tps=spec.tps,
         slots=slots,
-        t0_wall=time.time() + (START_LEAD_S if spec.tps else 0.0),  # unthrottled tasks never wait
+        t0_wall=time.time() + _start_lead_s(spec),
         progress_topic=spec.progress.topic,
         progress_interval_s=spec.progress.interval_s,
         dead_letters=DeadLetterPlan(
@@ -236,6 +257,7 @@ def _publish(
         control_kafka=dict(spec.kafka) if spec.control is not None else None,
         ramp=spec.ramp,
         max_bytes_per_s=spec.max_bytes_per_s,
+        warp=shaped.warp if shaped is not None else None,
     )
     context.setJobGroup(_group(spec.run_id), f"replay {spec.run_id}: publish to {spec.topic}")
     totals = TaskTotals(confirmed=context.accumulator(0), dead_lettered=context.accumulator(0))
@@ -265,7 +287,15 @@ def _publish(
         ) from exc
     log.info("published: %d confirmed", sum(task["confirmed"] for task in tasks))
     seconds = max(time.time() - settings.t0_wall, 1e-6)
-    return Published(sizes, tasks, seconds, _offsets_after(spec, before), since=since)
+    return Published(
+        sizes,
+        tasks,
+        seconds,
+        _offsets_after(spec, before),
+        since=since,
+        t0_wall=settings.t0_wall,
+        targets=shaped.targets if shaped is not None else (),
+    )
 
 
 def _after_failure(
@@ -386,7 +416,7 @@ def _result(
         dead_lettered=sum(task["dead_lettered"] for task in tasks),
         first_delivery_at=iso_utc(first) if first is not None else None,
         last_delivery_at=iso_utc(last) if last is not None else None,
-        rate_series=rate_series(histograms),
+        rate_series=_with_targets(rate_series(histograms), published),
         offsets=published.offsets.document() if published.offsets is not None else None,
         reconcile=reconciled,
         bytes_held_s=_bytes_held(tasks) if spec.max_bytes_per_s is not None else None,
@@ -395,6 +425,50 @@ def _result(
 
 def _bytes_held(tasks: list[Row]) -> float:
     return round(max((task["bytes_held_s"] or 0.0 for task in tasks), default=0.0), 3)
+
+
+def _start_lead_s(spec: JobSpec) -> float:
+    if spec.tps == 0:
+        return 0.0  # unthrottled tasks never wait
+    return SHAPED_START_LEAD_S if spec.shape is not None else START_LEAD_S
+
+
+def _with_targets(series: dict[str, Any] | None, published: Published) -> dict[str, Any] | None:
+    """A shaped run's series also says what was due in each of its seconds (the chart's target line):
+    the schedule's seconds from t0, moved onto the series' own wall-clock seconds."""
+    if series is None or not published.targets or published.t0_wall is None:
+        return series
+    shift = series["start"] - published.t0_wall  # schedule time at the series' first second
+    due = published.targets
+    targets = [round(_due_between(due, k + shift, k + shift + 1), 3) for k in range(len(series["counts"]))]
+    return {**series, "targets": targets}
+
+
+def _due_between(due: tuple[float, ...], start: float, end: float) -> float:
+    """Events due in schedule time ``[start, end)``, ``due[i]`` spread evenly over ``[i, i + 1)``."""
+    total = 0.0
+    for second in range(max(0, math.floor(start)), min(len(due), math.ceil(end))):
+        overlap = min(end, second + 1) - max(start, second)
+        total += due[second] * max(0.0, overlap)
+    return total
+
+
+def _shaped(selected: DataFrame, spec: JobSpec) -> Shaped | None:
+    """A shaped replay's histogram (one pass), served under its ceiling (``time_shape.shape``)."""
+    if spec.shape is None:
+        return None
+    width = bucket_width((_window_end(spec) - spec.shape.origin) / spec.shape.speed)
+    return shape(transforms.shape_counts(selected, spec, width), width, spec.tps)
+
+
+def _window_end(spec: JobSpec) -> float:
+    selection = spec.selection
+    if isinstance(selection, TimeWindow):
+        return selection.end.timestamp()
+    if isinstance(selection, DayWindow):
+        after = selection.end_day + timedelta(days=1)
+        return datetime(after.year, after.month, after.day, tzinfo=UTC).timestamp()
+    raise SourceError(f"a shaped replay needs a window, not {selection.describe()}")
 
 
 def achieved_tps(confirmed: int, first: float | None, last: float | None) -> float | None:

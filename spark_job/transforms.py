@@ -32,7 +32,7 @@ from pyspark.sql.types import (
 
 from spark_job.arrow_map import map_in_arrow
 from spark_job.errors import SourceError
-from spark_job.publish.publisher import EVENT_ID, HEADERS, TIMESTAMP
+from spark_job.publish.publisher import EVENT_ID, HEADERS, OFFSET, TIMESTAMP
 from spark_job.spec.model import (
     Bound,
     CommitRange,
@@ -225,6 +225,7 @@ def with_record_columns(selected: DataFrame, spec: JobSpec) -> DataFrame:
         value = _as_bytes(selected, spec.value_column or "")
     time_column = sf.col(spec.event_time_column) if spec.event_time_column else sf.lit(None)
     headers = [_record_headers(selected, spec.headers_column)] if spec.headers_column else []
+    offsets = [scaled_time(spec).alias(OFFSET)] if spec.shape is not None else []
     return selected.select(
         _as_bytes(selected, spec.key_column).alias(KEY),
         value.alias(VALUE),
@@ -232,7 +233,27 @@ def with_record_columns(selected: DataFrame, spec: JobSpec) -> DataFrame:
         time_column.alias(_TIME),
         sf.col(spec.event_id_column).alias(_ID),
         *_timestamp_columns(selected, spec),
+        *offsets,
     )
+
+
+def scaled_time(spec: JobSpec) -> Column:
+    """A shaped replay's clock for each event: seconds from the window's start, over the speed."""
+    assert spec.shape is not None and spec.event_time_column, "a shaped replay has a shape and a time"
+    moment = sf.unix_micros(sf.col(spec.event_time_column).cast("timestamp")) / 1e6
+    return (moment - sf.lit(spec.shape.origin)) / sf.lit(spec.shape.speed)
+
+
+def shape_counts(selected: DataFrame, spec: JobSpec, width: float) -> list[int]:
+    """The window's events per ``width`` seconds of scaled time (one pass, partial counts only)."""
+    bucket = sf.floor(scaled_time(spec) / sf.lit(width)).cast("long").alias("bucket")
+    rows = selected.groupBy(bucket).agg(sf.count(sf.lit(1)).alias("rows")).collect()
+    found = {int(row["bucket"]): int(row["rows"]) for row in rows if row["bucket"] is not None}
+    counts = [0] * (max(found, default=-1) + 1)
+    for index, rows_in in found.items():
+        if index >= 0:
+            counts[index] = rows_in
+    return counts
 
 
 def value_columns(columns: list[str], spec: JobSpec) -> list[str]:
@@ -286,12 +307,15 @@ def _timestamp_columns(selected: DataFrame, spec: JobSpec) -> list[Column]:
 
 def distribute(records: DataFrame, partitions: int, ordering: str) -> DataFrame:
     """Exactly ``partitions`` partitions, by the hash of ``partition_column`` (the entity key, or the
-    event id without ordering), in event-time order with ``entity``: ``planned_sizes`` counts them."""
+    event id without ordering), in event-time order with ``entity`` or when the replay is shaped (its
+    tasks send by their events' own times): ``planned_sizes`` counts them."""
     if ordering == "entity":
         spread = records.repartition(partitions, KEY).sortWithinPartitions(_TIME, _ID)
+    elif OFFSET in records.columns:
+        spread = records.repartition(partitions, _ID).sortWithinPartitions(_TIME, _ID)
     else:
         spread = records.repartition(partitions, _ID)
-    optional = [name for name in (HEADERS, TIMESTAMP) if name in records.columns]
+    optional = [name for name in (HEADERS, TIMESTAMP, OFFSET) if name in records.columns]
     return spread.select(KEY, VALUE, *optional, sf.col(_ID).cast("string").alias(EVENT_ID))
 
 

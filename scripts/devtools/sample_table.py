@@ -7,14 +7,18 @@ events per order spread across days (so per-entity ordering matters), stable uni
 arguments and the seed, so rewriting with the same arguments gives the same rows.
 
 Run as ``python -m scripts.devtools.sample_table --out DIR --start 2024-01-01 --days 7 --rows-per-day N``;
-``--encrypted-email-key-dir KEYS`` adds an encrypted ``email`` column (see ``scripts.devtools.sample_pii``).
+``--encrypted-email-key-dir KEYS`` adds an encrypted ``email`` column (see ``scripts.devtools.sample_pii``);
+``--daily-curve`` spreads each day's events like real traffic (quiet nights, a morning and an evening
+peak, a few short bursts) instead of evenly: what a time-shaped replay (``tps=original``) is for.
 pyarrow only: seeding must not need a JVM.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import random
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -65,10 +69,39 @@ def day_row_counts(days: int, rows_per_day: int, seed: int, *, uneven: bool) -> 
     return [max(1, round(rows_per_day * rng.uniform(0.6, 1.4))) for _ in range(days)]
 
 
+def daily_weights(rng: random.Random) -> list[float]:
+    """A day's traffic per minute: a night trough, morning and evening peaks, and three bursts of a
+    few minutes at ten times the traffic around them (a campaign, a retry storm)."""
+    weights = []
+    for minute in range(SECONDS_PER_DAY // 60):
+        hour = minute / 60
+        morning = math.exp(-(((hour - 10.5) / 2.0) ** 2))
+        evening = 1.3 * math.exp(-(((hour - 19.5) / 1.5) ** 2))
+        weights.append(0.08 + morning + evening)
+    for _ in range(3):
+        start, length = rng.randrange(7 * 60, 22 * 60), rng.randrange(2, 6)
+        for minute in range(start, start + length):
+            weights[minute] *= 10
+    return weights
+
+
+def _offsets(count: int, rng: random.Random, curve: list[float] | None) -> list[int]:
+    """Microseconds after midnight of ``count`` events: evenly spread, or along ``curve`` (per minute)."""
+    if curve is None:
+        return sorted(rng.randrange(SECONDS_PER_DAY * 1_000_000) for _ in range(count))
+    minutes = rng.choices(range(len(curve)), cum_weights=list(itertools.accumulate(curve)), k=count)
+    return sorted(minute * 60_000_000 + rng.randrange(60_000_000) for minute in minutes)
+
+
 def _day_table(
-    day: date, count: int, rng: random.Random, open_orders: list[_Order], next_order: list[int]
+    day: date,
+    count: int,
+    rng: random.Random,
+    open_orders: list[_Order],
+    next_order: list[int],
+    curve: list[float] | None = None,
 ) -> pa.Table:
-    offsets = sorted(rng.randrange(SECONDS_PER_DAY * 1_000_000) for _ in range(count))
+    offsets = _offsets(count, rng, curve)
     midnight = datetime(day.year, day.month, day.day, tzinfo=UTC)
     columns: dict[str, list[object]] = {name: [] for name in SCHEMA.names}
     for index, offset_us in enumerate(offsets, start=1):
@@ -114,6 +147,7 @@ def write_sample_table(
     seed: int = 7,
     *,
     uneven: bool = False,
+    daily_curve: bool = False,
     encrypted_email_key_dir: Path | None = None,
 ) -> int:
     """Write ``days`` daily partitions under ``out`` and return the number of rows written."""
@@ -125,7 +159,8 @@ def write_sample_table(
     total = 0
     for offset, count in enumerate(day_row_counts(days, rows_per_day, seed, uneven=uneven)):
         day = start + timedelta(days=offset)
-        table = _day_table(day, count, rng, open_orders, next_order)
+        curve = daily_weights(rng) if daily_curve else None
+        table = _day_table(day, count, rng, open_orders, next_order, curve)
         partition = out / f"dt={day.isoformat()}"
         partition.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, partition / "part-0.parquet", compression="snappy")
@@ -146,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--uneven", action="store_true", help="vary rows per day by up to ±40 %%")
     parser.add_argument(
+        "--daily-curve", action="store_true", help="real traffic's shape: quiet nights, peaks and bursts"
+    )
+    parser.add_argument(
         "--encrypted-email-key-dir", type=Path, help="add an encrypted email column (local key kept here)"
     )
     args = parser.parse_args(argv)
@@ -156,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         args.rows_per_day,
         args.seed,
         uneven=args.uneven,
+        daily_curve=args.daily_curve,
         encrypted_email_key_dir=args.encrypted_email_key_dir,
     )
     print(f"wrote {rows} rows in {args.days} daily partitions to {args.out}")

@@ -142,6 +142,10 @@ class PartitionSchedule:
             return 0.0
         return self._segment(index).due(index, self.tps)
 
+    def known(self, index: int) -> bool:
+        """Every deadline is known up front."""
+        return True
+
     def interval(self, index: int) -> float:
         """Mean seconds between this task's events around ``index`` (0 when unthrottled)."""
         return 0.0 if self.tps == 0 else 1 / self._segment(index).share(self.tps)
@@ -164,6 +168,52 @@ class PartitionSchedule:
 
     def _segment(self, index: int) -> Segment:
         return self.segments[max(0, bisect.bisect_right(self._firsts, index) - 1)]
+
+
+class TimedSchedule:
+    """A partition whose events are due at times of their own (a shaped replay,
+    ``spark_job.publish.time_shape``), in schedule seconds after t0, learnt a batch at a time.
+
+    The task reads its partition as it sends it, so only the deadlines of the batches read so far are
+    known (``extend``); one not yet known is due at infinity, which the pacer reads as "not yet". The
+    deadlines never go back (the partition is in event-time order and the warp is monotone).
+    ``interval`` is 0: a task that starts late cannot move its events (they are the traffic's own
+    times, shared with every other task), so it is behind and catches up within ``CATCH_UP``. The
+    ceiling is the warp's, to the histogram's resolution; ``share`` (the ceiling times the task's part
+    of the rows) is its window cap besides, so events bunched inside a bucket never put a second of
+    this task above ``(1 + CATCH_UP) * share + 1``: they wait, and are reported if not made up.
+    """
+
+    tps = math.inf  # paced (not 0), by its own times
+
+    def __init__(self, rows: int, share: float = math.inf) -> None:
+        self.rows = rows
+        self._share = share
+        self._dues: list[float] = []
+
+    def extend(self, dues: Sequence[float]) -> None:
+        last = self._dues[-1] if self._dues else -math.inf
+        for due in dues:
+            last = max(last, due)
+            self._dues.append(last)
+
+    def known(self, index: int) -> bool:
+        return index < len(self._dues)
+
+    def due(self, index: int) -> float:
+        return self._dues[index] if index < len(self._dues) else math.inf
+
+    def interval(self, index: int) -> float:
+        return 0.0
+
+    def window_share(self, index: int) -> float:
+        return self._share
+
+    def events_due(self, elapsed: float) -> int:
+        return bisect.bisect_right(self._dues, elapsed)
+
+
+Schedule = PartitionSchedule | TimedSchedule
 
 
 def partition_schedule(sizes: Sequence[int], tps: float, slots: int, partition: int) -> PartitionSchedule:
@@ -239,7 +289,7 @@ class Pacer:
 
     def __init__(
         self,
-        schedule: PartitionSchedule,
+        schedule: Schedule,
         t0: float,
         *,
         clock: Callable[[], float] = time.monotonic,
@@ -290,11 +340,14 @@ class Pacer:
         if not self._started:  # the task's first look at the clock
             self._started = True
             lag = self._timeline.schedule_of(now) - self._shift - self._schedule.due(self.sent)
-            if lag > 0:
-                interval = self._schedule.interval(self.sent)
+            interval = self._schedule.interval(self.sent)
+            self._virtual = now
+            if lag > 0 and interval > 0:
                 self.late_start_s = math.ceil(lag / interval) * interval
                 self._shift += self.late_start_s
-            self._virtual = now
+            elif lag > 0:  # times of its own cannot move: it is behind from its first deadline
+                self.late_start_s = lag
+                self._virtual = self._deadline(self.sent)
         else:
             self._advance(now)
         self._last = now
@@ -308,6 +361,8 @@ class Pacer:
         if self.sent >= rows:
             self.skipped_s = max(0.0, now - self._virtual)  # still owed when the last event went
             self._virtual = now
+        elif not self._schedule.known(self.sent):  # times of its own, the next batch's not read yet:
+            self.skipped_s = max(0.0, now - self._virtual)  # the schedule clock stays where it is
         elif self._deadline(self.sent) > now:  # nothing owed: the schedule clock rejoins the real one
             self._virtual = now
             self.skipped_s = 0.0
@@ -363,6 +418,8 @@ class Pacer:
         count = wanted
         while count > 0:  # the cap grows with the share of the last event granted: find the fixpoint
             share = speed * self._schedule.window_share(self.sent + count - 1)
+            if math.isinf(share):  # times of its own: the ceiling is in them (time_shape)
+                break
             allowed = self._window_base + window_cap(share) - self.sent
             if count <= allowed:
                 break

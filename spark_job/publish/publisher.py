@@ -46,14 +46,17 @@ from spark_job.publish.dead_letters import (
     is_bad_record,
     kafka_reason,
 )
-from spark_job.publish.pacing import Pacer, partition_schedule
+from spark_job.publish.pacing import Pacer, TimedSchedule, partition_schedule
 from spark_job.publish.reach import BrokerReach, flush_while_reachable
+from spark_job.publish.time_shape import Warp
 from spark_job.publish.timeline import Timeline, ramped
 from spark_job.spec.model import EVENT_ID_HEADER, Control, KafkaValue, Ramp, RateChange
 
 Header = tuple[str, str | bytes | None]  # a record header as confluent-kafka takes it
 # Batches are (key, value[, TIMESTAMP]): the optional column carries timestamp=event's epoch ms.
 TIMESTAMP = "_replay_timestamp"
+# ... and [, OFFSET]: a shaped replay's event time, scaled: seconds after the window's start / speed
+OFFSET = "_replay_offset"
 # ... and [, HEADERS]: a raw record's own headers, array<struct<name, value>>, sent before the provenance.
 HEADERS = "_replay_headers"
 # ... and [, EVENT_ID]: each row's event id as text, which a bad record's reason and dead letter name.
@@ -108,6 +111,7 @@ class TaskSettings:
     control_kafka: dict[str, KafkaValue] | None = None  # the client settings to read it with
     ramp: Ramp | None = None  # a warm-up from a share of tps to all of it, from t0
     max_bytes_per_s: int | None = None  # max_mb: the byte ceiling beside the rate; None: none
+    warp: Warp | None = None  # tps=original: scaled event time -> deadline under the ceiling; None: flat
 
 
 @dataclass(frozen=True)
@@ -218,7 +222,11 @@ def publish_partition(
     identity = Beacon(settings.run_id, partition, attempt, 0, task_id=task_id)
     beacons = BeaconEmitter(producer, settings, identity)
     t0 = time.monotonic() + (settings.t0_wall - time.time())
-    schedule = partition_schedule(settings.sizes, settings.tps, settings.slots, partition)
+    timed = None
+    if settings.warp is not None:  # one round: its part of the rows is its part of the ceiling
+        own = settings.sizes[partition]
+        timed = TimedSchedule(own, share=settings.tps * own / max(1, sum(settings.sizes)))
+    schedule = timed or partition_schedule(settings.sizes, settings.tps, settings.slots, partition)
     rate = RateFollower.start(settings, t0)
     timeline = rate.timeline if rate else shaped_timeline(t0, settings.ramp, ()) if settings.ramp else None
     pacer = Pacer(schedule, t0, sleep=producer.poll, timeline=timeline)
@@ -237,6 +245,8 @@ def publish_partition(
                     f"partition {partition} holds more rows than the {schedule.rows} counted before "
                     "publishing: the source changed while the run read it"
                 )
+            if timed is not None and settings.warp is not None:  # its events' own times, under the ceiling
+                timed.extend([settings.warp.at(x) for x in batch.column(OFFSET).to_pylist()])
             _publish_batch(producer, settings, batch, pacer, counter, beacons, rate, budget)
         while producer.flush(MAX_WAIT_S) > 0:
             counter.raise_if_failed()
@@ -301,10 +311,10 @@ def _publish_batch(
     while done < rows:
         if rate is not None:
             rate.follow(pacer)
-        limit = rows - done
+        left = limit = rows - done
         if budget is not None:
             now = time.monotonic()
-            limit = budget.fitting(ends, done, limit, now)
+            limit = budget.fitting(ends, done, left, now)
             if limit == 0:  # the next record does not fit: it waits for bytes, due or not
                 if pacer.next_due() <= now:
                     budget.hold(now)
@@ -318,7 +328,7 @@ def _publish_batch(
             if budget is not None:
                 now = time.monotonic()
                 budget.spend(ends[end - 1] - (ends[done - 1] if done else 0), now)
-                if end < rows and pacer.next_due() <= now:  # the next is due already: it waits for bytes
+                if granted == limit < left and pacer.next_due() <= now:  # the bytes stopped a due one
                     budget.hold(now)
             if errors is None and own is None and originals is None:  # the common case: no branches
                 send.plain(keys[done:end], values[done:end], event_ids[done:end], timestamps[done:end])

@@ -50,6 +50,8 @@ refused so a typo fails fast instead of being ignored. Shape (optional fields sh
                                         # the whole topic, "dlq_topic": null}
       "ramp": null,                     # {"seconds": 300, "start": 0.1}: from a tenth of tps up to tps
       "max_bytes_per_s": null,          # a byte ceiling beside tps (key, value and header bytes)
+      "shape": null,                    # {"speed": 10, "origin": epoch s}: each event at its own
+                                        # (time - origin) / speed, tps a ceiling per second
       "control": null                   # live control (spark_job.control): {"topic": "replay.control",
                                         # "offset": 0, "changes": [{"at": epoch s, "tps": 3000,
                                         # "paused": false}], "key": hex}: the rate from "at" on;
@@ -217,6 +219,15 @@ class Ramp:
 
 
 @dataclass(frozen=True)
+class Shape:
+    """``tps=original``: every event at ``(event time - origin) / speed`` seconds after the schedule's
+    start, ``tps`` being a ceiling per second (``spark_job.publish.time_shape``)."""
+
+    speed: float
+    origin: float  # epoch seconds: the window's start, where scaled time is 0
+
+
+@dataclass(frozen=True)
 class JobSpec:
     run_id: str
     source: Source
@@ -249,6 +260,7 @@ class JobSpec:
     control: Control | None = None  # live rate changes (spark_job.control); None: the rate is fixed
     ramp: Ramp | None = None  # a warm-up from a share of the rate to all of it; None: the rate at once
     max_bytes_per_s: int | None = None  # max_mb: a byte ceiling beside the rate; None: none
+    shape: Shape | None = None  # tps=original: the traffic's own timeline, tps its ceiling; None: flat
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -262,7 +274,7 @@ class JobSpec:
             del document["source"]["snapshot"]  # and specs of unversioned tables
         if document["decrypt"] is None:
             del document["decrypt"]  # specs of sources without PII stay as they were
-        for optional in ("control", "ramp", "max_bytes_per_s"):
+        for optional in ("control", "ramp", "max_bytes_per_s", "shape"):
             if document[optional] is None:
                 del document[optional]  # and specs without them stay as they were
         if self.mode == "replay":
@@ -358,6 +370,7 @@ def _validate(spec: JobSpec) -> None:
     _validate_control(spec)
     _validate_ramp(spec)
     _validate_byte_ceiling(spec)
+    _validate_shape(spec)
     if spec.decrypt is not None:
         protected = (spec.key_column, spec.event_id_column)
         validate_decrypt(spec.decrypt, value_format=spec.value_format, protected=protected)
@@ -378,21 +391,40 @@ def _validate_mode(spec: JobSpec) -> None:
             )
 
 
+def _throttled_only(spec: JobSpec, field: str) -> None:
+    """Pacing options mean nothing to a reconcile or an unthrottled run: refuse them there."""
+    if spec.mode != "replay" or spec.tps == 0:
+        raise SpecError(field, "is only used by a throttled replay")
+
+
 def _validate_byte_ceiling(spec: JobSpec) -> None:
     if spec.max_bytes_per_s is None:
         return
-    if spec.mode != "replay" or spec.tps == 0:
-        raise SpecError("max_bytes_per_s", "is only used by a throttled replay")
+    _throttled_only(spec, "max_bytes_per_s")
     if spec.max_bytes_per_s < 1:
         raise SpecError("max_bytes_per_s", f"must be >= 1, got {spec.max_bytes_per_s}")
+
+
+def _validate_shape(spec: JobSpec) -> None:
+    shape = spec.shape
+    if shape is None:
+        return
+    _throttled_only(spec, "shape")
+    if not spec.event_time_column:
+        raise SpecError("event_time_column", "is required for a shaped replay (tps=original)")
+    if not 0.01 <= shape.speed <= 100_000:
+        raise SpecError("shape.speed", f"must be between 0.01 and 100000, got {shape.speed}")
+    if spec.ramp is not None:
+        raise SpecError("ramp", "is for a flat rate, not a shaped replay")
+    if not isinstance(spec.selection, DayWindow | TimeWindow):
+        raise SpecError("shape", "needs a window of days or times, not a pipeline's slot")
 
 
 def _validate_ramp(spec: JobSpec) -> None:
     ramp = spec.ramp
     if ramp is None:
         return
-    if spec.mode != "replay" or spec.tps == 0:
-        raise SpecError("ramp", "is only used by a throttled replay")
+    _throttled_only(spec, "ramp")
     if ramp.seconds < 1:
         raise SpecError("ramp.seconds", f"must be >= 1, got {ramp.seconds}")
     if not 0 < ramp.start <= 1:
@@ -403,8 +435,7 @@ def _validate_control(spec: JobSpec) -> None:
     control = spec.control
     if control is None:
         return
-    if spec.mode != "replay" or spec.tps == 0:
-        raise SpecError("control", "is only used by a throttled replay")
+    _throttled_only(spec, "control")
     if control.offset < 0:
         raise SpecError("control.offset", f"must be >= 0, got {control.offset}")
     if control.key is not None and not _CONTROL_KEY.fullmatch(control.key):

@@ -24,6 +24,7 @@ from spark_job.spec.model import (
     RateChange,
     ReconcileTarget,
     Selection,
+    Shape,
     Source,
     TimeWindow,
     WatermarkRange,
@@ -133,6 +134,7 @@ def _parse(doc: _Fields) -> JobSpec:
         control=_parse_control(doc.nested("control")),
         ramp=_parse_ramp(doc.nested("ramp")),
         max_bytes_per_s=doc.get("max_bytes_per_s", int),
+        shape=_parse_shape(doc.nested("shape")),
     )
     doc.done()
     return spec
@@ -162,6 +164,18 @@ def _parse_control(doc: _Fields | None) -> Control | None:
     )
     doc.done()
     return control
+
+
+def _parse_shape(doc: _Fields | None) -> Shape | None:
+    """The ``shape`` section (``None`` when absent): the speed-up and where scaled time starts."""
+    if doc is None:
+        return None
+    shape = Shape(
+        speed=float(doc.get("speed", (int, float), required=True)),
+        origin=float(doc.get("origin", (int, float), required=True)),
+    )
+    doc.done()
+    return shape
 
 
 def _parse_ramp(doc: _Fields | None) -> Ramp | None:

@@ -10,31 +10,21 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, KafkaException
 from py4j.protocol import Py4JNetworkError
 from pyspark.sql import SparkSession
 
-from spark_job import main as job_main
 from spark_job.job import achieved_tps
 from spark_job.progress import ProgressReader
 from spark_job.result import memory_hint, rate_series, reason_of
 from tests.fixtures.kafka import consume_all, create_topic, topic_record_count, unique_topic
-from tests.fixtures.spark import JobRun, job_spec, parse_job_output, write_spec
+from tests.fixtures.spark import job_spec, run_in_process
 
 WINDOW_ROWS = 900  # job_spec's default window
 PROGRESS_TOPIC = "replay.progress.tests"  # job_spec's
 RATE_TOLERANCE = 0.02
-
-
-def run_in_process(
-    spark: SparkSession, directory: Path, document: dict[str, Any], capsys: pytest.CaptureFixture[str]
-) -> JobRun:
-    code = job_main.main([str(write_spec(directory, document))], spark=spark)
-    captured = capsys.readouterr()
-    return parse_job_output(code, captured.out, captured.err)
 
 
 @pytest.mark.parametrize(
