@@ -53,13 +53,20 @@ class DeltaTableStats:
             if any(records[i] is None for i in in_window):  # a writer that kept no stats: count by reading
                 return self._read_count(table, path, partition_column, wanted, None)
             return sum(records[i] - deleted[i] for i in in_window)
-        condition = None
-        if rows.start is not None:
-            condition = ds.field(time_column) >= pa.scalar(rows.start, type=pa.timestamp("us", tz="UTC"))
-        if rows.end is not None:
-            below = ds.field(time_column) < pa.scalar(rows.end, type=pa.timestamp("us", tz="UTC"))
-            condition = below if condition is None else condition & below
-        return self._read_count(table, path, partition_column, wanted, condition)
+        return self._read_count(table, path, partition_column, wanted, _time_condition(rows))
+
+    def window_times(self, path: str, rows: WindowRows, *, snapshot: str | None = None) -> pa.ChunkedArray:
+        """The window's event times as of ``snapshot``, read from the window's partitions only."""
+        table = self._open(path, snapshot)
+        time_column = rows.time_column
+        assert time_column is not None, "event times need the event time column"
+        _require([field.name for field in table.schema().fields], rows.partition_column, time_column)
+        wanted = sorted(day.isoformat() for day in rows.days)
+        try:
+            dataset = table.to_pyarrow_dataset(file_pruning_predicate=[(rows.partition_column, "in", wanted)])
+            return dataset.to_table(filter=_time_condition(rows), columns=[time_column]).column(time_column)
+        except (DeltaError, OSError, pa.ArrowInvalid) as exc:
+            raise _unreadable(path, exc) from exc
 
     def max_value(self, path: str, column: str, *, snapshot: str | None = None) -> Value | None:
         """The column's newest value at ``snapshot``. The log's per-file maxima of files without a
@@ -178,6 +185,19 @@ def _scalar(floor: object, kind: pa.DataType) -> pa.Scalar:
         moment = floor if floor.tzinfo else floor.replace(tzinfo=UTC)
         return pa.scalar(moment - timedelta(milliseconds=1), type=pa.timestamp("us", tz="UTC")).cast(kind)
     return pa.scalar(floor).cast(kind)
+
+
+def _time_condition(rows: WindowRows) -> ds.Expression | None:
+    """``start <= time_column < end``, either bound left out when it is None."""
+    if rows.time_column is None:
+        return None
+    condition = None
+    if rows.start is not None:
+        condition = ds.field(rows.time_column) >= pa.scalar(rows.start, type=pa.timestamp("us", tz="UTC"))
+    if rows.end is not None:
+        below = ds.field(rows.time_column) < pa.scalar(rows.end, type=pa.timestamp("us", tz="UTC"))
+        condition = below if condition is None else condition & below
+    return condition
 
 
 def _deleted_rows(actions: pa.Table) -> list[int]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.conversions import from_bytes
 from pyiceberg.exceptions import NoSuchTableError, ValidationError
@@ -48,23 +49,8 @@ class IcebergTableStats:
         snapshot_id = self._snapshot_id(table, path, snapshot)
         if snapshot_id is None:
             return 0  # a table never written has no rows
-        partition_column, time_column, start, end = (
-            rows.partition_column,
-            rows.time_column,
-            rows.start,
-            rows.end,
-        )
-        names = [field.name for field in table.schema().fields]
-        if partition_column not in names:
-            raise BadRequest(f"the table has no partition column '{partition_column}'")
-        if time_column is not None and time_column not in names:
-            raise BadRequest(f"the table has no column '{time_column}'")
-        self._require_identity_partition(table, path, partition_column)
-        condition = _predicate(In, partition_column, {day.isoformat() for day in rows.days})
-        if time_column is not None and start is not None:
-            condition = And(condition, _predicate(GreaterThanOrEqual, time_column, start.isoformat()))
-        if time_column is not None and end is not None:
-            condition = And(condition, _predicate(LessThan, time_column, end.isoformat()))
+        partition_column, time_column = rows.partition_column, rows.time_column
+        condition = self._window_condition(table, path, rows)
         try:
             scan = table.scan(
                 row_filter=condition, snapshot_id=snapshot_id, selected_fields=(partition_column,)
@@ -137,6 +123,37 @@ class IcebergTableStats:
             )
             for item in reversed(chain)
         ]
+
+    def window_times(self, path: str, rows: WindowRows, *, snapshot: str | None = None) -> pa.ChunkedArray:
+        """The window's event times as of ``snapshot``, deletes applied (one column read)."""
+        time_column = rows.time_column
+        assert time_column is not None, "event times need the event time column"
+        table = self._open(path)
+        snapshot_id = self._snapshot_id(table, path, snapshot)
+        if snapshot_id is None:
+            return pa.chunked_array([], type=pa.timestamp("us", tz="UTC"))
+        condition = self._window_condition(table, path, rows)
+        try:
+            read = table.scan(row_filter=condition, snapshot_id=snapshot_id, selected_fields=(time_column,))
+            return read.to_arrow().column(time_column)
+        except _READ_ERRORS as exc:
+            raise _unreadable(path, exc) from exc
+
+    def _window_condition(self, table: StaticTable, path: str, rows: WindowRows) -> BooleanExpression:
+        """The window's days on the identity partition column, narrowed to its times when it has them."""
+        partition_column, time_column = rows.partition_column, rows.time_column
+        names = [field.name for field in table.schema().fields]
+        if partition_column not in names:
+            raise BadRequest(f"the table has no partition column '{partition_column}'")
+        if time_column is not None and time_column not in names:
+            raise BadRequest(f"the table has no column '{time_column}'")
+        self._require_identity_partition(table, path, partition_column)
+        condition = _predicate(In, partition_column, {day.isoformat() for day in rows.days})
+        if time_column is not None and rows.start is not None:
+            condition = And(condition, _predicate(GreaterThanOrEqual, time_column, rows.start.isoformat()))
+        if time_column is not None and rows.end is not None:
+            condition = And(condition, _predicate(LessThan, time_column, rows.end.isoformat()))
+        return condition
 
     @staticmethod
     def _require_identity_partition(table: StaticTable, path: str, column: str) -> None:

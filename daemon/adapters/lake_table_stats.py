@@ -8,10 +8,13 @@ branch on formats or on where a table is found.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from daemon.adapters.delta_table_stats import DeltaTableStats
 from daemon.adapters.iceberg_table_stats import IcebergTableStats
 from daemon.adapters.table_catalogs import TableCatalogs
 from daemon.adapters.table_stats import ParquetTableStats
+from daemon.adapters.time_histogram import histogram
 from daemon.core.commits import Commit
 from daemon.core.errors import BadRequest
 from daemon.core.watermarks import Value
@@ -69,6 +72,32 @@ class LakeTableStats(TableStats):
             start=rows.start,
             end=rows.end,
         )
+
+    def time_histogram(
+        self,
+        table: TableRef,
+        rows: WindowRows,
+        *,
+        snapshot: str | None,
+        origin: datetime,
+        speed: float,
+        width: float,
+    ) -> list[int]:
+        if rows.time_column is None:
+            raise BadRequest("a shaped replay needs the source's event time column")
+        versioned = self._versioned(table)
+        if versioned is not None:
+            times = versioned.window_times(self._where(table), rows, snapshot=snapshot)
+        else:
+            times = self._parquet.window_times(
+                self._where(table),
+                partition_column=rows.partition_column,
+                days=list(rows.days),
+                time_column=rows.time_column,
+                start=rows.start,
+                end=rows.end,
+            )
+        return histogram(times, origin=origin, speed=speed, width=width)
 
     def max_value(self, table: TableRef, column: str, *, snapshot: str | None = None) -> Value | None:
         versioned = self._versioned(table)

@@ -67,23 +67,55 @@ class ParquetTableStats:
         start: datetime | None = None,
         end: datetime | None = None,
     ) -> int:
-        fs, root = self._resolve(path)
         try:
-            files = self._window_files(fs, root, partition_column, days)
-            if not files:  # nothing to count: still refuse a column the table does not have
-                _require(self.column_names(path), partition_column, time_column)
-                return 0
-            dataset = ds.dataset(files, filesystem=fs, format="parquet")
-            _require([*dataset.schema.names, partition_column], partition_column, time_column)
-            condition: ds.Expression | None = None
-            if time_column is not None and start is not None:
-                condition = ds.field(time_column) >= _utc_scalar(start)
-            if time_column is not None and end is not None:
-                below = ds.field(time_column) < _utc_scalar(end)
-                condition = below if condition is None else condition & below
-            return int(dataset.count_rows(filter=condition))
+            found = self._window(path, partition_column, days, time_column, start, end)
+            return 0 if found is None else int(found[0].count_rows(filter=found[1]))
         except _OPEN_ERRORS as exc:
             raise _unreadable(path, exc) from exc
+
+    def window_times(
+        self,
+        path: str,
+        *,
+        partition_column: str,
+        days: list[date],
+        time_column: str,
+        start: datetime | None = None,
+        end: datetime | None = None,
+    ) -> pa.ChunkedArray:
+        """The window's event times (one column read from the window's files only)."""
+        try:
+            found = self._window(path, partition_column, days, time_column, start, end)
+            if found is None:
+                return pa.chunked_array([], type=pa.timestamp("us", tz="UTC"))
+            return found[0].to_table(filter=found[1], columns=[time_column]).column(time_column)
+        except _OPEN_ERRORS as exc:
+            raise _unreadable(path, exc) from exc
+
+    def _window(
+        self,
+        path: str,
+        partition_column: str,
+        days: list[date],
+        time_column: str | None,
+        start: datetime | None,
+        end: datetime | None,
+    ) -> tuple[ds.Dataset, ds.Expression | None] | None:
+        """The window's files as a dataset and the filter within them; None when no day has a file."""
+        fs, root = self._resolve(path)
+        files = self._window_files(fs, root, partition_column, days)
+        if not files:  # nothing to read: still refuse a column the table does not have
+            _require(self.column_names(path), partition_column, time_column)
+            return None
+        dataset = ds.dataset(files, filesystem=fs, format="parquet")
+        _require([*dataset.schema.names, partition_column], partition_column, time_column)
+        condition: ds.Expression | None = None
+        if time_column is not None and start is not None:
+            condition = ds.field(time_column) >= _utc_scalar(start)
+        if time_column is not None and end is not None:
+            below = ds.field(time_column) < _utc_scalar(end)
+            condition = below if condition is None else condition & below
+        return dataset, condition
 
     def _resolve(self, path: str) -> tuple[pafs.FileSystem, str]:
         """The filesystem and the table's root path in it."""

@@ -87,7 +87,7 @@ from daemon.core.errors import BadRequest, ConfigError, GroupHasMembers, ReplayE
 from daemon.core.grammar import ChartCommand, Command, parse
 from daemon.core.grammar.limits import CEILINGS
 from daemon.core.quantities import render_place
-from daemon.core.rate_shape import rate_label, shape_label
+from daemon.core.rate_shape import rate_label, shape_label, shape_note
 from daemon.core.states import RunKind, RunState
 
 Answer = BaseModel | Sequence[BaseModel]
@@ -114,7 +114,9 @@ def describe_pipeline(pipeline: PipelineOut) -> str:
 
 def describe_run(run: RunOut) -> str:
     text = f"{run.id} {run.state}: {run.source} {run.window} -> {run.topic} at {run.tps}/s"
-    if shape := shape_label(run.tps, run.ramp_s, run.max_mb):
+    if run.speed is not None:
+        text += f" (the original timeline at {run.speed:g}x)"
+    elif shape := shape_label(run.tps, run.ramp_s, run.max_mb):
         text += f" ({shape})"
     if run.paused:
         text += f" (paused; resumes at {run.current_tps}/s)"
@@ -153,7 +155,7 @@ def describe_plan(plan: PlanOut) -> str:
     partitions = f"{plan.partitions} partition{'s' if plan.partitions != 1 else ''}"
     text = (
         f"{plan.rows:,} rows of {plan.source} {plan.window} -> {plan.topic} ({partitions}) "
-        f"at {rate_label(plan.tps, plan.ramp_s, plan.max_mb)}: about {plan.eta_s:,.0f}s"
+        f"at {rate_label(plan.tps, plan.ramp_s, plan.max_mb, plan.speed)}: about {plan.eta_s:,.0f}s"
     )
     if plan.eta_startup_s is not None and plan.eta_publish_s is not None:
         text += " ("
@@ -164,6 +166,8 @@ def describe_plan(plan: PlanOut) -> str:
         if plan.eta_finish_s is not None and plan.eta_finish_s >= 1:
             text += f", ~{plan.eta_finish_s:,.0f}s to finish"
         text += ")"
+    if plan.speed is not None:
+        text += f"\n{shape_note(plan.speed, plan.tps, plan.peak_tps, plan.slid_s)}"
     if plan.rewind_instead:
         text += f"\nthe window is still on the live topic: `replay {plan.rewind_instead}` re-delivers it"
     return text

@@ -83,6 +83,10 @@ class ReplayBody(BaseModel):
         default=None, description="seconds from a tenth of the rate up to all of it; None: all of it at once"
     )
     max_mb: int | None = Field(default=None, description="at most this many megabytes a second; None: none")
+    speed: float | None = Field(
+        default=None,
+        description="tps=original: each event at its own time this many times faster; tps the ceiling",
+    )
     confirm_live: bool = False
     approved_by: str | None = Field(
         default=None, max_length=64, description="the second owner who approved a live replay"
@@ -115,6 +119,7 @@ class ReplayBody(BaseModel):
             auto=AutoBody.of(command.auto),
             ramp_s=command.ramp_s,
             max_mb=command.max_mb,
+            speed=command.speed,
             confirm_live=confirm_live,
             approved_by=approved_by,
             slack_channel=slack_channel,
@@ -140,6 +145,7 @@ class ReplayBody(BaseModel):
             else AutoRate(ceiling=self.auto.max, lag_limit=self.auto.lag_below, group=self.auto.group),
             ramp_s=self.ramp_s,
             max_mb=self.max_mb,
+            speed=self.speed,
         )
 
 
@@ -297,6 +303,15 @@ class PlanOut(BaseModel):
     tps: int
     ramp_s: int | None = Field(default=None, description="ramp=: seconds from a tenth of `tps` up to it")
     max_mb: int | None = Field(default=None, description="max_mb=: megabytes a second at most, beside `tps`")
+    speed: float | None = Field(
+        default=None, description="tps=original: the speed-up; `tps` is then the ceiling"
+    )
+    peak_tps: float | None = Field(
+        default=None, description="tps=original: the busiest second of the window's own times, sped up"
+    )
+    slid_s: float | None = Field(
+        default=None, description="tps=original: how much later the last event goes because of the ceiling"
+    )
     eta_s: float = Field(
         description="from the command to the final state: the wait for a launcher slot + start-up + "
         "publishing + wind-down"
@@ -410,6 +425,9 @@ class RunOut(BaseModel):
     current_tps: int = Field(description="the rate as last set (live control); `tps` until changed")
     ramp_s: int | None = Field(default=None, description="ramp=: seconds from a tenth of `tps` up to it")
     max_mb: int | None = Field(default=None, description="max_mb=: megabytes a second at most, beside `tps`")
+    speed: float | None = Field(
+        default=None, description="tps=original: the speed-up; `tps` is then the ceiling"
+    )
     paused: bool = Field(default=False, description="paused by live control (as last set)")
     rate_changes: list[RateChangeOut] = Field(
         default_factory=list, description="live control: the run's rate changes, pauses and resumes, in order"

@@ -58,9 +58,12 @@ def publish_s(rows: int, tps: float, ramp_s: int | None) -> float:
     return (-b + math.sqrt(b * b + 4 * a * flat)) / (2 * a)
 
 
-def rate_label(tps: int, ramp_s: int | None, max_mb: int | None = None) -> str:
-    """``2,000/s``, ``2,000/s after a 5m ramp from 200/s``, ``2,000/s, at most 5 MB/s``: the rate as
-    the card and the CLI say it."""
+def rate_label(tps: int, ramp_s: int | None, max_mb: int | None = None, speed: float | None = None) -> str:
+    """``2,000/s``, ``2,000/s after a 5m ramp from 200/s``, ``2,000/s, at most 5 MB/s``, ``the original
+    timeline at 60x, at most 2,000/s``: the rate as the card and the CLI say it."""
+    if speed is not None:
+        bytes_too = f", at most {max_mb:,} MB/s" if max_mb else ""
+        return f"the original timeline at {speed:g}x, at most {tps:,}/s{bytes_too}"
     shape = shape_label(tps, ramp_s, max_mb)
     return f"{tps:,}/s" + (f" {shape}" if ramp_s else f", {shape}" if shape else "")
 
@@ -95,3 +98,16 @@ def targets(
             total += 0.0 if rate.paused else rate.tps * factor(offset, ramp_s)
         out.append(total / SAMPLES_PER_SECOND)
     return out
+
+
+def shape_note(speed: float, ceiling: int, peak: float | None, slid_s: float | None) -> str:
+    """What a plan of ``tps=original`` found in the window's own times: its busiest second sped up,
+    and how much later the ceiling lets the last event go."""
+    busiest = "busiest second unknown" if peak is None else f"busiest second {peak:,.0f}/s"
+    if slid_s is None:
+        held = "how far the ceiling slides it unknown"
+    elif slid_s < 0.5:
+        held = f"never above max={ceiling:,}/s"
+    else:
+        held = f"max={ceiling:,}/s slides the last event {render_duration(round(slid_s))} later"
+    return f"its own times at {speed:g}x: {busiest}; {held}"

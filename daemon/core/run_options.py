@@ -55,6 +55,10 @@ class RunOptions:
     auto: AutoRate | None = None  # tps=auto: the daemon steers the rate from the group's lag
     ramp_s: int | None = None  # ramp=: seconds from a tenth of the rate up to all of it (core.rate_shape)
     max_mb: int | None = None  # max_mb=: a byte ceiling beside the rate, in megabytes a second
+    # tps=original: each event at its own time this many times faster, ``tps`` the ceiling; and the
+    # publishing time the plan found for that shape (None: a flat rate)
+    speed: float | None = None
+    shaped_s: float | None = None
     overrides: tuple[str, ...] = ()  # live, force=yes: the overlapping runs it went ahead of
     approved_by: str | None = None  # live, two owners: the second owner
     # The table version the plan counted and every read of the run sees (an Iceberg snapshot id, a
@@ -200,9 +204,10 @@ def _check(options: RunOptions) -> None:
         value = getattr(options, name)
         if value is not None and (not _is_int(value) or value < 0):
             raise ValueError(f"run option {name}={value!r}: a whole number, or absent")
-    eta = options.planned_eta_s
-    if eta is not None and (isinstance(eta, bool) or not isinstance(eta, int | float) or eta < 0):
-        raise ValueError(f"run option planned_eta_s={eta!r}: seconds, or absent")
+    for name in ("planned_eta_s", "speed", "shaped_s"):
+        value = getattr(options, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
+            raise ValueError(f"run option {name}={value!r}: a number of at least 0, or absent")
     for name in ("dlq_topic", "approved_by"):
         value = getattr(options, name)
         if value is not None and not isinstance(value, str):

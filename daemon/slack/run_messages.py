@@ -15,7 +15,7 @@ from typing import Any
 
 from daemon.contract.models import PlanOut, RunOut
 from daemon.core.quantities import render_place
-from daemon.core.rate_shape import rate_label
+from daemon.core.rate_shape import rate_label, shape_note
 from daemon.core.states import TERMINAL_RUN_STATES
 from daemon.slack.blocks import (
     MAX_LINE,
@@ -169,7 +169,7 @@ def run_parent(run: RunOut, *, redirected: tuple[str, str] | None = None) -> Mes
         ("Window", _window(run)),
         ("Rows", count(run.rows)),
         ("Target topic", f"`{escape(run.topic)}`"),
-        ("Rate", rate_label(run.tps, run.ramp_s, run.max_mb)),
+        ("Rate", rate_label(run.tps, run.ramp_s, run.max_mb, run.speed)),
         ("ETA", human_duration(run.duration_estimate_s)),
         ("Requested by", mention(run.requester)),
         ("State", f"{icon} {escape(run.state)}{_place(run)}"),
@@ -261,7 +261,7 @@ def final_reply(run: RunOut, *, zone: tzinfo | None = None) -> Message:
             f":white_check_mark: *Done,* {who}. The broker confirmed {confirmed} events "
             f"({_out_of(run)}) into `{escape(run.topic)}`.",
             f"Achieved {rate(run.achieved_tps)} between the first and the last confirmed delivery "
-            f"(asked {rate_label(run.tps, run.ramp_s, run.max_mb)}); "
+            f"(asked {rate_label(run.tps, run.ramp_s, run.max_mb, run.speed)}); "
             f"the run took {human_duration(run.duration_s)}, start-up included.",
         ]
     elif run.state == "cancelled":
@@ -356,7 +356,10 @@ def _plan_fields(plan: PlanOut) -> dict[str, Any]:
             ("Window", f"`{escape(plan.window)}`" + ("" if " tz=" in plan.window else " (UTC)")),
             ("Rows", count(plan.rows)),
             ("Target topic", f"`{escape(plan.topic)}` ({plan.partitions} partitions)"),
-            ("Rate", f"{rate_label(plan.tps, plan.ramp_s, plan.max_mb)} on {plan.workers} workers"),
+            (
+                "Rate",
+                f"{rate_label(plan.tps, plan.ramp_s, plan.max_mb, plan.speed)} on {plan.workers} workers",
+            ),
             ("ETA", eta_split(plan)),
         ]
     )
@@ -387,6 +390,8 @@ def plan_summary(plan: PlanOut) -> Message:
     )
     hint = rewind_hint(plan.rewind_instead)  # the window is still on the live topic
     extra = [section(hint)] if hint else []
+    if plan.speed is not None:
+        extra.insert(0, section(f"Shape: {shape_note(plan.speed, plan.tps, plan.peak_tps, plan.slid_s)}"))
     return message(text, header("Dry run: nothing was sent"), _plan_fields(plan), *extra)
 
 

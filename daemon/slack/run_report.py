@@ -12,6 +12,7 @@ import re
 from datetime import tzinfo
 
 from daemon.contract.models import ReconcileOut, RunOut
+from daemon.core.grammar.shaped import render_speed
 from daemon.core.quantities import render_duration
 from daemon.core.reconcile import Verdict, VerdictKind
 from daemon.core.windows import TimeWindow, label
@@ -156,7 +157,10 @@ def rerun_command(run: RunOut) -> str:
     live = " topic=live" if run.topic_mode == "live" else ""
     ramp = f" ramp={render_duration(run.ramp_s)}" if run.ramp_s else ""
     ceiling = f" max_mb={run.max_mb}" if run.max_mb else ""
-    return f"/replay {run.source} {pinned_window(run)} tps={run.tps}{live}{ramp}{ceiling}"
+    rate = f"tps={run.tps}"
+    if run.speed is not None:
+        rate = f"tps=original speed={render_speed(run.speed)} max={run.tps}"
+    return f"/replay {run.source} {pinned_window(run)} {rate}{live}{ramp}{ceiling}"
 
 
 def out_of_memory(reason: str) -> bool:

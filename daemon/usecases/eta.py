@@ -75,10 +75,12 @@ def estimate(
     startup_default_s: float | None = None,
     history: int = HISTORY_RUNS,
     ramp_s: int | None = None,
+    publish_s: float | None = None,
 ) -> Eta:
-    """The ETA of `rows` at `tps` (after a ramp of `ramp_s`) on this launcher, its overheads learned
-    from its recent runs."""
-    publish_s = rate_shape.publish_s(rows, tps, ramp_s)
+    """The ETA of `rows` at `tps` (after a ramp of `ramp_s`; `publish_s` when the shape says how long
+    publishing takes) on this launcher, its overheads learned from its recent runs."""
+    if publish_s is None:
+        publish_s = rate_shape.publish_s(rows, tps, ramp_s)
     timings = store.runs.launch_timings(launcher_kind, history) if history > 0 else []
     if timings:
         return Eta(
@@ -126,6 +128,8 @@ def _rows(run: Run) -> int:
 
 
 def _publish_s(run: Run, rows: int) -> float:
+    if run.options.shaped_s is not None:  # tps=original: the plan's time of the window's own shape
+        return run.options.shaped_s
     return rate_shape.publish_s(rows, run.tps, run.options.ramp_s)
 
 

@@ -31,6 +31,7 @@ from spark_job.spec.model import (
     RateChange,
     ReconcileTarget,
     Selection,
+    Shape,
     Source,
     TimeWindow,
     WatermarkRange,
@@ -155,7 +156,16 @@ def build_spec(
         control=_control(run, settings, control_offset),
         ramp=_ramp(run),
         max_bytes_per_s=_byte_ceiling(run),
+        shape=_shape(run),
     )
+
+
+def _shape(run: Run) -> Shape | None:
+    """``tps=original``: the speed-up, from the window's start (a pipeline's slots are never shaped)."""
+    speed = run.options.speed
+    if speed is None or run.kind == RunKind.RECONCILE or run.tps <= 0 or run.window_start is None:
+        return None
+    return Shape(speed=speed, origin=run.window_start.timestamp())
 
 
 def _byte_ceiling(run: Run) -> int | None:

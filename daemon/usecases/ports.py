@@ -246,6 +246,21 @@ class TableStats(ABC):
         """The table's rows ``rows`` selects, as of ``snapshot``."""
 
     @abstractmethod
+    def time_histogram(
+        self,
+        table: TableRef,
+        rows: WindowRows,
+        *,
+        snapshot: str | None,
+        origin: datetime,
+        speed: float,
+        width: float,
+    ) -> list[int]:
+        """The window's events per ``width`` seconds of ``(event time - origin) / speed`` (``rows``
+        names the event time column), as of ``snapshot``: a shaped replay's histogram. It reads one
+        column of the window, not only metadata: a plan of ``tps=original`` costs that read."""
+
+    @abstractmethod
     def max_value(self, table: TableRef, column: str, *, snapshot: str | None = None) -> Value | None:
         """The watermark column's maximum as of ``snapshot`` (a pipeline run's high mark); None for
         no rows."""

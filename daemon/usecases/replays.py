@@ -42,6 +42,7 @@ from daemon.usecases.eta import Eta, check_execution_limit, estimate, waiting
 from daemon.usecases.live_approval import check_live_approval
 from daemon.usecases.ports import TableStats, TopicAdmin, WindowRows
 from daemon.usecases.table_runtime import check_table_runtime
+from spark_job.publish.time_shape import Shaped, bucket_width, shape
 from store import Store
 from store.live_guard import LiveGuard
 from store.models import Run
@@ -95,6 +96,9 @@ class Plan:
     auto: AutoRate | None = None  # tps=auto: ``tps`` is the start rate, the daemon steers from there
     ramp_s: int | None = None  # ramp=: from a tenth of the rate up to all of it over these seconds
     max_mb: int | None = None  # max_mb=: a byte ceiling beside the rate (the plan cannot know sizes)
+    # tps=original: the speed-up, and what the window's own times give under the ceiling ``tps``
+    speed: float | None = None
+    shaped: Shaped | None = None
     snapshot: str | None = None  # the table version counted, which the run will read (None: Parquet)
     table_metadata: str | None = None  # a table named in a catalog: the metadata file the run reads
 
@@ -252,7 +256,8 @@ class ReplayService:
             overlapping = self._overlapping(source.name, topic, start, end)
         else:
             topic, partitions = auto_topic_name(source.name, "<run id>"), self._auto_partitions(source, tps)
-        eta = self.eta(rows, tps, ramp_s=command.ramp_s)
+        shaped = self._shaped(source, table, window, snapshot, command, tps)
+        eta = self.eta(rows, tps, ramp_s=command.ramp_s, publish_s=shaped.last_s if shaped else None)
         limit_s, setting = self._execution_limit()
         check_execution_limit(eta, rows=rows, tps=tps, limit_s=limit_s, setting=setting)
         eta = waiting(self._store, eta, capacity=self._launch_slots, now=self._clock())
@@ -285,6 +290,8 @@ class ReplayService:
             auto=command.auto,
             ramp_s=command.ramp_s,
             max_mb=command.max_mb,
+            speed=command.speed,
+            shaped=shaped,
             snapshot=snapshot,
             table_metadata=table_metadata,
         )
@@ -317,15 +324,38 @@ class ReplayService:
         live = self._topics.describe(source.live_topic) if source.live_topic else None
         return live.partitions if live is not None else partitions_for_rate(tps, TYPICAL_RECORD_BYTES)
 
-    def eta(self, rows: int, tps: int, *, ramp_s: int | None = None) -> Eta:
-        """How long `rows` at `tps` (after a ramp of `ramp_s`) take from the command to the final state
-        on this daemon's launcher."""
+    def _shaped(
+        self,
+        source: Source,
+        table: TableRef,
+        window: DayWindow | TimeWindow,
+        snapshot: str | None,
+        command: ReplayCommand | PlanCommand,
+        ceiling: int,
+    ) -> Shaped | None:
+        """``tps=original``: the window's own times, scaled and served under ``ceiling``."""
+        if command.speed is None:
+            return None
+        if not source.event_time_column:
+            raise BadRequest(f"source '{source.name}' has no event time column for tps=original")
+        start, end = bounds(window)
+        width = bucket_width((end - start).total_seconds() / command.speed)
+        rows = WindowRows(source.partition_column, days(window), source.event_time_column, start, end)
+        counts = self._table_stats.time_histogram(
+            table, rows, snapshot=snapshot, origin=start, speed=command.speed, width=width
+        )
+        return shape(counts, width, ceiling)
+
+    def eta(self, rows: int, tps: int, *, ramp_s: int | None = None, publish_s: float | None = None) -> Eta:
+        """How long `rows` at `tps` (after a ramp of `ramp_s`; or `publish_s` of a shaped replay)
+        take from the command to the final state on this daemon's launcher."""
         return estimate(
             self._store,
             launcher_kind=self._settings.launcher,
             rows=rows,
             tps=tps,
             ramp_s=ramp_s,
+            publish_s=publish_s,
             startup_default_s=self._settings.eta_startup_s,
             history=self._settings.eta_history_runs,
         )
@@ -443,6 +473,8 @@ class ReplayService:
                     auto=plan.auto,
                     ramp_s=plan.ramp_s,
                     max_mb=plan.max_mb,
+                    speed=plan.speed,
+                    shaped_s=round(plan.shaped.last_s, 1) if plan.shaped is not None else None,
                     **dead_letter_options(plan.on_error, source.name),
                     overrides=tuple(o.run_id for o in plan.overlapping) if plan.force else (),
                     approved_by=approved_by,

@@ -65,6 +65,8 @@ def report_fields(result: dict[str, Any], *, confirmed_so_far: int | None, now: 
     series = result.get("rate_series")
     if isinstance(series, dict) and series.get("counts"):
         fields["rate_series"] = {"start": int(series["start"]), "counts": [int(c) for c in series["counts"]]}
+        if isinstance(series.get("targets"), list):  # a shaped run's: due per second, its own shape
+            fields["rate_series"]["targets"] = [float(t) for t in series["targets"]]
     if isinstance(result.get("offsets"), dict):
         fields["offsets"] = result["offsets"]
     if isinstance(result.get("reconcile"), dict):

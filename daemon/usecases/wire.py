@@ -49,6 +49,7 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         current_tps=rate.tps,
         ramp_s=options.ramp_s,
         max_mb=options.max_mb,
+        speed=options.speed,
         paused=rate.paused,
         rate_changes=[
             RateChangeOut(at=datetime.fromtimestamp(c.at, tz=UTC), tps=c.tps, paused=c.paused)
@@ -98,11 +99,14 @@ def rate_series_out(run: Run) -> RateSeriesOut | None:
     if not series or not series.get("counts"):
         return None
     start, counts = int(series["start"]), [int(value) for value in series["counts"]]
+    due = series.get("targets")  # a shaped run's: what its own times put in each second
     return RateSeriesOut(
         start=datetime.fromtimestamp(start, tz=UTC),
         counts=counts,
         target_tps=run.tps,
-        targets=targets(start, len(counts), run.tps, changes_from(run.control), run.options.ramp_s),
+        targets=[float(value) for value in due]
+        if isinstance(due, list)
+        else targets(start, len(counts), run.tps, changes_from(run.control), run.options.ramp_s),
     )
 
 
@@ -149,6 +153,9 @@ def plan_out(plan: Plan) -> PlanOut:
         tps=plan.tps,
         ramp_s=plan.ramp_s,
         max_mb=plan.max_mb,
+        speed=plan.speed,
+        peak_tps=round(plan.shaped.peak, 1) if plan.shaped is not None else None,
+        slid_s=round(plan.shaped.slid_s, 1) if plan.shaped is not None else None,
         eta_s=plan.eta.total_s,
         eta_startup_s=plan.eta.startup_s,
         eta_publish_s=plan.eta.publish_s,

@@ -35,7 +35,7 @@ def _text(message: dict[str, Any]) -> str:
         ("orders 2024-01-07..2024-01-01", "`2024-01-07..2024-01-01`", "window ends before it starts"),
         ("orders 2024-01-01..2024-01-02 tps=0", "`tps=0`", "must be at least 1"),
         ("orders 2024-01-01..2024-01-02 tps=abc", "`tps=abc`", "is not a number"),
-        ("orders 2024-01-01..2024-01-02 speed=5", "`speed=5`", "unknown option 'speed'"),
+        ("orders 2024-01-01..2024-01-02 pace=5", "`pace=5`", "unknown option 'pace'"),
         ("", None, "no command given"),
         ("orders 2024-01-01..2024-01-02 tps=1\u200b0", "`tps=1\u200b0`", "U+200B"),
         ("ordérs 2024-01-01", "`ordérs`", "not a source name"),

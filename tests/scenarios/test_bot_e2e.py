@@ -155,7 +155,7 @@ def test_a_private_channel_the_bot_is_not_in_gets_the_thread_in_the_requesters_d
         ("orders 2024-01-07..2024-01-01", "`2024-01-07..2024-01-01`: window ends before it starts"),
         ("orders 2024-01-02 tps=0", "`tps=0`: must be at least 1"),
         ("orders 2024-01-02 tps=abc", "`tps=abc`: 'abc' is not a number"),
-        ("orders 2024-01-02 speed=5", "`speed=5`: unknown option 'speed'"),
+        ("orders 2024-01-02 pace=5", "`pace=5`: unknown option 'pace'"),
         ("", "no command given"),
         ("orders 2024-01-02 \u202etps=5", "U+202E"),
         ("orders 2023-01-01", "no rows of 'orders' in 2023-01-01"),
@@ -229,3 +229,28 @@ def test_cancelling_someone_elses_run_is_refused_by_the_daemon_ephemerally(
     [mine] = bot.replies(bot.slash(f"cancel {run.id}", user=OWNER).key, timeout_s=60)
     assert f"Cancelling `{run.id}`" in mine["text"]
     assert _wait_for_state(daemon_client, run.id).state == "cancelled"
+
+
+def test_a_replay_on_the_original_timeline_is_planned_from_its_own_times_and_charted_against_them(
+    bot: BotUnderTest, slack: SlackStandin, daemon_client: DaemonClient
+) -> None:
+    """A day of the sample at 4,320x (20 s) under max=50/s: the plan reads the day's own times (its
+    busiest second, and that the ceiling never binds), the run keeps them, and its chart's target
+    line is what those times put in each second."""
+    words = "orders 2024-01-05 tps=original speed=4320x max=50"
+    [planned] = bot.replies(bot.slash(f"plan {words}", user=OWNER).key, timeout_s=60)
+    assert "Shape: its own times at 4320x: busiest second" in repr(planned["blocks"])
+    assert "never above max=50/s" in repr(planned["blocks"])
+
+    run = _wait_for_state(daemon_client, _accepted_run_id(bot, bot.slash(words, user=OWNER).key))
+
+    assert run.state == "succeeded", run.failure_reason
+    assert run.speed == 4320.0 and run.tps == 50 and run.confirmed == 300
+    assert run.reconcile is not None and run.reconcile.verdict().clean
+    parent, _, final, _ = _finished_thread(slack, run.id)
+    assert "the original timeline at 4320x, at most 50/s" in repr(parent.blocks)
+    assert "(asked the original timeline at 4320x, at most 50/s)" in final.text
+    series = daemon_client.rate_series(OWNER, run.id)
+    assert len(series.targets) == len(series.counts) and max(series.targets) <= 50
+    # a day's events spread evenly, 4,320 times faster: about 15 a second, every second of the run
+    assert 10 <= sum(series.counts) / len(series.counts) <= 20, series

@@ -66,6 +66,24 @@ def test_a_ramped_run_says_its_ramp_in_its_card_its_plan_and_its_retry() -> None
     assert rerun_command(ramped).endswith(" ramp=5m")
 
 
+def test_a_shaped_replay_says_its_timeline_on_the_card_its_shape_in_the_plan_and_its_retry() -> None:
+    shaped = changed(RUN, speed=60.0, tps=2_000)
+
+    [rate] = [f["text"] for f in run_messages.run_parent(shaped).blocks[1]["fields"] if "*Rate*" in f["text"]]
+    planned = repr(
+        run_messages.plan_summary(wire_plan(tps=500, speed=60.0, peak_tps=812.4, slid_s=42.0)).blocks
+    )
+    calm = repr(run_messages.plan_summary(wire_plan(tps=500, speed=0.5, peak_tps=12.0, slid_s=0.0)).blocks)
+
+    assert rate == "*Rate*\nthe original timeline at 60x, at most 2,000/s"
+    assert (
+        "Shape: its own times at 60x: busiest second 812/s; max=500/s slides the last event 42s later"
+        in planned
+    )
+    assert "its own times at 0.5x: busiest second 12/s; never above max=500/s" in calm
+    assert " tps=original speed=60x max=2000" in rerun_command(shaped)
+
+
 def test_a_byte_ceiling_is_said_on_the_card_and_its_hold_in_the_report() -> None:
     capped = changed(RUN, max_mb=5, state="succeeded", bytes_held_s=12.0)
 

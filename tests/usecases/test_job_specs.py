@@ -6,6 +6,7 @@ spark_job/test_partitioner.py, spark_job/test_timestamps.py and scenarios/test_t
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from daemon.usecases.catalog import load_catalog
 from daemon.usecases.job_specs import build_spec
 from spark_job.errors import SpecError
 from spark_job.kafka_conf import producer_config
-from spark_job.spec.model import Ramp
+from spark_job.spec.model import Ramp, Shape
 from spark_job.spec.parse import spec_from_dict, spec_from_json
 from tests.fixtures.store_rows import unsaved_day_run
 
@@ -256,6 +257,20 @@ def test_a_byte_ceiling_reaches_the_jobs_spec_in_bytes(tmp_path: Path) -> None:
     assert spec_from_json(spec.to_json()).max_bytes_per_s == 5_000_000
     plain = build_spec(unsaved_day_run(), catalog=catalog, settings=load_settings({}), result_uri=None)
     assert "max_bytes_per_s" not in plain.to_dict()
+
+
+def test_a_replay_on_the_original_timeline_carries_its_speed_and_the_windows_start(tmp_path: Path) -> None:
+    command = parse("orders 2024-01-01 tps=original speed=60x max=500")
+    assert isinstance(command, ReplayCommand)
+    assert ReplayBody.of(command).command(ReplayCommand) == command
+
+    catalog = load_catalog(_catalog(tmp_path))
+    run = unsaved_day_run(speed=60.0, shaped_s=1440.0)
+    spec = build_spec(run, catalog=catalog, settings=load_settings({}), result_uri=None)
+
+    assert spec.shape == Shape(speed=60.0, origin=datetime(2024, 1, 1, tzinfo=UTC).timestamp())
+    assert spec_from_json(spec.to_json()).shape == spec.shape
+    assert spec.tps == run.tps  # the ceiling
 
 
 def test_a_run_without_a_ramp_has_no_ramp_section(tmp_path: Path) -> None:

@@ -97,6 +97,15 @@ def test_a_document_without_a_count_keeps_what_progress_counted() -> None:
     assert fields["confirmed"] == 12 and "on_topic_at_least" not in fields
 
 
+def test_a_shaped_runs_series_keeps_what_was_due_each_second() -> None:
+    series = {"start": 1704067200, "counts": [2, 5], "targets": [2.5, 4.5]}
+    fields = report_fields(
+        {"status": "succeeded", "confirmed": 7, "rate_series": series}, confirmed_so_far=None, now=NOW
+    )
+
+    assert fields["rate_series"] == series
+
+
 def test_a_run_without_a_byte_ceiling_leaves_its_hold_unknown() -> None:
     fields = report_fields(
         {"status": "succeeded", "confirmed": 3, "bytes_held_s": None}, confirmed_so_far=None, now=NOW

@@ -40,7 +40,8 @@ def parse_auto(
     if not wanted:
         if given:
             token = options[given[0]][0]
-            raise GrammarError("max=, lag< and group= go with tps=auto", token=token, usage=usage)
+            reason = "max=, lag< and group= go with tps=auto (max= also with tps=original)"
+            raise GrammarError(reason, token=token, usage=usage)
         return None
     missing = [name for name in AUTO_OPTIONS if name not in options]
     if missing:

@@ -16,6 +16,7 @@ from daemon.core.grammar.drain import check_drain_groups
 from daemon.core.grammar.groups import LagCommand, RewindCommand
 from daemon.core.grammar.help import USAGE
 from daemon.core.grammar.run_control import PauseRunCommand, ResumeRunCommand, TpsCommand
+from daemon.core.grammar.shaped import check_speed
 from daemon.core.grammar.sources import SourcesCommand
 from daemon.core.grammar.values import (
     MAX_IDLE_DAYS,
@@ -65,6 +66,7 @@ RUN_OPTIONS = (
     "watch",
     "ramp",
     "max_mb",
+    "speed",
     "tz",
     *AUTO_OPTIONS,
 )
@@ -102,6 +104,8 @@ class ReplaySpec:
     tz: str | None = None  # the zone the window's days and times were written in (IANA name); None: UTC
     ramp_s: int | None = None  # seconds from a tenth of the rate up to all of it (daemon.core.rate_shape)
     max_mb: int | None = None  # a byte ceiling beside the rate, megabytes per second; None: none
+    # tps=original: each event at its own time, this many times faster, ``tps`` the ceiling (max=)
+    speed: float | None = None
 
     def __post_init__(self) -> None:
         with blaming(None, USAGE["plan" if isinstance(self, PlanCommand) else "replay"]):
@@ -131,6 +135,12 @@ class ReplaySpec:
             check_drain_groups(self.watch)
             check_range("ramp", self.ramp_s, 1, MAX_RAMP_S)
             check_range("max_mb", self.max_mb, 1, MAX_MB)
+            if self.speed is not None:
+                check_speed(self.speed)
+                if self.auto is not None:
+                    raise InvalidValue(None, "give tps=original or tps=auto, not both")
+                if self.ramp_s is not None:
+                    raise InvalidValue(None, "ramp= is for a flat rate; tps=original keeps the traffic's own")
             if self.auto is not None:
                 if not isinstance(self.auto, AutoRate):
                     raise InvalidValue(None, "auto must be an AutoRate")

@@ -5,10 +5,12 @@ from __future__ import annotations
 PREFIX = "/replay"
 
 USAGE: dict[str, str] = {
-    "replay": f"{PREFIX} <source> <window> [tz=<zone>] [tps=N | tps=auto max=N lag<M group=G]"
+    "replay": f"{PREFIX} <source> <window> [tz=<zone>]"
+    " [tps=N | tps=auto max=N lag<M group=G | tps=original speed=Nx [max=N]]"
     " [topic=auto|live] [headers=k:v,k2:v2] [workers=N] [ordering=entity|none] [force=yes]"
     " [timestamp=event|replay] [on_error=fail|dlq] [watch=<group>[,<group>]] [ramp=<duration>] [max_mb=N]",
-    "plan": f"{PREFIX} plan <source> <window> [tz=<zone>] [tps=N | tps=auto max=N lag<M group=G]"
+    "plan": f"{PREFIX} plan <source> <window> [tz=<zone>]"
+    " [tps=N | tps=auto max=N lag<M group=G | tps=original speed=Nx [max=N]]"
     " [topic=auto|live] [headers=k:v,k2:v2] [workers=N] [ordering=entity|none] [force=yes]"
     " [timestamp=event|replay] [on_error=fail|dlq] [watch=<group>[,<group>]] [ramp=<duration>] [max_mb=N]",
     "status": f"{PREFIX} status [run-id]",
@@ -64,11 +66,14 @@ _NOTES = (
     " and p-0123456789ab (pipelines)",
     "ramp=<duration>: start at a tenth of the rate and rise to all of it over that time (a cold downstream);"
     " max_mb=N: at most N megabytes a second as well, whichever is tighter",
+    "tps=original speed=10x: each event at its own time, ten times faster (1x, 0.5x too); max=N caps"
+    " any second, sliding what would top it later",
 )
 _EXAMPLES = (
     f"{PREFIX} orders 2024-01-01..2024-01-07 tps=10k",
     f"{PREFIX} plan orders last=6h topic=live",
     f"{PREFIX} orders yesterday tps=5k ramp=5m max_mb=20",
+    f"{PREFIX} orders yesterday tps=original speed=60x max=20k",
     f"{PREFIX} schedule orders every=15m watermark=updated_at lookback=1h",
     f"{PREFIX} schedule orders every=1h incremental=snapshot",
     f"{PREFIX} tps r-0123456789ab 5k",

@@ -50,6 +50,7 @@ from daemon.core.grammar.help import GENERAL_USAGE, USAGE
 from daemon.core.grammar.limits import Limits
 from daemon.core.grammar.renderer import render
 from daemon.core.grammar.run_control import parse_tps, run_or_pipeline
+from daemon.core.grammar.shaped import parse_original
 from daemon.core.grammar.sources import parse_sources
 from daemon.core.grammar.tokenizer import tokenize
 from daemon.core.grammar.values import (
@@ -207,13 +208,22 @@ def _parse_spec(cls: type[ReplaySpec], command: str, args: list[str], limits: Li
         reason = "a second day or time after the window: a range is written start..end"
         raise GrammarError(reason, token=rest[0], usage=usage, suggestion=suggestion)
     options = _options(rest, RUN_OPTIONS, command)
-    auto = parse_auto(options["tps"][0] if "tps" in options else "", options, usage, max_tps=limits.max_tps)
+    original = parse_original(options, usage, max_tps=limits.max_tps)
+    steering = {name: given for name, given in options.items() if original is None or name != "max"}
+    auto = parse_auto(options["tps"][0] if "tps" in options else "", steering, usage, max_tps=limits.max_tps)
+    if original is not None:
+        tps = original.ceiling
+    elif auto is None:
+        tps = _value(options, "tps", _bounded("tps", limits.max_tps), usage)
+    else:
+        tps = None
     return cls(
         source=source,
         window=window,
         tz=tz,
-        tps=None if auto is not None else _value(options, "tps", _bounded("tps", limits.max_tps), usage),
+        tps=tps,
         auto=auto,
+        speed=original.speed if original is not None else None,
         topic=cast(Topic, _value(options, "topic", _choice(("auto", "live")), usage) or "auto"),
         headers=_value(options, "headers", parse_headers, usage) or (),
         workers=_value(options, "workers", _bounded("workers", limits.max_workers), usage),

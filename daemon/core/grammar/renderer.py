@@ -30,6 +30,7 @@ from daemon.core.grammar.run_control import (
     TpsCommand,
     render_run_control,
 )
+from daemon.core.grammar.shaped import render_speed
 from daemon.core.grammar.sources import SourcesCommand, render_sources
 from daemon.core.grammar.values import render_headers
 from daemon.core.quantities import render_duration
@@ -49,7 +50,11 @@ def _render_spec(spec: ReplaySpec) -> list[str]:
     parts = [spec.source, label(spec.window, spec.tz)]
     if spec.tz is not None:
         parts.append(f"tz={spec.tz}")
-    if spec.tps is not None:
+    if spec.speed is not None:
+        parts += ["tps=original", f"speed={render_speed(spec.speed)}"]
+        if spec.tps is not None:
+            parts.append(f"max={spec.tps}")
+    elif spec.tps is not None:
         parts.append(f"tps={spec.tps}")
     if spec.auto is not None:
         parts += render_auto(spec.auto)

@@ -71,6 +71,17 @@ def test_a_ramp_is_a_duration_and_reads_back_as_written() -> None:
     assert parse("plan orders last=6h ramp=90s") == PlanCommand("orders", RelativeWindow(21_600), ramp_s=90)
 
 
+def test_the_original_timeline_takes_a_speed_and_a_ceiling_and_reads_back_as_written() -> None:
+    command = parse("orders 2024-01-01..2024-01-07 tps=original speed=60x max=20k")
+
+    assert command == ReplayCommand("orders", WEEK, tps=20_000, speed=60.0)
+    assert render(command) == "orders 2024-01-01..2024-01-07 tps=original speed=60x max=20000"
+    assert parse("orders last=6h tps=ORIGINAL speed=0.5") == ReplayCommand(
+        "orders", RelativeWindow(21_600), speed=0.5
+    )
+    assert render(parse("orders last=6h tps=original")) == "orders last=6h tps=original speed=1x"
+
+
 def test_a_byte_ceiling_is_whole_megabytes_and_reads_back_as_written() -> None:
     command = parse("orders 2024-01-01..2024-01-07 tps=5k ramp=5m max_mb=20")
 
@@ -193,7 +204,15 @@ def test_cli_argv_joined_with_shlex_parses_like_slack_text() -> None:
 @pytest.mark.parametrize(
     ("text", "token", "reason"),
     [
-        ("orders last=6h speed=5", "speed=5", "unknown option 'speed'"),
+        ("orders last=6h pace=5", "pace=5", "unknown option 'pace'"),
+        ("orders last=6h speed=5", "speed=5", "goes with tps=original"),
+        ("orders last=6h tps=original speed=0x", "speed=0x", "between 0.01x and 100000x"),
+        ("orders last=6h tps=original speed=1.234x", "speed=1.234x", "at most two decimals"),
+        ("orders last=6h tps=original speed=fast", "speed=fast", "not a speed"),
+        ("orders last=6h tps=original lag<5", "lag<5", "go with tps=auto"),
+        ("orders last=6h tps=original ramp=5m", "ramp=5m", "is for a flat rate"),
+        ("orders last=6h tps=original max=20m", "max=20m", "above this platform's maximum"),
+        ("orders last=6h tps=5 max=5", "max=5", "also with tps=original"),
         ("orders last=6h tps=0", "tps=0", "at least 1"),
         ("orders last=6h tps=abc", "tps=abc", "not a number"),
         ("orders last=6h tps=-1", "tps=-1", "negative"),
@@ -309,12 +328,12 @@ def test_empty_text_shows_the_general_usage() -> None:
 
 def test_error_text_is_token_reason_and_the_commands_usage() -> None:
     with pytest.raises(GrammarError) as caught:
-        parse("orders last=6h speed=5")
+        parse("orders last=6h pace=5")
 
     error = caught.value
     assert isinstance(error, BadRequest)
     assert error.usage == USAGE["replay"]
-    assert str(error) == f"`speed=5`: {error.reason}\nUsage: {USAGE['replay']}"
+    assert str(error) == f"`pace=5`: {error.reason}\nUsage: {USAGE['replay']}"
     assert "tps, topic, headers, workers, ordering" in error.reason
 
 

@@ -179,13 +179,22 @@ autos = st.builds(
     lag_limit=st.integers(min_value=1, max_value=1_000_000_000),
     group=st.from_regex(r"[A-Za-z0-9._-]{1,24}", fullmatch=True),
 )
-rates = tps.map(lambda value: (value, None)) | autos.map(lambda auto: (None, auto))  # tps=N or tps=auto
+speeds = st.integers(min_value=1, max_value=10_000_000).map(lambda hundredths: hundredths / 100)
+# tps=N, tps=auto, or tps=original (its ceiling in tps, or none); a ramp only with a flat rate
+rates = (
+    tps.map(lambda value: (value, None, None))
+    | autos.map(lambda auto: (None, auto, None))
+    | st.tuples(st.none() | tps, st.none(), speeds)
+)
 
 
 def _spec(cls: type[ReplayCommand] | type[PlanCommand]) -> st.SearchStrategy[Command]:
     return st.builds(
-        lambda rate, **rest: cls(tps=rate[0], auto=rate[1], **rest),
+        lambda rate, ramp_s, **rest: cls(
+            tps=rate[0], auto=rate[1], speed=rate[2], ramp_s=None if rate[2] else ramp_s, **rest
+        ),
         rates,
+        st.none() | st.integers(min_value=1, max_value=MAX_RAMP_S),
         source=sources,
         window=windows,
         topic=topics,
@@ -193,7 +202,6 @@ def _spec(cls: type[ReplayCommand] | type[PlanCommand]) -> st.SearchStrategy[Com
         workers=st.none() | st.integers(min_value=1, max_value=512),
         ordering=st.sampled_from(["entity", "none"]),
         watch=watched,
-        ramp_s=st.none() | st.integers(min_value=1, max_value=MAX_RAMP_S),
         max_mb=st.none() | st.integers(min_value=1, max_value=MAX_MB),
     )
 
