@@ -5,6 +5,8 @@
     .venv/bin/python bench/e2e.py --max [--rows 1000000]  # unthrottled: vs a bare loop and Spark's sink
     .venv/bin/python bench/e2e.py --concurrent 3 --tps 3000 --rows 90000  # admission: N at once
     .venv/bin/python bench/e2e.py --formats parquet,iceberg,delta  # the same rows from each table format
+    .venv/bin/python bench/e2e.py --shaped 60 --window 2024-01-01T08:00..2024-01-01T10:00 --tps 2000 \
+        --rows 200000   # tps=original speed=60x max=2000 on a day with a daily curve and bursts
     [--bootstrap HOST:PORT]                               # default: a throwaway broker
 
 Seeds the sample `orders` table (7 daily partitions), starts ``replayd`` as ``scripts/demo`` does (local
@@ -57,6 +59,18 @@ each through one daemon, prints each run's lines as above and then
 
 plan_s: the `replay plan` command (from table metadata); whole_run: rows / (last - first stamp);
 span_ratio: whole_run / T.
+
+``--shaped SPEED`` writes one day of ``--rows`` events along a daily curve with bursts
+(``scripts.devtools.sample_table --daily-curve``), asks ``replay plan <--window> tps=original
+speed=SPEED max=<--tps>`` and runs it, then compares the broker's seconds with the run's own target
+line (what the window's times put in each second under the ceiling, from the run's series):
+
+    e2e-shaped speed= max= rows= plan_peak= plan_slid_s= plan_publish_s= seconds= correlation=
+        within_5pct= max_second= max_second_ratio= first_event_s= eta_error=
+
+correlation: Pearson's, broker count against target, per second; within_5pct: the share of seconds
+whose count is within 5 % of its target (or one event of it, for targets under 20); max_second_ratio:
+the busiest broker second over the ceiling.
 """
 
 from __future__ import annotations
@@ -70,7 +84,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +112,8 @@ from bench.daemon_harness import (
 )
 from bench.seconds import Figures, per_second, span_rate, summary
 from bench.throttle import sample_table
+from daemon.contract.client import DaemonClient
+from scripts.devtools.sample_table import write_sample_table
 from scripts.lake_jars import ensure_lake_jars
 from scripts.spark_kafka_jars import SparkKafkaJarsError, ensure_jars
 from scripts.stray_jobs import interrupt_on_sigterm
@@ -253,6 +269,73 @@ def formats(bootstrap: str, directory: Path, table: Path, names: list[str], tps:
                 flush=True,
             )
     return failed
+
+
+def shaped(bootstrap: str, directory: Path, speed: float, window: str, ceiling: int, rows: int) -> int:
+    """One shaped replay of a day with a daily curve, against its own target line; 1 when it failed."""
+    table = directory / "orders"
+    write_sample_table(table, date(2024, 1, 1), 1, rows, seed=31, daily_curve=True)
+    state = directory / "state-shaped"
+    state.mkdir()
+    words = ["orders", window, "tps=original", f"speed={speed:g}x", f"max={ceiling}"]
+    with replayd(state, bootstrap, table) as daemon:
+        plans, _ = replay_cli(daemon, "plan", *words)
+        plan = plans[0]
+        run, timings = finish_run(daemon, start_run(daemon, words, float(plan["eta_s"])))
+        if run["state"] != "succeeded":
+            print(f"e2e-shaped run={run['id']} state={run['state']} reason={run.get('failure_reason')}")
+            return 1
+        try:
+            stamps = read_back(bootstrap, run["topic"]).stamps
+        finally:
+            delete_topic(bootstrap, run["topic"])
+        with DaemonClient(base_url=daemon.url, token=daemon.env["REPLAY_API_TOKEN"]) as client:
+            series = client.rate_series(daemon.env["REPLAY_USER"], run["id"])
+    start_ms = int(series.start.timestamp()) * 1000
+    counts = [0] * len(series.targets)
+    for stamp in stamps:
+        index = (stamp - start_ms) // 1000
+        if 0 <= index < len(counts):
+            counts[index] += 1
+    targets = series.targets
+    within = sum(
+        1 for got, due in zip(counts, targets, strict=True) if abs(got - due) <= max(1.0, 0.05 * due)
+    )
+    busiest = max(per_second_window(stamps), default=0)
+    actual = _stamp(run["ended_at"]) - timings["command"]
+    print(
+        f"e2e-shaped speed={speed:g} max={ceiling} rows={len(stamps)} plan_peak={plan.get('peak_tps')} "
+        f"plan_slid_s={plan.get('slid_s')} plan_publish_s={plan.get('eta_publish_s', 0):.1f} "
+        f"seconds={len(counts)} correlation={_correlation(counts, targets):.4f} "
+        f"within_5pct={within / len(counts) if counts else float('nan'):.3f} max_second={busiest} "
+        f"max_second_ratio={busiest / ceiling:.3f} "
+        f"first_event_s={min(stamps) / 1000 - timings['command']:.1f} "
+        f"eta_error={abs(timings['eta_s'] - actual) / actual:.3f} run={run['id']}",
+        flush=True,
+    )
+    print(f"per_second={counts}")
+    print(f"targets={[round(t) for t in targets]}")
+    return 0
+
+
+def per_second_window(stamps: list[int]) -> list[int]:
+    """Records in the 1,000 ms starting at each record's stamp (every sliding second that starts at one)."""
+    ordered = sorted(stamps)
+    end, counts = 0, []
+    for index, start in enumerate(ordered):
+        while end < len(ordered) and ordered[end] - start < 1000:
+            end += 1
+        counts.append(end - index)
+    return counts
+
+
+def _correlation(a: list[int], b: list[float]) -> float:
+    if len(a) < 2:
+        return float("nan")
+    mean_a, mean_b = sum(a) / len(a), sum(b) / len(b)
+    cov = sum((x - mean_a) * (y - mean_b) for x, y in zip(a, b, strict=True))
+    spread = (sum((x - mean_a) ** 2 for x in a) * sum((y - mean_b) ** 2 for y in b)) ** 0.5
+    return cov / spread if spread else float("nan")
 
 
 PHASE = re.compile(r"phase=(\w+)(?: s=([0-9.]+))? t=([0-9.]+)")  # first_event has no s=
@@ -448,6 +531,8 @@ def main() -> int:
     parser.add_argument("--max-tps", type=int, default=GRAMMAR_MAX_TPS, help="the rate --max asks for")
     parser.add_argument("--no-spark-sink", action="store_true", help="--max without Spark's sink line")
     parser.add_argument("--bootstrap", help="HOST:PORT of a running broker (default: start one)")
+    parser.add_argument("--shaped", type=float, metavar="SPEED", help="tps=original speed=SPEED, max=--tps")
+    parser.add_argument("--window", default="2024-01-01T08:00..2024-01-01T10:00", help="with --shaped")
     parser.add_argument(
         "--formats",
         help="comma-separated of parquet, iceberg, delta: the same rows replayed from each table format",
@@ -460,6 +545,8 @@ def main() -> int:
     failed = 0
     with tempfile.TemporaryDirectory(prefix="bench-e2e-") as scratch, kafka(args.bootstrap) as bootstrap:
         directory = Path(scratch)
+        if args.shaped:
+            return 1 if shaped(bootstrap, directory, args.shaped, args.window, tps, rows) else 0
         table = sample_table(directory, rows)
         if args.formats:
             names = [name for name in args.formats.split(",") if name]

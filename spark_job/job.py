@@ -214,6 +214,7 @@ class Published:
     since: float  # epoch seconds when publishing began: no beacon of the run is older
     t0_wall: float | None = None  # the schedule's start (epoch seconds); None: nothing was paced
     targets: tuple[float, ...] = ()  # a shaped run's events due per schedule second, from t0
+    slid_s: float | None = None  # a shaped run: how much later the ceiling let its last event go
 
 
 def _publish(
@@ -295,6 +296,7 @@ def _publish(
         since=since,
         t0_wall=settings.t0_wall,
         targets=shaped.targets if shaped is not None else (),
+        slid_s=shaped.slid_s if shaped is not None else None,
     )
 
 
@@ -441,7 +443,7 @@ def _with_targets(series: dict[str, Any] | None, published: Published) -> dict[s
     shift = series["start"] - published.t0_wall  # schedule time at the series' first second
     due = published.targets
     targets = [round(_due_between(due, k + shift, k + shift + 1), 3) for k in range(len(series["counts"]))]
-    return {**series, "targets": targets}
+    return {**series, "targets": targets, "slid_s": round(published.slid_s or 0.0, 1)}
 
 
 def _due_between(due: tuple[float, ...], start: float, end: float) -> float:

@@ -28,18 +28,20 @@ Failure (exit status 1)::
 retry or a re-run sends them again; null when their beacons could not be read, never 0 for unknown).
 ``achieved_tps`` is ``confirmed / (last_delivery_at - first_delivery_at)``, both read from the
 tasks' own delivery reports (one clock, the executors' wall clock; null below 2 confirmed records).
-``rate_series`` counts confirmed deliveries per wall-clock second (``counts[i]`` is second
-``start + i``), summed over successful tasks. ``offsets`` holds, per partition of the target topic,
-the end offsets snapshotted before publishing and after every task ended: every record the run sent
-lies in ``[lo, hi)``. ``behind_schedule_s`` is the most schedule time any task still owed when its
-last event went: how much later than its schedule it finished after a stall it could not make up
-at most 5 % above its share (0 when the requested TPS was sustained); ``late_start_s`` the most
-any task started after its first deadline, ``start_spread_s`` how much later the latest task started
-than the earliest (each against its own schedule): the whole run's span is at most its schedule's
-plus that spread, so a shortfall of ``achieved_tps`` that is not stalls shows here.
-``bytes_held_s`` (``max_mb``) is the longest any task's due events waited for its share of the
-bytes per second (``spark_job.publish.byte_budget``): the time the byte ceiling, not the rate, set;
-null without a byte ceiling. That wait also shows in ``behind_schedule_s`` when it was not made up.
+``rate_series`` counts confirmed deliveries per wall-clock second (``counts[i]`` is second ``start +
+i``), summed over successful tasks; a shaped run's (``tps=original``) also holds ``targets``, the
+events its own times put in each of those seconds under the ceiling, and ``slid_s``, how much later
+than its own time the ceiling let the last event go. ``offsets`` holds, per partition of the target
+topic, the end offsets snapshotted before publishing and after every task ended: every record the
+run sent lies in ``[lo, hi)``. ``behind_schedule_s`` is the most schedule time any task still owed
+when its last event went: how much later than its schedule it finished after a stall it could not
+make up at most 5 % above its share (0 when the requested TPS was sustained); ``late_start_s`` the
+most any task started after its first deadline, ``start_spread_s`` how much later the latest task
+started than the earliest (each against its own schedule): the whole run's span is at most its
+schedule's plus that spread, so a shortfall of ``achieved_tps`` that is not stalls shows here.
+``bytes_held_s`` (``max_mb``) is the longest any task's due events waited for its share of the bytes
+per second (``spark_job.publish.byte_budget``): the time the byte ceiling, not the rate, set; null
+without a byte ceiling. That wait also shows in ``behind_schedule_s`` when it was not made up.
 ``partition_skew`` is largest/smallest partition, null when a partition is empty.
 ``dead_lettered`` counts records set aside with ``on_error=dlq`` whose copy the broker
 confirmed on the dead-letter topic: ``confirmed + dead_lettered == rows_selected``.

@@ -428,6 +428,10 @@ class RunOut(BaseModel):
     speed: float | None = Field(
         default=None, description="tps=original: the speed-up; `tps` is then the ceiling"
     )
+    slid_s: float | None = Field(
+        default=None,
+        description="tps=original: how much later the ceiling let the last event go; None: unknown",
+    )
     paused: bool = Field(default=False, description="paused by live control (as last set)")
     rate_changes: list[RateChangeOut] = Field(
         default_factory=list, description="live control: the run's rate changes, pauses and resumes, in order"

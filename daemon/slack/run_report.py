@@ -101,6 +101,17 @@ def report_line(run: RunOut) -> str:
         f"partition skew {skew}",
         schedule,
     ]
+    if run.speed is not None:  # the ceiling's part in a shaped replay
+        slid = run.slid_s
+        parts.append(
+            "slide under max=: not measured"
+            if slid is None
+            else (
+                f"never above max={run.tps:,}/s"
+                if slid < 0.5
+                else f"max={run.tps:,}/s slid the last event {human_duration(slid)} later"
+            )
+        )
     if run.max_mb is not None:  # the byte ceiling's part: how long it, not the rate, held events back
         held = run.bytes_held_s
         parts.append(

@@ -67,6 +67,8 @@ def report_fields(result: dict[str, Any], *, confirmed_so_far: int | None, now: 
         fields["rate_series"] = {"start": int(series["start"]), "counts": [int(c) for c in series["counts"]]}
         if isinstance(series.get("targets"), list):  # a shaped run's: due per second, its own shape
             fields["rate_series"]["targets"] = [float(t) for t in series["targets"]]
+            if (slid := _float(series.get("slid_s"))) is not None:
+                fields["rate_series"]["slid_s"] = slid
     if isinstance(result.get("offsets"), dict):
         fields["offsets"] = result["offsets"]
     if isinstance(result.get("reconcile"), dict):

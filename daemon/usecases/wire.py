@@ -50,6 +50,7 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         ramp_s=options.ramp_s,
         max_mb=options.max_mb,
         speed=options.speed,
+        slid_s=_slid_s(run),
         paused=rate.paused,
         rate_changes=[
             RateChangeOut(at=datetime.fromtimestamp(c.at, tz=UTC), tps=c.tps, paused=c.paused)
@@ -91,6 +92,12 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         watch=drain_out(run),
         watch_deadline=drain_deadline(run),
     )
+
+
+def _slid_s(run: Run) -> float | None:
+    """A shaped run's slide under its ceiling, as its job reported it with its series."""
+    value = (run.rate_series or {}).get("slid_s")
+    return float(value) if isinstance(value, int | float) else None
 
 
 def rate_series_out(run: Run) -> RateSeriesOut | None:

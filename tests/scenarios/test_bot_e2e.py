@@ -250,6 +250,7 @@ def test_a_replay_on_the_original_timeline_is_planned_from_its_own_times_and_cha
     parent, _, final, _ = _finished_thread(slack, run.id)
     assert "the original timeline at 4320x, at most 50/s" in repr(parent.blocks)
     assert "(asked the original timeline at 4320x, at most 50/s)" in final.text
+    assert "never above max=50/s" in final.text and run.slid_s == 0.0
     series = daemon_client.rate_series(OWNER, run.id)
     assert len(series.targets) == len(series.counts) and max(series.targets) <= 50
     # a day's events spread evenly, 4,320 times faster: about 15 a second, every second of the run

@@ -82,6 +82,9 @@ def test_a_shaped_replay_says_its_timeline_on_the_card_its_shape_in_the_plan_and
     )
     assert "its own times at 0.5x: busiest second 12/s; never above max=500/s" in calm
     assert " tps=original speed=60x max=2000" in rerun_command(shaped)
+    assert "max=2,000/s slid the last event 42s later" in report_line(changed(shaped, slid_s=42.0))
+    assert "never above max=2,000/s" in report_line(changed(shaped, slid_s=0.0))
+    assert "slide under max=: not measured" in report_line(shaped)
 
 
 def test_a_byte_ceiling_is_said_on_the_card_and_its_hold_in_the_report() -> None:

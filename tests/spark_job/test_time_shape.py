@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from spark_job.publish.pacing import CATCH_UP, Pacer, TimedSchedule
 from spark_job.publish.time_shape import BUCKET_S, MAX_BUCKETS, bucket_width, shape
+from spark_job.publish.timeline import Timeline
 from tests.fixtures.pacing import FakeClock, Grant, busiest_second
 
 COUNTS = st.lists(st.integers(0, 400), min_size=1, max_size=300)
@@ -134,3 +135,19 @@ def test_a_task_that_starts_late_catches_up_within_the_ceiling_never_as_a_burst(
     assert pacer.late_start_s == pytest.approx(2.0)
     assert busiest_second(grants) <= (1 + CATCH_UP) * 100 + 1
     assert pacer.sent == 1_000
+
+
+def test_a_pause_holds_a_shaped_task_and_the_resume_continues_its_own_times() -> None:
+    """Live control bends a shaped schedule as it bends a flat one: nothing goes while paused, and
+    the events after the resume keep their spacing (no burst of what the pause held)."""
+    dues = [k / 50 for k in range(500)]  # 50/s for 10 s
+    schedule = TimedSchedule(len(dues))
+    clock = FakeClock(0.0)
+    timeline = Timeline.of(0.0, [(3.0, 0.0), (6.0, 1.0)])  # paused from 3 s to 6 s
+    pacer = Pacer(schedule, 0.0, clock=clock, sleep=clock.sleep, timeline=timeline)
+
+    grants = drive(pacer, clock, schedule, dues, batch=100)
+
+    assert not [at for at, _ in grants if 3.01 < at < 6.0], "sent while paused"
+    assert busiest_second(grants) <= 50 + 1
+    assert max(at for at, _ in grants) == pytest.approx(10 + 3 - 1 / 50, abs=0.02)  # ends 3 s later
