@@ -89,14 +89,7 @@ class LakeTableStats(TableStats):
         if versioned is not None:
             times = versioned.window_times(self._where(table), rows, snapshot=snapshot)
         else:
-            times = self._parquet.window_times(
-                self._where(table),
-                partition_column=rows.partition_column,
-                days=list(rows.days),
-                time_column=rows.time_column,
-                start=rows.start,
-                end=rows.end,
-            )
+            times = self._parquet.window_times(self._where(table), rows)
         return histogram(times, origin=origin, speed=speed, width=width)
 
     def max_value(self, table: TableRef, column: str, *, snapshot: str | None = None) -> Value | None:

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from daemon.core.errors import BadRequest, DependencyDown, Unavailable
 from daemon.core.watermarks import Value
+from daemon.usecases.ports import WindowRows
 
 _OPEN_ERRORS = (FileNotFoundError, pa.ArrowInvalid, OSError)
 
@@ -73,19 +74,15 @@ class ParquetTableStats:
         except _OPEN_ERRORS as exc:
             raise _unreadable(path, exc) from exc
 
-    def window_times(
-        self,
-        path: str,
-        *,
-        partition_column: str,
-        days: list[date],
-        time_column: str,
-        start: datetime | None = None,
-        end: datetime | None = None,
-    ) -> pa.ChunkedArray:
-        """The window's event times (one column read from the window's files only)."""
+    def window_times(self, path: str, rows: WindowRows) -> pa.ChunkedArray:
+        """The window's event times (one column read from the window's files only), as the Iceberg
+        and Delta readers give theirs."""
+        time_column = rows.time_column
+        assert time_column is not None, "event times need the event time column"
         try:
-            found = self._window(path, partition_column, days, time_column, start, end)
+            found = self._window(
+                path, rows.partition_column, list(rows.days), time_column, rows.start, rows.end
+            )
             if found is None:
                 return pa.chunked_array([], type=pa.timestamp("us", tz="UTC"))
             return found[0].to_table(filter=found[1], columns=[time_column]).column(time_column)

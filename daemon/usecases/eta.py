@@ -138,7 +138,8 @@ def _left_s(run: Run, eta: Eta, now: datetime) -> float:
     rows = _rows(run)
     if run.first_delivery_at is not None and run.confirmed is not None:
         left_s = max(0, rows - run.confirmed) / run.tps if run.tps > 0 else 0.0
-        if run.options.ramp_s:  # still in its ramp, the rest goes slower than the full rate
+        # in its ramp, or on its own timeline: the rest does not go at the full rate
+        if run.options.ramp_s or run.options.shaped_s is not None:
             delivering_s = max(0.0, (now - run.first_delivery_at).total_seconds())
             left_s = max(left_s, _publish_s(run, rows) - delivering_s)
         return left_s + eta.finish_s

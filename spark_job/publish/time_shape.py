@@ -24,15 +24,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-MIN_SPEED = 0.01
-MAX_SPEED = 100_000.0
 BUCKET_S = 0.02  # a histogram bucket of scaled time: the warp holds the ceiling to this resolution
 MAX_BUCKETS = 500_000  # wider buckets beyond (10,000 s of scaled time at 0.02 s)
 
 
 def bucket_width(span_s: float) -> float:
-    """The histogram's bucket for ``span_s`` seconds of scaled time: a tenth of a second, or wider so
-    that there are at most ``MAX_BUCKETS``."""
+    """The histogram's bucket for ``span_s`` seconds of scaled time: ``BUCKET_S``, or wider so that
+    there are at most ``MAX_BUCKETS``."""
     return max(BUCKET_S, span_s / MAX_BUCKETS)
 
 
@@ -54,16 +52,12 @@ class Warp:
         x0, x1, y0, y1 = xs[index], xs[index + 1], ys[index], ys[index + 1]
         return y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 > x0 else y1
 
-    def document(self) -> dict[str, list[float]]:
-        return {"xs": list(self.xs), "ys": list(self.ys)}
-
 
 @dataclass(frozen=True)
 class Shaped:
     """What a shaped window does under its ceiling: the map, and what a plan and a chart tell."""
 
     warp: Warp
-    width: float  # seconds of scaled time per histogram bucket
     rows: int
     last_s: float  # the last event's deadline (end of its bucket): the publishing time
     unshaped_last_s: float  # ... had there been no ceiling
@@ -115,7 +109,6 @@ def shape(counts: Sequence[int], width: float, ceiling: float) -> Shaped:
     warp = Warp(tuple(xs), tuple(ys))
     return Shaped(
         warp=warp,
-        width=width,
         rows=rows,
         last_s=warp.at(unshaped) if backlog <= 0 else drained_s,
         unshaped_last_s=unshaped,
@@ -159,15 +152,14 @@ def _per_second(
     waits at the end going at the ceiling."""
     if rows == 0:
         return ()
-    cumulative = list(departed)
     end = len(departed) * width
     seconds = math.ceil(end + backlog / ceiling)
 
     def out_by(t: float) -> float:
         if t >= end:
-            return min(float(rows), (cumulative[-1] if cumulative else 0.0) + (t - end) * ceiling)
+            return min(float(rows), (departed[-1] if departed else 0.0) + (t - end) * ceiling)
         index = int(t / width)
-        before = cumulative[index - 1] if index > 0 else 0.0
-        return before + (cumulative[index] - before) * (t - index * width) / width
+        before = departed[index - 1] if index > 0 else 0.0
+        return before + (departed[index] - before) * (t - index * width) / width
 
     return tuple(out_by(s + 1) - out_by(s) for s in range(seconds))

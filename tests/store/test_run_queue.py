@@ -234,3 +234,29 @@ def test_a_ramped_run_is_estimated_and_waited_for_with_the_time_its_ramp_holds_b
     assert behind.queue_s == 20.0 + 39.0 + 3.0  # its start-up, its ramped publishing, its wind-down
     # 10 s into its ramp: 29 s of its 39 s left, not its 2,675 rows left at the full rate's 26.75 s
     assert in_its_ramp.queue_s == pytest.approx(29.0 + 3.0)
+
+
+def test_a_shaped_run_holding_a_slot_holds_it_for_what_is_left_of_its_own_timeline(database_url: str) -> None:
+    """tps=original at most 1,000/s, 3,000 rows the plan found take 60 s on their own timeline: 10 s
+    in, 50 s are left, not its 2,900 rows at the ceiling's 2.9 s."""
+    now, ticks = T0 + timedelta(seconds=50), iter(T0 + timedelta(seconds=i) for i in range(40))
+    with Store(database_url, clock=lambda: next(ticks)) as store:
+        upgrade(store.engine)
+        flat = estimate(store, launcher_kind="local", rows=3_000, tps=100)
+        ahead = _run(store, tps=1_000, options=RunOptions(planned_rows=3_000, speed=60.0, shaped_s=60.0))
+        assert store.runs.admit(ahead.id, cap=1)
+        store.runs.transition(
+            ahead.id, RunState.SUBMITTED, launcher_kind="local", launcher_handle={}, submitted_at=now
+        )
+        queued = waiting(store, flat, capacity=1, now=now)
+        store.runs.transition(
+            ahead.id,
+            RunState.RUNNING,
+            started_at=now,
+            first_delivery_at=now - timedelta(seconds=10),
+            confirmed=100,
+        )
+        delivering = waiting(store, flat, capacity=1, now=now)
+
+    assert queued.queue_s == 20.0 + 60.0 + 3.0  # its start-up, its own timeline, its wind-down
+    assert delivering.queue_s == pytest.approx(50.0 + 3.0)
