@@ -16,7 +16,7 @@ from confluent_kafka import TIMESTAMP_CREATE_TIME, Message
 from pyspark.sql import SparkSession
 
 from spark_job import main as job_main
-from tests.fixtures.kafka import consume_all, create_topic, unique_topic, value_of
+from tests.fixtures.kafka import KEEP_FOREVER, consume_all, create_topic, unique_topic, value_of
 from tests.fixtures.spark import JobRun, job_spec, parse_job_output, write_spec
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -53,7 +53,8 @@ def test_timestamp_event_stamps_every_record_with_its_rows_event_time(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     topic = unique_topic("event-time")
-    create_topic(kafka_bootstrap, topic, partitions=3, config={"message.timestamp.type": "CreateTime"})
+    config = {"message.timestamp.type": "CreateTime", **KEEP_FOREVER}
+    create_topic(kafka_bootstrap, topic, partitions=3, config=config)
     document = job_spec(sample_table, kafka_bootstrap, topic, window=WINDOW, timestamp="event")
 
     run = run_job(spark, tmp_path, document, capsys)

@@ -25,7 +25,7 @@ from spark_job.errors import SourceError
 from spark_job.spec.model import JobSpec
 from spark_job.spec.parse import spec_from_dict
 from tests.fixtures.bronze import confluent_avro, land_bronze
-from tests.fixtures.kafka import consume_all, create_topic, unique_topic
+from tests.fixtures.kafka import KEEP_FOREVER, consume_all, create_topic, unique_topic
 from tests.fixtures.spark import job_spec, write_spec
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -99,7 +99,7 @@ def raw_document(table: Path, bootstrap: str, topic: str, **overrides: Any) -> d
 def bronze_table(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The originals produced to a topic, consumed, and landed as a bronze table."""
     topic = unique_topic("bronze-source")
-    create_topic(kafka_bootstrap, topic, partitions=3)
+    create_topic(kafka_bootstrap, topic, partitions=3, config=KEEP_FOREVER)
     records = original_records()
     produce(kafka_bootstrap, topic, records)
     landed = consume_all(kafka_bootstrap, topic, expected=len(records))
@@ -112,7 +112,7 @@ def raw_replayed(
 ) -> tuple[dict[str, Any], list[Message]]:
     """The bronze table's 2024-01-02 replayed through the job's entry point, with event timestamps."""
     topic = unique_topic("bronze-replay")
-    create_topic(kafka_bootstrap, topic, partitions=3)
+    create_topic(kafka_bootstrap, topic, partitions=3, config=KEEP_FOREVER)
     directory = tmp_path_factory.mktemp("raw-job")
     result = directory / "result.json"
     document = raw_document(
