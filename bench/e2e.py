@@ -363,6 +363,16 @@ def phases(run_dir: Path, first_event_s: float) -> str:
     return f"phases daemon={daemon} jvm_to_python={float(at) - float(took or 0):.1f} {steps}"
 
 
+def starts(result: Path) -> str:
+    """How late the job's tasks started against their schedule (the job's own figures, not truth)."""
+    try:
+        document = json.loads(result.read_text())
+    except (OSError, ValueError):
+        return "starts=unknown"
+    late, spread = document.get("late_start_s"), document.get("start_spread_s")
+    return f"starts late_start_s={late} start_spread_s={spread}"
+
+
 def report_run(
     bootstrap: str,
     daemon: Daemon,
@@ -399,6 +409,7 @@ def report_run(
         f"daemon_hwm_mb={timings['hwm_after']:.0f} seconds_trimmed={whole.seconds}"
     )
     print(phases(daemon.state_dir / "runs" / run["id"], first_event))
+    print(starts(daemon.state_dir / "runs" / run["id"] / "result.json"))
     print(f"e2e-all-seconds seconds={full.seconds} {full.line()}")
     print(
         f"e2e rows={len(stamps)} tps={tps} {whole.line()} {span_figures(stamps, tps)} "

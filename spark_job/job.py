@@ -74,7 +74,7 @@ log = logging.getLogger(__name__)
 quiet = logging.getLogger("spark_job.job.after_failure")
 quiet.setLevel(logging.CRITICAL)
 
-START_LEAD_S = 1.0  # the schedule starts this long after the publish job is submitted: tasks get going
+START_LEAD_S = 2.0  # the schedule starts this long after the publish job is submitted: tasks get going
 # A shaped replay's events have times of their own that no task can move (a flat rate's late task
 # shifts its own grid instead): it waits longer, so the tasks are there before its first event.
 SHAPED_START_LEAD_S = 3.0

@@ -18,7 +18,7 @@ There is no coordinator at run time, so the schedule is fixed up front from the 
   send at that rate is reported as behind schedule.
 * A task that starts after its first deadline (after the shuffle, after sorting its own partition)
   shifts its own schedule by whole mean intervals of its own; with equal sizes that keeps every
-  deadline on the round's grid.
+  deadline on the round's grid. Less than half a grid step late (``ON_GRID``) is on time.
 * Deadlines are absolute (on a monotonic clock), so sleep overshoot never accumulates into drift.
   Events already due go out as one batch, which keeps per-event Python overhead low.
 * A rate is also a ceiling (rule 8): a task that fell behind catches up at most ``CATCH_UP``
@@ -244,6 +244,10 @@ def due_time(schedule: PartitionSchedule, index: int, t0: float) -> float:
     return t0 + schedule.due(index)
 
 
+# A first look later than its first deadline by at most this many of the round's grid steps (1 / tps)
+# sends that event at once: it still falls before the next event of any sibling, so it pairs with none,
+# and shifting by a whole interval of its own (seconds at a low rate) would cost the run that much.
+ON_GRID = 0.5
 CATCH_UP = 0.05  # a task behind schedule sends at most 5 % above its own share until it is back on time
 MAX_STEP_S = 0.15  # the most real time one gap between two looks at the clock earns: beyond, it is a stall
 WINDOW_S = 1.0  # the ceiling holds in every window of this length (rule 8: per second)
@@ -284,7 +288,8 @@ class Pacer:
     or regained its pace). A task that starts late (slow launch, next round, retry) is not behind: it
     shifts its schedule by whole intervals of its own, rounded up (it waits for its next slot on its
     own grid rather than sending the overdue event at once, which would pair it with the next one),
-    which keeps its stagger among the slots, and ``late_start_s`` says by how much.
+    which keeps its stagger among the slots, and ``late_start_s`` says by how much. A first look
+    within ``ON_GRID`` grid steps of its deadline is on time: the event goes at once, nothing shifts.
     """
 
     def __init__(
@@ -342,7 +347,9 @@ class Pacer:
             lag = self._timeline.schedule_of(now) - self._shift - self._schedule.due(self.sent)
             interval = self._schedule.interval(self.sent)
             self._virtual = now
-            if lag > 0 and interval > 0:
+            if 0 < lag * self._schedule.tps <= ON_GRID:  # still in its own cell of the round's grid
+                self.late_start_s = lag
+            elif lag > 0 and interval > 0:
                 self.late_start_s = math.ceil(lag / interval) * interval
                 self._shift += self.late_start_s
             elif lag > 0:  # times of its own cannot move: it is behind from its first deadline

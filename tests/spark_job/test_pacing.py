@@ -272,6 +272,27 @@ def test_a_late_start_shifts_the_schedule_by_whole_intervals() -> None:
     assert pacer.take(10_000) == 1  # one event, not a 1000-event burst
 
 
+def test_a_start_less_than_half_a_grid_step_late_is_on_time_and_shifts_nothing() -> None:
+    """T=5 on 8 slots: each task's own interval is over a second, the round's grid step 0.2 s. A task
+    10 ms late sent its event at its next own slot, 1.28 s later, and the whole run ended that late."""
+    plans = schedules([19, 25, 14, 20, 22, 17, 21, 16], 5, 8)
+    plan = plans[1]
+    clock = FakeClock()
+    pacer = Pacer(plan, clock.now, clock=clock, sleep=clock.sleep)
+    start = clock.now
+    clock.now = start + plan.due(0) + 0.01
+    assert pacer.take(10) == 1  # at once: the next event of any task is 0.19 s away
+    assert pacer.late_start_s == pytest.approx(0.01)
+    grants = [(clock.now, 1), *drive(pacer, clock, plan.rows - 1)]
+    assert [at - start for at, _ in grants[1:]] == pytest.approx(
+        [plan.due(i) for i in range(1, plan.rows)], abs=0.002
+    )
+    late = Pacer(plan, start, clock=clock, sleep=clock.sleep)
+    clock.now = start + plan.due(0) + 0.11  # over half a step: it waits for its own next slot
+    assert late.take(10) == 0
+    assert late.late_start_s == pytest.approx(plan.interval(0))
+
+
 def test_a_task_starting_within_an_interval_late_keeps_every_second_at_tps() -> None:
     """T=3 on two slots, the second task starting 0.8 s late: it waits for its next slot on its grid
     instead of sending its overdue first event at once, which paired two events and let the window
