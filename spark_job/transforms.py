@@ -8,9 +8,10 @@ key and value bytes pass through untouched, and its own headers travel in a colu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
+from functools import reduce
 
 import pyarrow as pa
 from py4j.protocol import Py4JJavaError
@@ -44,6 +45,7 @@ from spark_job.spec.model import (
     WatermarkRange,
     event_timestamp_column,
 )
+from spark_job.spec.row_filter import FilterNode, FilterValue, Junction, Negation
 
 KEY = "_replay_key"
 VALUE = "_replay_value"
@@ -152,6 +154,7 @@ def required_columns(spec: JobSpec) -> list[str]:
     wanted += [name for name in (spec.event_time_column, spec.value_column) if name]
     wanted += [name for name in (spec.headers_column, spec.raw_timestamp_column) if name]
     wanted += list(spec.value_columns or ())
+    wanted += spec.where.columns() if spec.where is not None else []
     return list(dict.fromkeys(wanted))
 
 
@@ -202,7 +205,50 @@ def _literal(value: Bound | datetime, kind: DataType) -> Column:
 
 def select_window(df: DataFrame, spec: JobSpec) -> DataFrame:
     require_columns(df, spec)
-    return df.where(window_condition(df, spec.selection))
+    condition = window_condition(df, spec.selection)
+    if spec.where is not None:  # beside the window's own condition: one filter the scan can push down
+        condition = condition & filter_condition(df, spec.where.tree)
+    return df.where(condition)
+
+
+def filter_condition(df: DataFrame, node: FilterNode) -> Column:
+    """A ``where=`` tree as a Spark column expression (SQL's three-valued logic: a null matches no
+    comparison, and ``not`` of an unknown is unknown, so such rows are left out)."""
+    if isinstance(node, Junction):
+        parts = [filter_condition(df, part) for part in node.parts]
+        return reduce(lambda a, b: (a & b) if node.both else (a | b), parts)
+    if isinstance(node, Negation):
+        return ~filter_condition(df, node.part)
+    column = sf.col(node.column)
+    if node.test == "is_null":
+        return column.isNotNull() if node.negated else column.isNull()
+    kind = df.select(node.column).schema.fields[0].dataType
+    values = [_filter_literal(value, kind) for value in node.values]
+    if node.test == "compare":
+        return _COMPARE[node.comparison](column, values[0])
+    test = column.isin(values) if node.test == "in" else column.between(values[0], values[1])
+    return ~test if node.negated else test
+
+
+_COMPARE: dict[str, Callable[[Column, Column], Column]] = {
+    "=": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+
+
+def _filter_literal(value: FilterValue, kind: DataType) -> Column:
+    """A filter's value as a literal of its own type; a date against a timestamp is its UTC midnight
+    (never the session's time zone), and numbers are never cast to the column's type (10.5 against
+    whole numbers stays 10.5)."""
+    if isinstance(value, datetime):
+        return _literal(value, kind)
+    if isinstance(value, date) and isinstance(kind, TimestampType | TimestampNTZType):
+        return _literal(datetime.combine(value, time(), UTC), kind)
+    return sf.lit(value)
 
 
 def watermark_high(selected: DataFrame, selection: WatermarkRange) -> Bound:

@@ -52,6 +52,9 @@ refused so a typo fails fast instead of being ignored. Shape (optional fields sh
       "max_bytes_per_s": null,          # a byte ceiling beside tps (key, value and header bytes)
       "shape": null,                    # {"speed": 10, "origin": epoch s}: each event at its own
                                         # (time - origin) / speed, tps a ceiling per second
+      "where": null,                    # a row filter (spark_job.spec.row_filter): {"op": "compare",
+                                        # "column": "status", "cmp": "=", "value": {"type": "string",
+                                        # "value": "paid"}}, and/or/not/in/between/is_null nodes
       "control": null                   # live control (spark_job.control): {"topic": "replay.control",
                                         # "offset": 0, "changes": [{"at": epoch s, "tps": 3000,
                                         # "paused": false}], "key": hex}: the rate from "at" on;
@@ -75,6 +78,7 @@ from typing import Any, Literal, get_args
 
 from spark_job.errors import SpecError
 from spark_job.spec.decrypt import Decrypt, validate_decrypt
+from spark_job.spec.row_filter import RowFilter
 
 KafkaValue = str | int | float | bool
 Bound = str | int | float | None
@@ -261,6 +265,7 @@ class JobSpec:
     ramp: Ramp | None = None  # a warm-up from a share of the rate to all of it; None: the rate at once
     max_bytes_per_s: int | None = None  # max_mb: a byte ceiling beside the rate; None: none
     shape: Shape | None = None  # tps=original: the traffic's own timeline, tps its ceiling; None: flat
+    where: RowFilter | None = None  # where=: the rows of the selection to keep; None: every row
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -274,7 +279,8 @@ class JobSpec:
             del document["source"]["snapshot"]  # and specs of unversioned tables
         if document["decrypt"] is None:
             del document["decrypt"]  # specs of sources without PII stay as they were
-        for optional in ("control", "ramp", "max_bytes_per_s", "shape"):
+        document["where"] = dict(self.where.document) if self.where is not None else None
+        for optional in ("control", "ramp", "max_bytes_per_s", "shape", "where"):
             if document[optional] is None:
                 del document[optional]  # and specs without them stay as they were
         if self.mode == "replay":

@@ -29,6 +29,7 @@ from spark_job.spec.model import (
     TimeWindow,
     WatermarkRange,
 )
+from spark_job.spec.row_filter import RowFilter
 from spark_job.uris import read_text
 
 
@@ -135,6 +136,7 @@ def _parse(doc: _Fields) -> JobSpec:
         ramp=_parse_ramp(doc.nested("ramp")),
         max_bytes_per_s=doc.get("max_bytes_per_s", int),
         shape=_parse_shape(doc.nested("shape")),
+        where=_parse_where(doc.get("where", dict)),
     )
     doc.done()
     return spec
@@ -176,6 +178,11 @@ def _parse_shape(doc: _Fields | None) -> Shape | None:
     )
     doc.done()
     return shape
+
+
+def _parse_where(document: dict[str, Any] | None) -> RowFilter | None:
+    """The ``where`` tree (``None`` when absent), read back and checked node by node."""
+    return RowFilter(document) if document is not None else None
 
 
 def _parse_ramp(doc: _Fields | None) -> Ramp | None:

@@ -4,6 +4,7 @@ token, checked against the table's columns, carried to the job as a typed JSON d
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
@@ -178,7 +179,7 @@ conditions: st.SearchStrategy[Predicate] = st.one_of(
 )
 
 
-def _flat(kind: type[And] | type[Or]):  # type: ignore[no-untyped-def]
+def _flat(kind: type[And] | type[Or]) -> Callable[[list[Predicate]], Predicate]:
     def build(parts: list[Predicate]) -> Predicate:
         flat: list[Predicate] = []
         for part in parts:
