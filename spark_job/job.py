@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -42,7 +41,7 @@ from spark_job.progress import AttemptId, Beacon, ProgressReader, duplicates_pos
 from spark_job.publish.dead_letters import DeadLetterPlan, ensure_dead_letter_topic
 from spark_job.publish.publisher import RESULT_SCHEMA, TaskSettings, TaskTotals, publish_partition
 from spark_job.publish.slots import partition_count, task_slots
-from spark_job.publish.time_shape import Shaped, bucket_width, shape
+from spark_job.publish.time_shape import Departures, Shaped, bucket_width, shape
 from spark_job.publish.topics import ensure_topic, topic_max_message_bytes, topic_partitions
 from spark_job.reconcile import DRIVER_MAX_ROWS, end_offsets, reconcile, reconcile_on_driver, run_ranges
 from spark_job.result import (
@@ -213,7 +212,7 @@ class Published:
     offsets: OffsetRanges | None  # where the run's records lie; None when the end was unreadable
     since: float  # epoch seconds when publishing began: no beacon of the run is older
     t0_wall: float | None = None  # the schedule's start (epoch seconds); None: nothing was paced
-    targets: tuple[float, ...] = ()  # a shaped run's events due per schedule second, from t0
+    departures: Departures | None = None  # a shaped run: its events due by any schedule time
     slid_s: float | None = None  # a shaped run: how much later the ceiling let its last event go
 
 
@@ -295,7 +294,7 @@ def _publish(
         _offsets_after(spec, before),
         since=since,
         t0_wall=settings.t0_wall,
-        targets=shaped.targets if shaped is not None else (),
+        departures=shaped.departures if shaped is not None else None,
         slid_s=shaped.slid_s if shaped is not None else None,
     )
 
@@ -437,22 +436,16 @@ def _start_lead_s(spec: JobSpec) -> float:
 
 def _with_targets(series: dict[str, Any] | None, published: Published) -> dict[str, Any] | None:
     """A shaped run's series also says what was due in each of its seconds (the chart's target line):
-    the schedule's seconds from t0, moved onto the series' own wall-clock seconds."""
-    if series is None or not published.targets or published.t0_wall is None:
+    the schedule's departures between the series' own wall-clock seconds, read at the histogram's
+    resolution (a whole schedule second spread evenly would misplace a burst's edge, and the
+    sampling noise of a quiet stretch, by a fraction of a second's events)."""
+    departures = published.departures
+    if series is None or departures is None or published.t0_wall is None:
         return series
     shift = series["start"] - published.t0_wall  # schedule time at the series' first second
-    due = published.targets
-    targets = [round(_due_between(due, k + shift, k + shift + 1), 3) for k in range(len(series["counts"]))]
+    seconds = range(len(series["counts"]))
+    targets = [round(departures.between(k + shift, k + shift + 1), 3) for k in seconds]
     return {**series, "targets": targets, "slid_s": round(published.slid_s or 0.0, 1)}
-
-
-def _due_between(due: tuple[float, ...], start: float, end: float) -> float:
-    """Events due in schedule time ``[start, end)``, ``due[i]`` spread evenly over ``[i, i + 1)``."""
-    total = 0.0
-    for second in range(max(0, math.floor(start)), min(len(due), math.ceil(end))):
-        overlap = min(end, second + 1) - max(start, second)
-        total += due[second] * max(0.0, overlap)
-    return total
 
 
 def _shaped(selected: DataFrame, spec: JobSpec) -> Shaped | None:

@@ -54,6 +54,31 @@ class Warp:
 
 
 @dataclass(frozen=True)
+class Departures:
+    """The queue's cumulative departures at each bucket's end, then what still waits going at the
+    ceiling: how many events are due by any schedule time, to the histogram's resolution."""
+
+    departed: tuple[float, ...]
+    width: float
+    ceiling: float
+    rows: int
+
+    def out_by(self, t: float) -> float:
+        """Events due in schedule time ``[0, t)`` (uniform within a bucket, as the warp assumes)."""
+        if t <= 0 or not self.departed:
+            return 0.0
+        end = len(self.departed) * self.width
+        if t >= end:
+            return min(float(self.rows), self.departed[-1] + (t - end) * self.ceiling)
+        index = int(t / self.width)
+        before = self.departed[index - 1] if index > 0 else 0.0
+        return before + (self.departed[index] - before) * (t - index * self.width) / self.width
+
+    def between(self, start: float, end: float) -> float:
+        return self.out_by(end) - self.out_by(start)
+
+
+@dataclass(frozen=True)
 class Shaped:
     """What a shaped window does under its ceiling: the map, and what a plan and a chart tell."""
 
@@ -62,7 +87,21 @@ class Shaped:
     last_s: float  # the last event's deadline (end of its bucket): the publishing time
     unshaped_last_s: float  # ... had there been no ceiling
     peak: float  # the busiest second of the scaled traffic, events per second (before the ceiling)
-    targets: tuple[float, ...]  # events due in each second of the schedule, after the ceiling
+    departures: Departures  # events due by any schedule time: a target line at any offset
+
+    @property
+    def targets(self) -> tuple[float, ...]:
+        """Events due in each whole second of the schedule, after the ceiling."""
+        if self.rows == 0:
+            return ()
+        departures = self.departures
+        seconds = math.ceil(len(departures.departed) * departures.width + self._waiting / departures.ceiling)
+        return tuple(departures.between(s, s + 1) for s in range(seconds))
+
+    @property
+    def _waiting(self) -> float:
+        departed = self.departures.departed
+        return max(0.0, self.rows - (departed[-1] if departed else 0.0))
 
     @property
     def slid_s(self) -> float:
@@ -113,7 +152,7 @@ def shape(counts: Sequence[int], width: float, ceiling: float) -> Shaped:
         last_s=warp.at(unshaped) if backlog <= 0 else drained_s,
         unshaped_last_s=unshaped,
         peak=_peak(counts, width),
-        targets=_per_second(departed, width, backlog, ceiling, rows),
+        departures=Departures(tuple(departed), width, ceiling, rows),
     )
 
 
@@ -143,23 +182,3 @@ def _peak(counts: Sequence[int], width: float) -> float:
             running -= counts[index - per]
         busiest = max(busiest, running)
     return float(busiest)
-
-
-def _per_second(
-    departed: Sequence[float], width: float, backlog: float, ceiling: float, rows: int
-) -> tuple[float, ...]:
-    """Events due in each whole second of the schedule: the queue's departures, then what still
-    waits at the end going at the ceiling."""
-    if rows == 0:
-        return ()
-    end = len(departed) * width
-    seconds = math.ceil(end + backlog / ceiling)
-
-    def out_by(t: float) -> float:
-        if t >= end:
-            return min(float(rows), (departed[-1] if departed else 0.0) + (t - end) * ceiling)
-        index = int(t / width)
-        before = departed[index - 1] if index > 0 else 0.0
-        return before + (departed[index] - before) * (t - index * width) / width
-
-    return tuple(out_by(s + 1) - out_by(s) for s in range(seconds))

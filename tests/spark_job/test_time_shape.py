@@ -70,6 +70,24 @@ def test_a_burst_above_the_ceiling_slides_later_and_the_lull_after_it_absorbs_it
     assert shaped.last_s == pytest.approx(3.0)
 
 
+@pytest.mark.parametrize("offset", [0.25, 0.5, 0.86])
+def test_the_target_line_at_any_offset_counts_the_deadlines_that_fall_in_each_second(offset: float) -> None:
+    """The chart's seconds are wall-clock seconds, a fraction of a second off the schedule's: read at
+    the histogram's resolution, each holds what the events' own deadlines put in it. Spreading each
+    whole schedule second evenly instead misplaced a burst's draining edge by tens of events."""
+    width = 0.02
+    counts = [4] * 150 + [100] * 25 + [4] * 150  # 200/s, half a second at 5,000/s, 200/s again
+    shaped = shape(counts, width, 2_000)
+    deadlines = [shaped.warp.at((i + (j + 0.5) / n) * width) for i, n in enumerate(counts) for j in range(n)]
+    seconds = range(math.ceil(shaped.last_s) - 1)
+    due = [sum(1 for d in deadlines if k + offset <= d < k + 1 + offset) for k in seconds]
+    line = [shaped.departures.between(k + offset, k + 1 + offset) for k in seconds]
+    assert max(abs(a - b) for a, b in zip(due, line, strict=True)) <= 2, (due, line)
+    whole = shaped.targets
+    spread = [(1 - offset) * whole[k] + offset * whole[k + 1] for k in seconds]
+    assert max(abs(a - b) for a, b in zip(due, spread, strict=True)) > 50  # what the line was before
+
+
 def test_a_window_under_the_ceiling_keeps_its_own_times() -> None:
     counts = [1, 5, 0, 0, 9, 2]  # tenths of a second
     shaped = shape(counts, 0.1, 1_000)
