@@ -10,6 +10,8 @@ row whose column is null matches no comparison and is left out, as in Spark.
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
 
@@ -41,8 +43,10 @@ def column_kinds(schema: pa.Schema) -> dict[str, Kind]:
 
 
 def _kind(arrow: pa.DataType) -> Kind | None:
-    if pa.types.is_string(arrow) or pa.types.is_large_string(arrow) or pa.types.is_dictionary(arrow):
-        return "string" if not pa.types.is_dictionary(arrow) else _kind(arrow.value_type)
+    if pa.types.is_dictionary(arrow):
+        return _kind(arrow.value_type)
+    if pa.types.is_string(arrow) or pa.types.is_large_string(arrow):
+        return "string"
     if pa.types.is_integer(arrow):
         return "integer"
     if pa.types.is_floating(arrow) or pa.types.is_decimal(arrow):
@@ -101,13 +105,13 @@ def _found_in(field: pc.Expression, scalars: list[pa.Scalar]) -> pc.Expression:
     return pc.if_else(field.is_null(), pa.scalar(None, type=pa.bool_()), found)
 
 
-_COMPARE = {
-    "=": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
+_COMPARE: dict[str, Callable[[pc.Expression, pa.Scalar], pc.Expression]] = {
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
 }
 
 

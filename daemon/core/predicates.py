@@ -380,14 +380,7 @@ def render_value(value: Value) -> str:
 
 def columns_of(predicate: Predicate) -> Iterator[str]:
     """Every column the predicate reads, in order, with repeats."""
-    match predicate:
-        case Compare(column) | In(column) | Between(column) | IsNull(column):
-            yield column
-        case Not(part):
-            yield from columns_of(part)
-        case And(parts) | Or(parts):
-            for part in parts:
-                yield from columns_of(part)
+    return (node.column for node in _conditions(predicate))
 
 
 def check_predicate(

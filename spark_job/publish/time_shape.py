@@ -90,20 +90,6 @@ class Shaped:
     departures: Departures  # events due by any schedule time: a target line at any offset
 
     @property
-    def targets(self) -> tuple[float, ...]:
-        """Events due in each whole second of the schedule, after the ceiling."""
-        if self.rows == 0:
-            return ()
-        departures = self.departures
-        seconds = math.ceil(len(departures.departed) * departures.width + self._waiting / departures.ceiling)
-        return tuple(departures.between(s, s + 1) for s in range(seconds))
-
-    @property
-    def _waiting(self) -> float:
-        departed = self.departures.departed
-        return max(0.0, self.rows - (departed[-1] if departed else 0.0))
-
-    @property
     def slid_s(self) -> float:
         """How much later than its own time the last event goes because of the ceiling."""
         return max(0.0, self.last_s - self.unshaped_last_s)

@@ -16,8 +16,7 @@ from daemon.core.predicates import parse_predicate, predicate_document
 from spark_job import transforms
 from spark_job.errors import SpecError
 from spark_job.spec.parse import spec_from_dict
-from tests.fixtures.spark import job_spec
-from tests.spark_job.test_transforms import ids_of, lake_ids
+from tests.fixtures.spark import ids_of, job_spec, lake_ids
 
 WINDOW = (pc.field("dt") >= "2024-01-02") & (pc.field("dt") <= "2024-01-04")
 

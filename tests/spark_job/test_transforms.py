@@ -18,23 +18,13 @@ from spark_job.job import PROBE_MULTIPLE, count, select
 from spark_job.publish.publisher import EVENT_ID
 from spark_job.spec.model import JobSpec, WatermarkRange
 from spark_job.spec.parse import spec_from_dict
-from tests.fixtures.spark import job_spec
+from tests.fixtures.spark import ids_of, job_spec, lake_ids
 
 pytestmark = pytest.mark.spark
 
 
 def spec_for(table: Path, **overrides: Any) -> JobSpec:
     return spec_from_dict(job_spec(table, "127.0.0.1:9", "unused", **overrides))
-
-
-def lake_ids(table: Path, expression: Any) -> set[str]:
-    """The event ids pyarrow (not Spark) finds for a filter: the reference the job must match."""
-    dataset = ds.dataset(table, format="parquet", partitioning="hive")
-    return set(dataset.to_table(filter=expression, columns=["event_id"]).column("event_id").to_pylist())
-
-
-def ids_of(df: Any) -> set[str]:
-    return {row["event_id"] for row in df.select("event_id").collect()}
 
 
 def scan_metrics(df: Any) -> dict[str, int]:
