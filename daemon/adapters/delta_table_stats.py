@@ -17,6 +17,7 @@ import pyarrow.dataset as ds
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
+from daemon.adapters.arrow_predicates import arrow_expression
 from daemon.core.commits import Commit, delta_kind
 from daemon.core.errors import BadRequest, DependencyDown
 from daemon.core.watermarks import Value
@@ -44,16 +45,23 @@ class DeltaTableStats:
                 f"(its partition columns: {', '.join(table.metadata().partition_columns) or 'none'})"
             )
         wanted = {day.isoformat() for day in rows.days}
-        if time_column is None:
+        if time_column is None and rows.filter is None:
             actions = pa.table(table.get_add_actions(flatten=True))
             values = actions.column(f"partition.{partition_column}").to_pylist()
             records = actions.column("num_records").to_pylist()
             deleted = _deleted_rows(actions)
             in_window = [i for i, value in enumerate(values) if _day(value) in wanted]
             if any(records[i] is None for i in in_window):  # a writer that kept no stats: count by reading
-                return self._read_count(table, path, partition_column, wanted, None)
+                return self._read_count(table, path, partition_column, wanted, rows)
             return sum(records[i] - deleted[i] for i in in_window)
-        return self._read_count(table, path, partition_column, wanted, _time_condition(rows))
+        return self._read_count(table, path, partition_column, wanted, rows)
+
+    def schema(self, path: str) -> pa.Schema:
+        """The current version's columns as its files are read (partition columns included)."""
+        try:
+            return self._open(path).to_pyarrow_dataset().schema
+        except (DeltaError, OSError, pa.ArrowInvalid) as exc:
+            raise _unreadable(path, exc) from exc
 
     def window_times(self, path: str, rows: WindowRows, *, snapshot: str | None = None) -> pa.ChunkedArray:
         """The window's event times as of ``snapshot``, read from the window's partitions only."""
@@ -64,7 +72,8 @@ class DeltaTableStats:
         wanted = sorted(day.isoformat() for day in rows.days)
         try:
             dataset = table.to_pyarrow_dataset(file_pruning_predicate=[(rows.partition_column, "in", wanted)])
-            return dataset.to_table(filter=_time_condition(rows), columns=[time_column]).column(time_column)
+            condition = _condition(rows, dataset.schema)
+            return dataset.to_table(filter=condition, columns=[time_column]).column(time_column)
         except (DeltaError, OSError, pa.ArrowInvalid) as exc:
             raise _unreadable(path, exc) from exc
 
@@ -131,14 +140,15 @@ class DeltaTableStats:
         path: str,
         partition_column: str,
         wanted: set[str],
-        condition: ds.Expression | None,
+        rows: WindowRows,
     ) -> int:
-        """Rows of the window's partitions matching ``condition``, read from those files only."""
+        """Rows of the window's partitions in its time range that its filter keeps, read from those
+        files only."""
         try:
             dataset = table.to_pyarrow_dataset(
                 file_pruning_predicate=[(partition_column, "in", sorted(wanted))]
             )
-            return int(dataset.count_rows(filter=condition))
+            return int(dataset.count_rows(filter=_condition(rows, dataset.schema)))
         except (DeltaError, OSError, pa.ArrowInvalid) as exc:
             raise _unreadable(path, exc) from exc
 
@@ -185,6 +195,15 @@ def _scalar(floor: object, kind: pa.DataType) -> pa.Scalar:
         moment = floor if floor.tzinfo else floor.replace(tzinfo=UTC)
         return pa.scalar(moment - timedelta(milliseconds=1), type=pa.timestamp("us", tz="UTC")).cast(kind)
     return pa.scalar(floor).cast(kind)
+
+
+def _condition(rows: WindowRows, schema: pa.Schema) -> ds.Expression | None:
+    """The window's time range and its filter, over a dataset of ``schema``."""
+    condition = _time_condition(rows)
+    if rows.filter is None:
+        return condition
+    kept = arrow_expression(rows.filter, schema)
+    return kept if condition is None else condition & kept
 
 
 def _time_condition(rows: WindowRows) -> ds.Expression | None:

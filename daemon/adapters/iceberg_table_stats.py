@@ -24,8 +24,10 @@ from pyiceberg.table import StaticTable
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import IntegerType, LongType, TimestampType, TimestamptzType
 
+from daemon.adapters.arrow_predicates import arrow_expression
 from daemon.core.commits import Commit, iceberg_kind
 from daemon.core.errors import BadRequest, DependencyDown
+from daemon.core.predicates import columns_of
 from daemon.core.watermarks import Value
 from daemon.usecases.ports import WindowRows
 
@@ -56,11 +58,20 @@ class IcebergTableStats:
                 row_filter=condition, snapshot_id=snapshot_id, selected_fields=(partition_column,)
             )
             tasks = list(scan.plan_files())
-            if time_column is None and not any(task.delete_files for task in tasks):
+            if time_column is None and rows.filter is None and not any(task.delete_files for task in tasks):
                 return sum(task.file.record_count for task in tasks)
             fields = (partition_column,) if time_column is None else (partition_column, time_column)
+            if rows.filter is not None:
+                fields = tuple(dict.fromkeys((*fields, *columns_of(rows.filter))))
             read = table.scan(row_filter=condition, snapshot_id=snapshot_id, selected_fields=fields)
-            return int(read.to_arrow().num_rows)
+            return int(_kept(read.to_arrow(), rows).num_rows)
+        except _READ_ERRORS as exc:
+            raise _unreadable(path, exc) from exc
+
+    def schema(self, path: str) -> pa.Schema:
+        """The current schema as Arrow reads its files."""
+        try:
+            return self._open(path).schema().as_arrow()
         except _READ_ERRORS as exc:
             raise _unreadable(path, exc) from exc
 
@@ -134,8 +145,11 @@ class IcebergTableStats:
             return pa.chunked_array([], type=pa.timestamp("us", tz="UTC"))
         condition = self._window_condition(table, path, rows)
         try:
-            read = table.scan(row_filter=condition, snapshot_id=snapshot_id, selected_fields=(time_column,))
-            return read.to_arrow().column(time_column)
+            fields: tuple[str, ...] = (time_column,)
+            if rows.filter is not None:
+                fields = tuple(dict.fromkeys((time_column, *columns_of(rows.filter))))
+            read = table.scan(row_filter=condition, snapshot_id=snapshot_id, selected_fields=fields)
+            return _kept(read.to_arrow(), rows).column(time_column)
         except _READ_ERRORS as exc:
             raise _unreadable(path, exc) from exc
 
@@ -229,6 +243,13 @@ def _column(table: StaticTable, snapshot_id: int, column: str, condition: Boolea
         return table.scan(snapshot_id=snapshot_id, selected_fields=(column,)).to_arrow().column(column)
     scan = table.scan(row_filter=condition, snapshot_id=snapshot_id, selected_fields=(column,))
     return scan.to_arrow().column(column)
+
+
+def _kept(read: pa.Table, rows: WindowRows) -> pa.Table:
+    """The rows of ``read`` (the window, deletes applied) that the window's filter keeps."""
+    if rows.filter is None:
+        return read
+    return read.filter(arrow_expression(rows.filter, read.schema))
 
 
 def _utc(value: object) -> Value:

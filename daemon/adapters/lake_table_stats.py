@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from daemon.adapters.arrow_predicates import column_kinds
 from daemon.adapters.delta_table_stats import DeltaTableStats
 from daemon.adapters.iceberg_table_stats import IcebergTableStats
 from daemon.adapters.table_catalogs import TableCatalogs
@@ -17,6 +18,7 @@ from daemon.adapters.table_stats import ParquetTableStats
 from daemon.adapters.time_histogram import histogram
 from daemon.core.commits import Commit
 from daemon.core.errors import BadRequest
+from daemon.core.predicates import Kind
 from daemon.core.watermarks import Value
 from daemon.usecases.catalog import TableRef
 from daemon.usecases.ports import TableStats, WindowRows
@@ -60,18 +62,16 @@ class LakeTableStats(TableStats):
         reader = self._parquet if versioned is None else versioned
         return reader.column_names(self._where(table))
 
+    def column_kinds(self, table: TableRef) -> dict[str, Kind]:
+        versioned = self._versioned(table)
+        reader = self._parquet if versioned is None else versioned
+        return column_kinds(reader.schema(self._where(table)))
+
     def count_window_rows(self, table: TableRef, rows: WindowRows, *, snapshot: str | None = None) -> int:
         versioned = self._versioned(table)
         if versioned is not None:
             return versioned.count_window_rows(self._where(table), rows, snapshot=snapshot)
-        return self._parquet.count_window_rows(
-            self._where(table),
-            partition_column=rows.partition_column,
-            days=list(rows.days),
-            time_column=rows.time_column,
-            start=rows.start,
-            end=rows.end,
-        )
+        return self._parquet.count_window_rows(self._where(table), rows)
 
     def time_histogram(
         self,

@@ -19,6 +19,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from daemon.adapters.arrow_predicates import arrow_expression
 from daemon.core.errors import BadRequest, DependencyDown, Unavailable
 from daemon.core.watermarks import Value
 from daemon.usecases.ports import WindowRows
@@ -58,19 +59,33 @@ class ParquetTableStats:
             raise _unreadable(path, exc) from exc
         return names + [key for key in keys if key not in names]
 
-    def count_window_rows(
-        self,
-        path: str,
-        *,
-        partition_column: str,
-        days: list[date],
-        time_column: str | None = None,
-        start: datetime | None = None,
-        end: datetime | None = None,
-    ) -> int:
+    def schema(self, path: str) -> pa.Schema:
+        """The first data file's schema: the columns a filter can test (a hive key above the files is
+        not one: the window already selects by it)."""
+        fs, root = self._resolve(path)
         try:
-            found = self._window(path, partition_column, days, time_column, start, end)
-            return 0 if found is None else int(found[0].count_rows(filter=found[1]))
+            first, _ = next(self._first_file(fs, root), (None, []))
+            if first is None:
+                raise Unavailable(f"the source table at {path} has no data files")
+            with fs.open_input_file(first) as handle:
+                return pq.read_schema(handle)
+        except _OPEN_ERRORS as exc:
+            raise _unreadable(path, exc) from exc
+
+    def count_window_rows(self, path: str, rows: WindowRows) -> int:
+        """The window's rows: from the footers alone without a time range or filter, else reading
+        the columns they test (pyarrow skips row groups whose statistics rule them out)."""
+        try:
+            found = self._window(
+                path, rows.partition_column, list(rows.days), rows.time_column, rows.start, rows.end
+            )
+            if found is None:
+                return 0
+            dataset, condition = found
+            if rows.filter is not None:
+                kept = arrow_expression(rows.filter, dataset.schema)
+                condition = kept if condition is None else condition & kept
+            return int(dataset.count_rows(filter=condition))
         except _OPEN_ERRORS as exc:
             raise _unreadable(path, exc) from exc
 
@@ -85,7 +100,11 @@ class ParquetTableStats:
             )
             if found is None:
                 return pa.chunked_array([], type=pa.timestamp("us", tz="UTC"))
-            return found[0].to_table(filter=found[1], columns=[time_column]).column(time_column)
+            dataset, condition = found
+            if rows.filter is not None:
+                kept = arrow_expression(rows.filter, dataset.schema)
+                condition = kept if condition is None else condition & kept
+            return dataset.to_table(filter=condition, columns=[time_column]).column(time_column)
         except _OPEN_ERRORS as exc:
             raise _unreadable(path, exc) from exc
 

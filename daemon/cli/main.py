@@ -118,6 +118,8 @@ def describe_run(run: RunOut) -> str:
         text += f" (the original timeline at {run.speed:g}x)"
     elif shape := shape_label(run.tps, run.ramp_s, run.max_mb):
         text += f" ({shape})"
+    if run.where is not None:
+        text += f", where {run.where}"
     if run.paused:
         text += f" (paused; resumes at {run.current_tps}/s)"
     elif run.current_tps != run.tps:
@@ -153,8 +155,9 @@ def describe_run(run: RunOut) -> str:
 
 def describe_plan(plan: PlanOut) -> str:
     partitions = f"{plan.partitions} partition{'s' if plan.partitions != 1 else ''}"
+    kept = "" if plan.where is None else f" where {plan.where}"
     text = (
-        f"{plan.rows:,} rows of {plan.source} {plan.window} -> {plan.topic} ({partitions}) "
+        f"{plan.rows:,} rows of {plan.source} {plan.window}{kept} -> {plan.topic} ({partitions}) "
         f"at {rate_label(plan.tps, plan.ramp_s, plan.max_mb, plan.speed)}: about {plan.eta_s:,.0f}s"
     )
     if plan.eta_startup_s is not None and plan.eta_publish_s is not None:

@@ -29,6 +29,7 @@ from daemon.core.grammar import (
     Timestamp,
     Topic,
 )
+from daemon.core.predicates import MAX_PREDICATE_CHARS, parse_predicate, render_predicate
 from daemon.core.quantities import parse_duration, render_duration
 from daemon.core.reconcile import Tally, Verdict, verdict
 from daemon.core.run_options import WindowKind
@@ -87,6 +88,12 @@ class ReplayBody(BaseModel):
         default=None,
         description="tps=original: each event at its own time this many times faster; tps the ceiling",
     )
+    where: str | None = Field(
+        default=None,
+        max_length=MAX_PREDICATE_CHARS,
+        examples=["merchant IN ('m-1', 'm-2') AND amount > 100"],
+        description="where=: only the rows this filter keeps (the grammar's filter language); None: all",
+    )
     confirm_live: bool = False
     approved_by: str | None = Field(
         default=None, max_length=64, description="the second owner who approved a live replay"
@@ -120,6 +127,7 @@ class ReplayBody(BaseModel):
             ramp_s=command.ramp_s,
             max_mb=command.max_mb,
             speed=command.speed,
+            where=None if command.where is None else render_predicate(command.where),
             confirm_live=confirm_live,
             approved_by=approved_by,
             slack_channel=slack_channel,
@@ -146,6 +154,7 @@ class ReplayBody(BaseModel):
             ramp_s=self.ramp_s,
             max_mb=self.max_mb,
             speed=self.speed,
+            where=None if self.where is None else parse_predicate(self.where),
         )
 
 
@@ -299,7 +308,8 @@ class PlanOut(BaseModel):
     window: str
     window_start: datetime
     window_end: datetime
-    rows: int = Field(description="rows in the window, counted from the table's metadata")
+    rows: int = Field(description="rows in the window (that the filter keeps), counted from the table")
+    where: str | None = Field(default=None, description="where=: the filter, canonical; None: every row")
     tps: int
     ramp_s: int | None = Field(default=None, description="ramp=: seconds from a tenth of `tps` up to it")
     max_mb: int | None = Field(default=None, description="max_mb=: megabytes a second at most, beside `tps`")
@@ -423,6 +433,7 @@ class RunOut(BaseModel):
     topic: str
     tps: int = Field(description="the rate asked for at launch")
     current_tps: int = Field(description="the rate as last set (live control); `tps` until changed")
+    where: str | None = Field(default=None, description="where=: the filter, canonical; None: every row")
     ramp_s: int | None = Field(default=None, description="ramp=: seconds from a tenth of `tps` up to it")
     max_mb: int | None = Field(default=None, description="max_mb=: megabytes a second at most, beside `tps`")
     speed: float | None = Field(

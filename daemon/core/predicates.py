@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, cast
 
-from daemon.core.grammar.values import SMART_QUOTES, GrammarError
+from daemon.core.grammar.values import SMART_QUOTES, GrammarError, describe
 
 OPTION = "where="  # the token blamed for the filter as a whole
 USAGE = (
@@ -143,6 +144,8 @@ def _tokens(text: str) -> list[_Token]:
         match = _TOKEN.match(text, at)
         if match is None:
             bad = text[at:].split()[0] if text[at:].split() else text[at]
+            if text[at] in "'\"":
+                raise GrammarError(f"unbalanced quote ({text[at]})", token=text[at:], usage=USAGE)
             raise GrammarError(
                 "not an operator or a value a filter knows (quote text values)", token=bad, usage=USAGE
             )
@@ -287,6 +290,13 @@ def _joined(kind: type[And] | type[Or], parts: list[Predicate]) -> Predicate:
 def _literal(token: _Token) -> Value:
     if token.kind == "string":
         quote = token.text[0]
+        for char in token.text:  # what a chat or a shell would not carry through as typed
+            if unicodedata.category(char).startswith("C") or (char.isspace() and char != " "):
+                raise GrammarError(
+                    f"contains an invisible, control or unusual space character {describe(char)}",
+                    token=token.text,
+                    usage=USAGE,
+                )
         return token.text[1:-1].replace(quote * 2, quote)
     if token.kind == "number":
         return int(token.text) if "." not in token.text else Decimal(token.text)
@@ -334,6 +344,17 @@ def _timestamp(token: _Token) -> datetime:
 def render_predicate(predicate: Predicate) -> str:
     """The canonical text: what the card echoes and the run stores; reading it gives ``predicate``."""
     return _render(predicate)
+
+
+def check_canonical(predicate: Predicate) -> None:
+    """Refuse a tree that reading its own text would not give back (one built in code, not read):
+    the text is what a run stores and echoes, so the two must be one selection."""
+    try:
+        same = parse_predicate(render_predicate(predicate)) == predicate
+    except TypeError:
+        same = False
+    if not same:
+        raise GrammarError(f"not a filter as the grammar reads one: {predicate!r}", token=OPTION, usage=USAGE)
 
 
 def _render(predicate: Predicate) -> str:

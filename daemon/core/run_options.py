@@ -68,6 +68,9 @@ class RunOptions:
     # catalog (an Iceberg table's metadata file, which holds ``snapshot``; a Delta or Parquet table's
     # location in the Glue Data Catalog). None: a table at a path.
     table_metadata: str | None = None
+    # where=: the filter the run's rows passed, as canonical text (``core.predicates``); None: every
+    # row of the window. A reconcile of the run keeps the subject's: the expected ids are the filtered.
+    where: str | None = None
 
     def __post_init__(self) -> None:
         _check(self)
@@ -208,7 +211,7 @@ def _check(options: RunOptions) -> None:
         value = getattr(options, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
             raise ValueError(f"run option {name}={value!r}: a number of at least 0, or absent")
-    for name in ("dlq_topic", "approved_by"):
+    for name in ("dlq_topic", "approved_by", "where"):
         value = getattr(options, name)
         if value is not None and not isinstance(value, str):
             raise ValueError(f"run option {name} is text, or absent")

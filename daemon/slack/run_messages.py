@@ -148,15 +148,28 @@ def _where_note(run: RunOut, redirected: tuple[str, str] | None) -> str | None:
 
 
 def _window(run: RunOut) -> str:
-    """The window as typed and, for a relative one, the bounds it was pinned to."""
+    """The window as typed and, for a relative one, the bounds it was pinned to; then its filter."""
     pinned = pinned_window(run)
     shown = f"`{escape(run.window or '')}`"
-    return f"{shown} = `{escape(pinned)}`" if pinned != (run.window or "") else f"{shown} (UTC)"
+    text = f"{shown} = `{escape(pinned)}`" if pinned != (run.window or "") else f"{shown} (UTC)"
+    return text + _filter(run.where)
+
+
+def _filter(where: str | None) -> str:
+    """``, where <filter>`` (canonical), cut short in a card (a Slack field holds 2,000 characters);
+    `/replay status` and the CLI show it whole."""
+    if where is None:
+        return ""
+    shown = where if len(where) <= FILTER_SHOWN else where[: FILTER_SHOWN - 1] + "…"
+    return f", where `{escape(shown)}`"
 
 
 def _source(name: str, snapshot: str | None) -> str:
     """The source, with the table snapshot the run reads when the table has snapshots."""
     return escape(name) + (f" at snapshot `{escape(snapshot)}`" if snapshot is not None else "")
+
+
+FILTER_SHOWN = 300  # characters of a filter a card shows
 
 
 def run_parent(run: RunOut, *, redirected: tuple[str, str] | None = None) -> Message:
@@ -350,10 +363,11 @@ def cancelling(run: RunOut) -> Message:
 
 
 def _plan_fields(plan: PlanOut) -> dict[str, Any]:
+    kept = _filter(plan.where)
     return fields(
         [
             ("Source", _source(plan.source, plan.snapshot)),
-            ("Window", f"`{escape(plan.window)}`" + ("" if " tz=" in plan.window else " (UTC)")),
+            ("Window", f"`{escape(plan.window)}`" + ("" if " tz=" in plan.window else " (UTC)") + kept),
             ("Rows", count(plan.rows)),
             ("Target topic", f"`{escape(plan.topic)}` ({plan.partitions} partitions)"),
             (

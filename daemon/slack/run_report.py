@@ -171,7 +171,8 @@ def rerun_command(run: RunOut) -> str:
     rate = f"tps={run.tps}"
     if run.speed is not None:
         rate = f"tps=original speed={render_speed(run.speed)} max={run.tps}"
-    return f"/replay {run.source} {pinned_window(run)} {rate}{live}{ramp}{ceiling}"
+    where = f" where={run.where}" if run.where else ""  # last: a filter runs to the end
+    return f"/replay {run.source} {pinned_window(run)} {rate}{live}{ramp}{ceiling}{where}"
 
 
 def out_of_memory(reason: str) -> bool:

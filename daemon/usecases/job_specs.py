@@ -12,6 +12,7 @@ from datetime import date, timedelta
 
 from daemon.config.settings import Settings
 from daemon.core.errors import BadRequest
+from daemon.core.predicates import parse_predicate, predicate_document
 from daemon.core.rate_shape import MEGABYTE, RAMP_FROM
 from daemon.core.run_control import RateChange as CoreRateChange
 from daemon.core.run_control import changes_from
@@ -36,6 +37,7 @@ from spark_job.spec.model import (
     TimeWindow,
     WatermarkRange,
 )
+from spark_job.spec.row_filter import RowFilter
 from store.models import Run
 
 
@@ -157,7 +159,16 @@ def build_spec(
         ramp=_ramp(run),
         max_bytes_per_s=_byte_ceiling(run),
         shape=_shape(run),
+        where=_row_filter(run),
     )
+
+
+def _row_filter(run: Run) -> RowFilter | None:
+    """``where=``: the stored canonical text, read again into the job's document (for a reconcile,
+    its subject's filter: the ids it expects are the ones that filter kept)."""
+    if run.options.where is None:
+        return None
+    return RowFilter(predicate_document(parse_predicate(run.options.where)))
 
 
 def _shape(run: Run) -> Shape | None:

@@ -28,6 +28,7 @@ from typing import Any
 from daemon.contract.models import IdlePrompt, PipelineOut, RateSeriesOut, RunOut
 from daemon.core.commits import Commit
 from daemon.core.lag import GroupState
+from daemon.core.predicates import Kind, Predicate
 from daemon.core.run_control import RateChange
 from daemon.core.watermarks import Value
 from daemon.usecases.catalog import TableRef
@@ -210,13 +211,15 @@ class ConsumerGroupAdmin(ABC):
 @dataclass(frozen=True)
 class WindowRows:
     """The rows of a window as a plan counts them: whole partition days, optionally narrowed to
-    `start <= time_column < end`."""
+    `start <= time_column < end`, and to the rows `filter` keeps (``where=``, checked against the
+    table's `column_kinds` first)."""
 
     partition_column: str
     days: Sequence[date]
     time_column: str | None = None
     start: datetime | None = None
     end: datetime | None = None
+    filter: Predicate | None = None
 
 
 class TableStats(ABC):
@@ -242,8 +245,13 @@ class TableStats(ABC):
         """The table's columns, partition columns included."""
 
     @abstractmethod
+    def column_kinds(self, table: TableRef) -> dict[str, Kind]:
+        """The columns a filter can test, by kind (what ``where=`` is checked against)."""
+
+    @abstractmethod
     def count_window_rows(self, table: TableRef, rows: WindowRows, *, snapshot: str | None = None) -> int:
-        """The table's rows ``rows`` selects, as of ``snapshot``."""
+        """The table's rows ``rows`` selects, as of ``snapshot``. With a filter it reads the columns
+        the filter tests (from the window's files only, skipping what their statistics rule out)."""
 
     @abstractmethod
     def time_histogram(

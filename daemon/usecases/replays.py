@@ -31,6 +31,7 @@ from daemon.core.errors import (
 )
 from daemon.core.grammar import OnError, Ordering, PlanCommand, ReplayCommand, Timestamp, Topic, render
 from daemon.core.ids import new_run_id
+from daemon.core.predicates import Predicate, check_predicate, render_predicate
 from daemon.core.quantities import partitions_for_rate
 from daemon.core.run_options import RunOptions, WindowKind
 from daemon.core.states import RunKind, RunState
@@ -101,6 +102,7 @@ class Plan:
     shaped: Shaped | None = None
     snapshot: str | None = None  # the table version counted, which the run will read (None: Parquet)
     table_metadata: str | None = None  # a table named in a catalog: the metadata file the run reads
+    where: Predicate | None = None  # where=: the filter ``rows`` were counted through
 
 
 @dataclass(frozen=True)
@@ -242,9 +244,17 @@ class ReplayService:
         table_metadata = self._table_stats.metadata_file(source.table)  # the one ask of a catalog
         table = source.table.read_at(table_metadata)
         snapshot = self._table_stats.snapshot(table)
-        rows = self._count_rows(source, table, window, snapshot)
+        if command.where is not None:  # before any count: a filter the table cannot answer says so
+            check_predicate(
+                command.where,
+                self._table_stats.column_kinds(table),
+                encrypted=frozenset(source.encrypted_columns),
+                source=source.name,
+            )
+        rows = self._count_rows(source, table, window, snapshot, command.where)
         if rows == 0:
-            raise EmptyWindow(f"no rows of '{source.name}' in {written}; nothing to replay")
+            kept = "" if command.where is None else f" that where={render_predicate(command.where)} keeps"
+            raise EmptyWindow(f"no rows of '{source.name}' in {written}{kept}; nothing to replay")
         overlapping: tuple[Overlap, ...] = ()
         if command.topic == "live":
             if source.live_topic is None:
@@ -294,6 +304,7 @@ class ReplayService:
             shaped=shaped,
             snapshot=snapshot,
             table_metadata=table_metadata,
+            where=command.where,
         )
         return source, plan
 
@@ -310,14 +321,21 @@ class ReplayService:
         check_live_approval(actor, source, approved_by, what="live replay")
 
     def _count_rows(
-        self, source: Source, table: TableRef, window: DayWindow | TimeWindow, snapshot: str | None
+        self,
+        source: Source,
+        table: TableRef,
+        window: DayWindow | TimeWindow,
+        snapshot: str | None,
+        where: Predicate | None,
     ) -> int:
         """The window's rows in ``table`` (the source's, where its catalog put it) as of ``snapshot``
-        (the one the run will read)."""
-        rows = WindowRows(source.partition_column, days(window))
+        (the one the run will read) that ``where`` keeps."""
+        rows = WindowRows(source.partition_column, days(window), filter=where)
         if isinstance(window, TimeWindow):
             start, end = bounds(window)
-            rows = WindowRows(source.partition_column, days(window), source.event_time_column, start, end)
+            rows = WindowRows(
+                source.partition_column, days(window), source.event_time_column, start, end, where
+            )
         return self._table_stats.count_window_rows(table, rows, snapshot=snapshot)
 
     def _auto_partitions(self, source: Source, tps: int) -> int:
@@ -340,7 +358,9 @@ class ReplayService:
             raise BadRequest(f"source '{source.name}' has no event time column for tps=original")
         start, end = bounds(window)
         width = bucket_width((end - start).total_seconds() / command.speed)
-        rows = WindowRows(source.partition_column, days(window), source.event_time_column, start, end)
+        rows = WindowRows(
+            source.partition_column, days(window), source.event_time_column, start, end, command.where
+        )
         counts = self._table_stats.time_histogram(
             table, rows, snapshot=snapshot, origin=start, speed=command.speed, width=width
         )
@@ -480,6 +500,7 @@ class ReplayService:
                     approved_by=approved_by,
                     snapshot=plan.snapshot,
                     table_metadata=plan.table_metadata,
+                    where=None if plan.where is None else render_predicate(plan.where),
                 ),
                 idempotency_key=idempotency_key,
                 slack_channel=slack_channel,
@@ -584,6 +605,7 @@ class ReplayService:
                     dlq_topic=subject.options.dlq_topic,
                     snapshot=subject.options.snapshot,  # the table as the subject read it, not as now
                     table_metadata=subject.options.table_metadata,
+                    where=subject.options.where,  # the ids expected are the ones its filter kept
                 ),
                 reconciles=subject.id,
                 offsets=subject.offsets,  # where the subject's records lie; None: the whole topic

@@ -22,6 +22,7 @@ from daemon.contract.models import (
     RunOut,
     SourceOut,
 )
+from daemon.core.predicates import render_predicate
 from daemon.core.rate_shape import targets
 from daemon.core.run_control import changes_from, latest_rate
 from daemon.core.states import PipelineState, RunKind, RunState
@@ -47,6 +48,7 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         topic=run.topic,
         tps=run.tps,
         current_tps=rate.tps,
+        where=options.where,
         ramp_s=options.ramp_s,
         max_mb=options.max_mb,
         speed=options.speed,
@@ -161,6 +163,7 @@ def plan_out(plan: Plan) -> PlanOut:
         ramp_s=plan.ramp_s,
         max_mb=plan.max_mb,
         speed=plan.speed,
+        where=None if plan.where is None else render_predicate(plan.where),
         peak_tps=round(plan.shaped.peak, 1) if plan.shaped is not None else None,
         slid_s=round(plan.shaped.slid_s, 1) if plan.shaped is not None else None,
         eta_s=plan.eta.total_s,

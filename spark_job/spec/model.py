@@ -82,7 +82,14 @@ from spark_job.spec.row_filter import RowFilter
 
 KafkaValue = str | int | float | bool
 Bound = str | int | float | None
-RESERVED_HEADERS = ("replay-run-id", "replay-source", "replay-window", "replay-watermark", "replay-event-id")
+RESERVED_HEADERS = (
+    "replay-run-id",
+    "replay-source",
+    "replay-window",
+    "replay-watermark",
+    "replay-filter",
+    "replay-event-id",
+)
 EVENT_ID_HEADER = "replay-event-id"  # each record's own event id, after the other provenance headers
 # librdkafka's partitioners; murmur2 hashes keys the way the Java client, Kafka Streams and most
 # services do, so a replayed key lands on the partition its live events are on.
@@ -492,11 +499,14 @@ def event_timestamp_column(spec: JobSpec) -> str | None:
 def provenance_headers(spec: JobSpec) -> dict[str, str]:
     """The replay-* headers every record carries, so consumers can tell a replay generation apart."""
     window_key = "replay-window" if _selection_key(spec.selection) == "window" else "replay-watermark"
-    return {
+    headers = {
         "replay-run-id": spec.run_id,
         "replay-source": spec.source.name,
         window_key: spec.selection.describe(),
     }
+    if spec.where is not None:  # which rows of the window: the filter's fingerprint
+        headers["replay-filter"] = spec.where.fingerprint()
+    return headers
 
 
 def record_headers(spec: JobSpec) -> list[tuple[str, bytes]]:

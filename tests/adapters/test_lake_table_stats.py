@@ -8,11 +8,16 @@ of each saw, at its current snapshot and at its first commit.
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pytest
 
 from daemon.adapters.lake_table_stats import LakeTableStats
 from daemon.core.errors import BadRequest
+from daemon.core.predicates import parse_predicate
 from daemon.usecases.catalog import TableRef
 from daemon.usecases.ports import WindowRows
 from tests.fixtures.spark import LakeCopy
@@ -157,3 +162,52 @@ def test_a_windows_histogram_of_its_own_times_is_the_same_in_every_format_and_su
     assert len(parquet) <= (end - start).total_seconds() / 3_600 / 0.5  # nothing past the window's end
     # the sample spreads its events evenly over each day: every half hour of the window holds some
     assert min(parquet) > 0
+
+
+def test_a_filtered_window_counts_what_a_full_scan_keeps_in_every_format(
+    lake_copies: dict[str, LakeCopy], sample_table: Path
+) -> None:
+    """``where=``: the plan's count of the rows a filter keeps, on days the delete and the overwrite
+    left alone, against a hand-written pyarrow filter over a full scan of the Parquet original."""
+    stats = LakeTableStats()
+    predicate = parse_predicate(
+        "status in ('paid', 'shipped') and amount > 250"
+        " or currency = 'GBP' and not updated_at < 2024-01-05T12:00"
+    )
+    window = WindowRows("dt", WEEK[3:6], filter=predicate)
+    scan = ds.dataset(sample_table, format="parquet", partitioning="hive").to_table()
+    days = pc.is_in(pc.cast(scan["dt"], pa.string()), pa.array([day.isoformat() for day in WEEK[3:6]]))
+    kept = pc.or_kleene(
+        pc.and_kleene(
+            pc.is_in(scan["status"], pa.array(["paid", "shipped"])), pc.greater(scan["amount"], 250)
+        ),
+        pc.and_kleene(
+            pc.equal(scan["currency"], "GBP"),
+            pc.invert(pc.less(scan["updated_at"], pa.scalar(datetime(2024, 1, 5, 12, tzinfo=UTC)))),
+        ),
+    )
+    expected = pc.sum(pc.and_kleene(days, kept).cast(pa.int64())).as_py()
+
+    counts = {name: stats.count_window_rows(_ref(copy), window) for name, copy in lake_copies.items()}
+    parquet = stats.count_window_rows(TableRef(path=str(sample_table)), window)
+
+    assert counts == {"iceberg": expected, "delta": expected} and parquet == expected
+    assert (
+        0 < expected < stats.count_window_rows(TableRef(path=str(sample_table)), WindowRows("dt", WEEK[3:6]))
+    )
+
+
+@pytest.mark.parametrize("table_format", [*FORMATS, "parquet"])
+def test_every_format_offers_a_filter_its_columns_by_kind(
+    lake_copies: dict[str, LakeCopy], sample_table: Path, table_format: str
+) -> None:
+    ref = TableRef(path=str(sample_table)) if table_format == "parquet" else _ref(lake_copies[table_format])
+
+    kinds = LakeTableStats().column_kinds(ref)
+
+    assert {name: kinds[name] for name in ("event_id", "status", "amount", "updated_at")} == {
+        "event_id": "string",
+        "status": "string",
+        "amount": "decimal",
+        "updated_at": "timestamp",
+    }

@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 
 from daemon.adapters.table_stats import ParquetTableStats
 from daemon.core.errors import BadRequest
+from daemon.usecases.ports import WindowRows
 from scripts.devtools.sample_table import write_sample_table
 from spark_job import transforms
 from spark_job.spec.model import DayWindow
@@ -100,7 +101,7 @@ def test_a_one_day_plan_lists_and_opens_that_day_only_with_the_same_count(table:
     day = START + timedelta(days=57)
     directory = f"{table}/dt={day.isoformat()}"
 
-    rows = stats.count_window_rows(str(table), partition_column="dt", days=[day])
+    rows = stats.count_window_rows(str(table), WindowRows("dt", [day]))
 
     assert rows == _full_count(str(table), [day]) > 0
     assert recording.looked_up == [directory]
@@ -115,9 +116,7 @@ def test_a_time_window_reads_its_days_only_and_counts_as_a_full_scan_does(table:
     end = datetime(2024, 2, 11, 18, tzinfo=UTC)
     days = [date(2024, 2, 10), date(2024, 2, 11)]
 
-    rows = stats.count_window_rows(
-        str(table), partition_column="dt", days=days, time_column="updated_at", start=start, end=end
-    )
+    rows = stats.count_window_rows(str(table), WindowRows("dt", days, "updated_at", start, end))
 
     assert rows == _full_count(str(table), days, start=start, end=end)
     wanted = {f"{table}/dt={day.isoformat()}" for day in days}
@@ -129,17 +128,15 @@ def test_missing_days_are_zero_rows_and_a_wrong_column_is_still_refused(table: P
     stats = ParquetTableStats()
     before, after = START - timedelta(days=3), START + timedelta(days=DAYS + 5)
 
-    assert stats.count_window_rows(str(table), partition_column="dt", days=[before, after]) == 0
+    assert stats.count_window_rows(str(table), WindowRows("dt", [before, after])) == 0
     first_two = [START, before, START + timedelta(days=1)]
-    assert stats.count_window_rows(str(table), partition_column="dt", days=first_two) == _full_count(
+    assert stats.count_window_rows(str(table), WindowRows("dt", first_two)) == _full_count(
         str(table), first_two
     )
     with pytest.raises(BadRequest, match="no partition column 'day'"):
-        stats.count_window_rows(str(table), partition_column="day", days=[START])
+        stats.count_window_rows(str(table), WindowRows("day", [START]))
     with pytest.raises(BadRequest, match="no column 'made_at'"):
-        stats.count_window_rows(
-            str(table), partition_column="dt", days=[START], time_column="made_at", start=datetime.now(UTC)
-        )
+        stats.count_window_rows(str(table), WindowRows("dt", [START], "made_at", datetime.now(UTC)))
 
 
 def test_the_columns_come_from_one_file(table: Path) -> None:
@@ -172,9 +169,9 @@ def test_s3_tables_are_pruned_the_same_way(
     uri = f"s3://{BUCKET}/orders"
     days = [START + timedelta(days=9), START + timedelta(days=10), START + timedelta(days=DAYS + 1)]
 
-    assert stats.count_window_rows(uri, partition_column="dt", days=days) == _full_count(str(table), days)
+    assert stats.count_window_rows(uri, WindowRows("dt", days)) == _full_count(str(table), days)
     assert sorted(stats.column_names(uri)) == sorted(ParquetTableStats().column_names(str(table)))
-    assert stats.count_window_rows(uri, partition_column="dt", days=[START - timedelta(days=1)]) == 0
+    assert stats.count_window_rows(uri, WindowRows("dt", [START - timedelta(days=1)])) == 0
 
 
 @pytest.mark.spark

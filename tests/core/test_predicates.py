@@ -84,6 +84,9 @@ def test_what_people_type_reads_the_one_way_it_can_be_meant(typed: str, canonica
         ("a = 1 " + "x" * MAX_PREDICATE_CHARS, "where=", "at most"),
         ("a in (" + ", ".join(["1"] * (MAX_IN_VALUES + 1)) + ")", "where=", "at most 1,000 values"),
         ("(" * (MAX_DEPTH + 2) + "a = 1" + ")" * (MAX_DEPTH + 2), "(", "nests at most"),
+        ("a = 'x\ty'", "'x\ty'", "U+0009"),
+        ("a = 'x\u200by'", "'x\u200by'", "U+200B"),
+        ("a = 'x", "'x", "unbalanced quote"),
     ],
 )
 def test_every_refusal_names_the_token_at_fault_and_the_usage(
@@ -162,7 +165,11 @@ names = st.from_regex(r"[a-z_][a-z0-9_]{0,8}(\.[a-z_][a-z0-9_]{0,5})?", fullmatc
 values: st.SearchStrategy[Value] = st.one_of(
     st.text(alphabet="a '\"(),=-.", max_size=8),  # what quoting and tokens could trip over
     st.text(
-        alphabet=st.characters(blacklist_characters="".join(map(chr, SMART_QUOTES)), codec="utf-8"),
+        alphabet=st.characters(
+            blacklist_characters="".join(map(chr, SMART_QUOTES)),
+            blacklist_categories=("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"),
+            codec="utf-8",
+        ).filter(lambda char: char == " " or not char.isspace()),
         max_size=12,
     ),
     st.integers(-(10**12), 10**12),

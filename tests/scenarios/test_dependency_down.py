@@ -18,6 +18,7 @@ from daemon.cli.main import EXIT_FAILED, main
 from daemon.contract.models import ReplayBody
 from daemon.core.errors import DependencyDown
 from daemon.core.grammar import ReplayCommand, parse
+from daemon.usecases.ports import WindowRows
 from scripts.devtools.slack_standin import SlackStandin
 from tests.fixtures.daemon import OWNER, DaemonProcess, free_port
 from tests.fixtures.kafka import LocalBroker
@@ -141,7 +142,7 @@ def test_unreachable_table_storage_is_named_with_its_path(monkeypatch: pytest.Mo
 
     started = time.monotonic()
     with pytest.raises(DependencyDown) as down:
-        ParquetTableStats().count_window_rows(uri, partition_column="dt", days=[date(2024, 1, 2)])
+        ParquetTableStats().count_window_rows(uri, WindowRows("dt", [date(2024, 1, 2)]))
 
     assert time.monotonic() - started < A_FEW_SECONDS
     assert (down.value.dependency, down.value.where) == ("table_storage", uri)

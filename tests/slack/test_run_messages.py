@@ -112,6 +112,27 @@ def test_a_run_of_a_table_with_snapshots_names_the_one_it_reads_in_its_card_and_
     assert "orders at snapshot `3`" in planned
 
 
+def test_a_filtered_run_says_its_filter_on_its_card_its_plan_and_its_retry() -> None:
+    where = "status IN ('paid', 'shipped') AND amount > 100"
+    filtered = changed(RUN, where=where)
+
+    [window] = [
+        f["text"] for f in run_messages.run_parent(filtered).blocks[1]["fields"] if "*Window*" in f["text"]
+    ]
+    planned = repr(run_messages.plan_summary(wire_plan(where=where)).blocks)
+
+    shown_where = where.replace(">", "&gt;")  # Slack's escaping
+    assert window.endswith(f", where `{shown_where}`")
+    assert f", where `{shown_where}`" in planned
+    assert rerun_command(filtered).endswith(f" where={where}")  # last: a filter runs to the end
+    long = changed(RUN, where="merchant IN (" + ", ".join(f"'m-{n}'" for n in range(400)) + ")")
+    [shown] = [
+        f["text"] for f in run_messages.run_parent(long).blocks[1]["fields"] if "*Window*" in f["text"]
+    ]
+    assert len(shown) < 400 and shown.endswith("…`")
+    assert "where" not in repr(run_messages.run_parent(RUN).blocks)
+
+
 def test_the_final_parent_shows_the_confirmed_count_rate_and_duration() -> None:
     final = changed(
         RUN,

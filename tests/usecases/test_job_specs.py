@@ -21,7 +21,7 @@ from daemon.usecases.catalog import load_catalog
 from daemon.usecases.job_specs import build_spec
 from spark_job.errors import SpecError
 from spark_job.kafka_conf import producer_config
-from spark_job.spec.model import Ramp, Shape
+from spark_job.spec.model import Ramp, Shape, provenance_headers
 from spark_job.spec.parse import spec_from_dict, spec_from_json
 from tests.fixtures.store_rows import unsaved_day_run
 
@@ -307,3 +307,35 @@ def test_a_bad_byte_ceiling_names_the_field(ceiling: int, tps: int) -> None:
 def test_an_api_ramp_out_of_bounds_is_refused_like_the_command() -> None:
     with pytest.raises(GrammarError, match=r"ramp"):
         ReplayBody(source="orders", window="last=1h", ramp_s=0).command(ReplayCommand)
+
+
+def test_a_filter_goes_from_the_command_to_the_api_to_the_jobs_spec_and_its_header(tmp_path: Path) -> None:
+    command = parse("orders 2024-01-01 tps=100 where=status in ('paid', 'shipped') and amount >= 10.5")
+    assert isinstance(command, ReplayCommand)
+    assert ReplayBody.of(command).command(ReplayCommand) == command
+    assert ReplayBody.of(command).where == "status IN ('paid', 'shipped') AND amount >= 10.5"
+
+    catalog = load_catalog(_catalog(tmp_path))
+    run = unsaved_day_run(where="status IN ('paid', 'shipped') AND amount >= 10.5")
+    spec = build_spec(run, catalog=catalog, settings=load_settings({}), result_uri=None)
+
+    assert spec.where is not None and spec.where.columns() == ["status", "amount"]
+    again = spec_from_json(spec.to_json())
+    assert again.where == spec.where
+    fingerprint = provenance_headers(spec)["replay-filter"]
+    assert fingerprint == provenance_headers(again)["replay-filter"]
+    other = build_spec(
+        unsaved_day_run(where="status IN ('paid') AND amount >= 10.5"),
+        catalog=catalog,
+        settings=load_settings({}),
+        result_uri=None,
+    )
+    assert provenance_headers(other)["replay-filter"] != fingerprint
+    plain = build_spec(unsaved_day_run(), catalog=catalog, settings=load_settings({}), result_uri=None)
+    assert "where" not in plain.to_dict() and "replay-filter" not in provenance_headers(plain)
+
+
+def test_an_api_filter_is_read_by_the_grammar_and_refused_naming_its_token() -> None:
+    with pytest.raises(GrammarError) as refused:
+        ReplayBody(source="orders", window="last=1h", where="amount > abc").command(ReplayCommand)
+    assert refused.value.token == "abc"

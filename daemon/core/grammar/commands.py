@@ -32,6 +32,7 @@ from daemon.core.grammar.values import (
     check_source,
 )
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
+from daemon.core.predicates import Predicate, check_canonical
 from daemon.core.quantities import MAX_DURATION_SECONDS, MINUTE, InvalidValue
 from daemon.core.rate_shape import MAX_MB, MAX_RAMP_S
 from daemon.core.windows import (
@@ -69,6 +70,7 @@ RUN_OPTIONS = (
     "speed",
     "tz",
     *AUTO_OPTIONS,
+    "where",
 )
 SCHEDULE_OPTIONS = (
     "every",
@@ -106,8 +108,11 @@ class ReplaySpec:
     max_mb: int | None = None  # a byte ceiling beside the rate, megabytes per second; None: none
     # tps=original: each event at its own time, this many times faster, ``tps`` the ceiling (max=)
     speed: float | None = None
+    where: Predicate | None = None  # where=: the rows of the window to replay; None: all of them
 
     def __post_init__(self) -> None:
+        if self.where is not None:
+            check_canonical(self.where)
         with blaming(None, USAGE["plan" if isinstance(self, PlanCommand) else "replay"]):
             check_source(self.source)
             if not isinstance(self.window, DayWindow | TimeWindow | RelativeWindow | RecentDayWindow):

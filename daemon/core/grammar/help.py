@@ -8,11 +8,13 @@ USAGE: dict[str, str] = {
     "replay": f"{PREFIX} <source> <window> [tz=<zone>]"
     " [tps=N | tps=auto max=N lag<M group=G | tps=original speed=Nx [max=N]]"
     " [topic=auto|live] [headers=k:v,k2:v2] [workers=N] [ordering=entity|none] [force=yes]"
-    " [timestamp=event|replay] [on_error=fail|dlq] [watch=<group>[,<group>]] [ramp=<duration>] [max_mb=N]",
+    " [timestamp=event|replay] [on_error=fail|dlq] [watch=<group>[,<group>]] [ramp=<duration>] [max_mb=N]"
+    " [where=<filter>]",
     "plan": f"{PREFIX} plan <source> <window> [tz=<zone>]"
     " [tps=N | tps=auto max=N lag<M group=G | tps=original speed=Nx [max=N]]"
     " [topic=auto|live] [headers=k:v,k2:v2] [workers=N] [ordering=entity|none] [force=yes]"
-    " [timestamp=event|replay] [on_error=fail|dlq] [watch=<group>[,<group>]] [ramp=<duration>] [max_mb=N]",
+    " [timestamp=event|replay] [on_error=fail|dlq] [watch=<group>[,<group>]] [ramp=<duration>] [max_mb=N]"
+    " [where=<filter>]",
     "status": f"{PREFIX} status [run-id]",
     "list": f"{PREFIX} list [mine|running]",
     "cancel": f"{PREFIX} cancel <run-id>",
@@ -68,12 +70,16 @@ _NOTES = (
     " max_mb=N: at most N megabytes a second as well, whichever is tighter",
     "tps=original speed=10x: each event at its own time, ten times faster (1x, 0.5x too); max=N caps"
     " any second, sliding what would top it later",
+    "where=<filter>: only the rows it keeps, e.g. where=merchant in ('m-1', 'm-2') and amount > 100;"
+    " = != < <= > >=, [not] in (...), [not] between a and b, is [not] null, and, or, not, ( );"
+    " quote text; it runs to the next option",
 )
 _EXAMPLES = (
     f"{PREFIX} orders 2024-01-01..2024-01-07 tps=10k",
     f"{PREFIX} plan orders last=6h topic=live",
     f"{PREFIX} orders yesterday tps=5k ramp=5m max_mb=20",
     f"{PREFIX} orders yesterday tps=original speed=60x max=20k",
+    f"{PREFIX} orders 2024-01-01..2024-01-07 tps=5k where=merchant in ('m-1', 'm-2') and amount > 100",
     f"{PREFIX} schedule orders every=15m watermark=updated_at lookback=1h",
     f"{PREFIX} schedule orders every=1h incremental=snapshot",
     f"{PREFIX} tps r-0123456789ab 5k",

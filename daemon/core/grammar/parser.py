@@ -63,6 +63,7 @@ from daemon.core.grammar.values import (
     parse_headers,
 )
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
+from daemon.core.predicates import parse_predicate
 from daemon.core.quantities import DAY, MINUTE, InvalidValue, parse_count, parse_duration
 from daemon.core.rate_shape import MAX_MB, MAX_RAMP_S
 from daemon.core.windows import is_point, parse_window, parse_zone
@@ -234,6 +235,7 @@ def _parse_spec(cls: type[ReplaySpec], command: str, args: list[str], limits: Li
         watch=_value(options, "watch", parse_drain_groups, usage) or (),
         ramp_s=_value(options, "ramp", lambda v: parse_duration(v, minimum=1, maximum=MAX_RAMP_S), usage),
         max_mb=_value(options, "max_mb", _bounded("max_mb", MAX_MB), usage),
+        where=parse_predicate(options["where"][1]) if "where" in options else None,
     )
 
 
@@ -378,7 +380,7 @@ def parse(text: str, limits: Limits | None = None) -> Command:
 
     ``limits``: the service's (``Settings.limits``); the settings' defaults when None."""
     limits = limits or Limits()
-    tokens = tokenize(text)
+    tokens = tokenize(text, (*RUN_OPTIONS, *SCHEDULE_OPTIONS))
     if not tokens:
         raise GrammarError("no command given")
     word = tokens[0].lower()

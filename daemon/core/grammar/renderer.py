@@ -32,7 +32,9 @@ from daemon.core.grammar.run_control import (
 )
 from daemon.core.grammar.shaped import render_speed
 from daemon.core.grammar.sources import SourcesCommand, render_sources
+from daemon.core.grammar.tokenizer import WHERE
 from daemon.core.grammar.values import render_headers
+from daemon.core.predicates import render_predicate
 from daemon.core.quantities import render_duration
 from daemon.core.windows import label
 
@@ -78,6 +80,8 @@ def _render_spec(spec: ReplaySpec) -> list[str]:
         parts.append(f"ramp={render_duration(spec.ramp_s)}")
     if spec.max_mb is not None:
         parts.append(f"max_mb={spec.max_mb}")
+    if spec.where is not None:  # last, unquoted: the tokenizer reads a filter to the end
+        parts.append(WHERE + render_predicate(spec.where))
     return parts
 
 

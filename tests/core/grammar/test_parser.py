@@ -36,6 +36,7 @@ from daemon.core.grammar import (
     render,
 )
 from daemon.core.grammar.values import check_source
+from daemon.core.predicates import Compare, Or
 from daemon.core.quantities import InvalidValue
 from daemon.core.windows import DayWindow, RelativeWindow, TimeWindow
 
@@ -188,6 +189,47 @@ def test_schedule_cron_is_one_token(text: str) -> None:
     assert command == ScheduleCommand("orders", None, "*/15 * * * *", "updated_at")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "orders last=6h tps=5 where=merchant in ('m-1', 'm-2') and amount > 100",
+        'orders last=6h where=merchant IN ("m-1","m-2") AND amount>100 tps=5',
+        "orders last=6h where=\u201cmerchant in (\u2018m-1\u2019, \u2018m-2\u2019)"
+        " and amount > 100\u201d tps=5",
+        "orders last=6h WHERE=merchant in ('m-1', 'm-2') and amount > 100 TPS=5",
+        'orders last=6h \'where=merchant in ("m-1", "m-2") and amount > 100\' tps=5',
+        "orders last=6h tps=5 where=(merchant == 'm-1' or merchant = 'm-2') and amount > 100",
+    ],
+)
+def test_a_filter_is_read_the_one_way_it_can_be_meant_wherever_it_is(text: str) -> None:
+    """Quotes of any kind, any case, spaces or none, before or after the other options."""
+    command = parse(text)
+
+    assert command.tps == 5  # type: ignore[union-attr]
+    assert render(command) == (
+        "orders last=6h tps=5 where=merchant IN ('m-1', 'm-2') AND amount > 100"
+        if "==" not in text
+        else "orders last=6h tps=5 where=(merchant = 'm-1' OR merchant = 'm-2') AND amount > 100"
+    )
+
+
+def test_a_filter_ends_at_the_next_option_not_at_an_option_word_inside_it() -> None:
+    command = parse("orders last=6h where=note = 'tps=9 and topic=live' or tps = 3 topic=live")
+
+    assert command == ReplayCommand(
+        "orders",
+        RelativeWindow(6 * 3600),
+        topic="live",
+        where=Or((Compare("note", "=", "tps=9 and topic=live"), Compare("tps", "=", 3))),
+    )
+
+
+def test_cli_argv_with_a_filter_parses_like_slack_text() -> None:
+    argv = ["orders", "last=6h", "where=merchant in ('m-1', \"m-2\") and amount > 100", "tps=5"]
+
+    assert parse(shlex.join(argv)) == parse(" ".join(argv))
+
+
 def test_cli_argv_joined_with_shlex_parses_like_slack_text() -> None:
     argv = ["schedule", "orders", "cron=0 6 * * mon-fri", "watermark=updated_at", "headers=team:data eng"]
 
@@ -256,6 +298,15 @@ def test_cli_argv_joined_with_shlex_parses_like_slack_text() -> None:
         ("orders last=6h max_mb=0", "max_mb=0", "at least 1"),
         ("orders last=6h max_mb=20k", "max_mb=20k", "above this platform's maximum of 10000"),
         ("orders last=6h max_mb=1.5", "max_mb=1.5", "not a whole number"),
+        ("orders last=6h where=", "where=", "the filter is empty"),
+        ("orders last=6h where= tps=5", "where=", "the filter is empty"),
+        ("orders last=6h where=amount >> 5", ">", "expected a value"),
+        ("orders last=6h where=amount > 'abc tps=5", "'abc tps=5", "unbalanced quote"),
+        ("orders last=6h where=amount > 5 merchant = 'x'", "merchant", "expected and, or"),
+        ("orders last=6h where=amount in () tps=5", ")", "expected a value"),
+        ("orders last=6h where=amount ~ 5", "~", "not an operator"),
+        ("orders last=6h where=a=1 where=b=2", "where=b=2", "given twice"),
+        ("schedule orders every=1h watermark=ts where=a=1", "where=a=1", "allowed for schedule"),
         ("schedule orders every=1h watermark=ts ramp=5m", "ramp=5m", "allowed for schedule"),
         ("cancel p-0123456789ab", "p-0123456789ab", "pipeline id"),
         ("cancel r-123", "r-123", "not a run id"),
@@ -298,6 +349,8 @@ def test_bad_input_names_the_exact_token(text: str, token: str, reason: str) -> 
     ("text", "reason"),
     [
         ("", "no command given"),
+        ("orders last=6h where=(amount > 5", "expected `)` at the end of the filter"),
+        ("orders last=6h where=amount between 1", "expected and at the end of the filter"),
         ("   \t ", "no command given"),
         ("orders", "missing window"),
         ("plan", "missing source"),

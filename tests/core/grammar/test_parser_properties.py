@@ -43,6 +43,7 @@ from daemon.core.quantities import MAX_DURATION_SECONDS
 from daemon.core.rate_shape import MAX_MB, MAX_RAMP_S
 from daemon.core.windows import MAX_DAYS, DayWindow, RecentDayWindow, RelativeWindow, TimeWindow
 from tests.core.grammar.test_parser import PIPE, RUN
+from tests.core.test_predicates import predicates
 
 FRAGMENTS = [
     "orders",
@@ -86,6 +87,10 @@ FRAGMENTS = [
     "watermark=ts",
     "lookback=1h",
     "idle_after=14d",
+    "where=amount > 5",
+    "where=a in ('x', \"y\") or",
+    "where=",
+    "WHERE=(b",
     "=",
     "..",
     '"',
@@ -203,6 +208,7 @@ def _spec(cls: type[ReplayCommand] | type[PlanCommand]) -> st.SearchStrategy[Com
         ordering=st.sampled_from(["entity", "none"]),
         watch=watched,
         max_mb=st.none() | st.integers(min_value=1, max_value=MAX_MB),
+        where=st.none() | predicates,
     )
 
 

@@ -1,0 +1,124 @@
+"""A filtered replay (``where=``) through `replayd`: exactly the rows the filter keeps, and a verdict
+on those.
+
+A real daemon (SQLite, the session's broker, local Spark) plans, publishes and reconciles a window
+of the sample table through a filter. The truth is computed apart from the product: pyarrow over
+the table with the filter written by hand (not the daemon's own filter compiler, not the job's
+report). A filter the table cannot answer is refused at plan time, names its token, and creates
+neither a run nor a topic.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow.dataset as ds
+import pytest
+
+from daemon.contract.models import ReplayBody
+from daemon.core.grammar import ReplayCommand, parse
+from daemon.slack.run_report import rerun_command
+from tests.fixtures.daemon import OWNER, DaemonProcess
+from tests.fixtures.kafka import consume_all, headers_of, value_of
+from tests.fixtures.runs import TERMINAL, replay_topics, wait_for
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+WINDOW = "2024-01-02..2024-01-04"
+TYPED = "status IN ('paid', 'shipped') and amount>250 OR currency = \u2018GBP\u2019"
+CANONICAL = "status IN ('paid', 'shipped') AND amount > 250 OR currency = 'GBP'"
+
+
+def _expected(table: Path) -> set[str]:
+    """The window's event ids the filter keeps, by pyarrow over the table."""
+    days = (ds.field("dt") >= "2024-01-02") & (ds.field("dt") <= "2024-01-04")
+    kept = (ds.field("status").isin(["paid", "shipped"]) & (ds.field("amount") > 250)) | (
+        ds.field("currency") == "GBP"
+    )
+    dataset = ds.dataset(table, format="parquet", partitioning="hive")
+    return set(dataset.to_table(columns=["event_id"], filter=days & kept).column("event_id").to_pylist())
+
+
+def test_a_filtered_replay_lands_exactly_the_rows_its_filter_keeps(
+    replay_daemon: DaemonProcess, kafka_bootstrap: str, sample_table: Path
+) -> None:
+    client = replay_daemon.client()
+    expected = _expected(sample_table)
+    everything = len(
+        ds.dataset(sample_table, format="parquet", partitioning="hive").to_table(
+            filter=(ds.field("dt") >= "2024-01-02") & (ds.field("dt") <= "2024-01-04")
+        )
+    )
+    assert 0 < len(expected) < everything / 2, "the filter keeps some rows, not most"
+    command = parse(f"orders {WINDOW} tps=2000 where={TYPED}")
+    assert isinstance(command, ReplayCommand)
+
+    plan = client.plan(OWNER, ReplayBody.of(command))
+    assert (plan.rows, plan.where) == (len(expected), CANONICAL)
+
+    created = client.create_replay(OWNER, ReplayBody.of(command))
+    run = wait_for(client, created.id, TERMINAL)
+
+    assert run.state == "succeeded", run
+    assert run.where == CANONICAL
+    assert (run.rows_planned, run.rows_selected, run.confirmed) == (len(expected),) * 3
+    landed = consume_all(kafka_bootstrap, run.topic, expected=len(expected))
+    ids = [json.loads(value_of(m))["event_id"] for m in landed]
+    assert len(ids) == len(set(ids)) and set(ids) == expected
+    fingerprints = {headers_of(m)["replay-filter"] for m in landed}
+    assert len(fingerprints) == 1 and re.fullmatch(rb"[0-9a-f]{16}", fingerprints.pop())
+    assert run.reconcile is not None and run.reconcile.verdict().clean, run.reconcile
+    assert run.reconcile.selected == len(expected)
+
+    again = client.reconcile(OWNER, run.id)  # later, on demand: the same filtered selection
+    wait_for(client, again.id, TERMINAL)
+    checked = client.get_replay(OWNER, run.id).reconcile
+    assert checked is not None and checked.on_demand and checked.verdict().clean, checked
+    assert (checked.selected, checked.found) == (len(expected), len(expected))
+
+    retry = parse(rerun_command(run).removeprefix("/replay "))  # what a failure message offers
+    assert isinstance(retry, ReplayCommand) and retry.where == command.where
+
+
+def _refused(daemon: DaemonProcess, body: dict[str, Any], path: str = "/v1/replays") -> httpx.Response:
+    return httpx.post(
+        f"{daemon.url}{path}",
+        json=body,
+        headers={"Authorization": f"Bearer {daemon.token}", "X-Replay-Actor": OWNER},
+    )
+
+
+@pytest.mark.parametrize(
+    ("where", "status", "message"),
+    [
+        ("amout > 5", 400, "orders has no column `amout`"),
+        ("amount > 'abc'", 400, "`amount` holds numbers; 'abc' is text"),
+        ("updated_at > 12", 400, "`updated_at` holds timestamps; 12 is a number"),
+        ("status = paid", 400, "expected a value: quote text"),
+        ("status in ('paid'", 400, "expected `)`"),
+        (
+            "amount > 1000000",
+            422,
+            "no rows of 'orders' in 2024-01-02..2024-01-04 that where=amount > 1000000",
+        ),
+    ],
+)
+@pytest.mark.parametrize("path", ["/v1/replays", "/v1/plans"])
+def test_a_filter_the_table_cannot_answer_is_refused_and_creates_nothing(
+    replay_daemon: DaemonProcess, kafka_bootstrap: str, where: str, status: int, message: str, path: str
+) -> None:
+    topics_before = replay_topics(kafka_bootstrap)
+    runs_before = [r.id for r in replay_daemon.client().list_replays(OWNER).runs]
+
+    response = _refused(
+        replay_daemon, {"source": "orders", "window": WINDOW, "tps": 100, "where": where}, path
+    )
+
+    assert response.status_code == status, response.text
+    assert message in response.json()["error"]
+    assert [r.id for r in replay_daemon.client().list_replays(OWNER).runs] == runs_before
+    assert replay_topics(kafka_bootstrap) == topics_before
