@@ -1,7 +1,8 @@
 """The live-topic guard: one replay of a source's window into its live topic at a time.
 
 A replay into a live topic is refused while another replay of the same source into the same topic,
-with an overlapping window, is still going or succeeded since ``LiveGuard.since``. The check and the
+with an overlapping window, is still going or succeeded since ``LiveGuard.since``, unless the two
+filters provably select no row in common (``daemon.core.selections``: merchant m-1 and merchant m-2). The check and the
 insert share one transaction under a lock that also covers rows not written yet: ``SELECT ... FOR
 UPDATE`` cannot lock the absence of a row, so PostgreSQL takes a transaction-scoped advisory lock
 keyed by (source, topic); SQLite transactions are ``BEGIN IMMEDIATE`` and so already exclusive.
@@ -17,6 +18,8 @@ from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from daemon.core.errors import OverlappingReplay
+from daemon.core.predicates import Predicate, parse_predicate
+from daemon.core.selections import disjoint
 from daemon.core.states import RunKind, RunState
 from daemon.core.windows import overlaps
 from store.models import Run
@@ -40,9 +43,18 @@ def lock_live_topic(session: Session, source: str, topic: str) -> None:
 
 
 def overlapping_runs(
-    session: Session, *, source: str, topic: str, start: datetime, end: datetime, since: datetime
+    session: Session,
+    *,
+    source: str,
+    topic: str,
+    start: datetime,
+    end: datetime,
+    since: datetime,
+    where: str | None = None,
 ) -> list[Run]:
-    """Replays of ``source`` into ``topic`` whose window overlaps ``[start, end)``, oldest first."""
+    """Replays of ``source`` into ``topic`` whose window overlaps ``[start, end)`` and whose filter
+    may share a row with ``where`` (canonical text; None: every row), oldest first."""
+    mine = _filter(where)
     stmt = (
         select(Run)
         .where(
@@ -64,7 +76,12 @@ def overlapping_runs(
         if run.window_start is not None
         and run.window_end is not None
         and overlaps((start, end), (run.window_start, run.window_end))
+        and not disjoint(mine, _filter(run.options.where))
     ]
+
+
+def _filter(where: str | None) -> Predicate | None:
+    return None if where is None else parse_predicate(where)
 
 
 def refuse_overlap(session: Session, run: Run, guard: LiveGuard) -> None:
@@ -79,6 +96,7 @@ def refuse_overlap(session: Session, run: Run, guard: LiveGuard) -> None:
         start=run.window_start,
         end=run.window_end,
         since=guard.since,
+        where=run.options.where,
     )
     if found:
         other = found[0]

@@ -136,11 +136,20 @@ class RunRepository(RunDrains, RunQueue, RunReleases):  # RunDrains extends RunL
             return existing, False
 
     def overlapping(
-        self, *, source: str, topic: str, start: datetime, end: datetime, since: datetime
+        self,
+        *,
+        source: str,
+        topic: str,
+        start: datetime,
+        end: datetime,
+        since: datetime,
+        where: str | None = None,
     ) -> builtins.list[Run]:
-        """Replays a guarded insert of this window would collide with (a plan shows them)."""
+        """Replays a guarded insert of this window (and filter) would collide with (a plan shows them)."""
         with self._store.session() as session:
-            return overlapping_runs(session, source=source, topic=topic, start=start, end=end, since=since)
+            return overlapping_runs(
+                session, source=source, topic=topic, start=start, end=end, since=since, where=where
+            )
 
     def find_by_idempotency_key(self, requester: str, idempotency_key: str) -> Run | None:
         """The run this requester already created with this key, if any."""

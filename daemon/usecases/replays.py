@@ -263,7 +263,7 @@ class ReplayService:
             if live is None:
                 raise BadRequest(f"the live topic '{source.live_topic}' does not exist on the cluster")
             topic, partitions = source.live_topic, live.partitions
-            overlapping = self._overlapping(source.name, topic, start, end)
+            overlapping = self._overlapping(source.name, topic, start, end, command.where)
         else:
             topic, partitions = auto_topic_name(source.name, "<run id>"), self._auto_partitions(source, tps)
         shaped = self._shaped(source, table, window, snapshot, command, tps)
@@ -311,9 +311,16 @@ class ReplayService:
     def _guard_since(self) -> datetime:
         return self._clock() - timedelta(hours=self._settings.live_replay_guard_hours)
 
-    def _overlapping(self, source: str, topic: str, start: datetime, end: datetime) -> tuple[Overlap, ...]:
+    def _overlapping(
+        self, source: str, topic: str, start: datetime, end: datetime, where: Predicate | None
+    ) -> tuple[Overlap, ...]:
         runs = self._store.runs.overlapping(
-            source=source, topic=topic, start=start, end=end, since=self._guard_since()
+            source=source,
+            topic=topic,
+            start=start,
+            end=end,
+            since=self._guard_since(),
+            where=None if where is None else render_predicate(where),
         )
         return tuple(Overlap(r.id, r.requester, str(r.state), r.window_label or "") for r in runs)
 

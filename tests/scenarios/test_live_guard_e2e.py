@@ -60,6 +60,23 @@ def test_an_overlapping_live_replay_is_refused_naming_the_run_unless_forced(
     assert set(after) - set(before) == {forced.id, auto.id}
 
 
+def test_live_replays_whose_filters_share_no_row_run_together(replay_daemon: DaemonProcess) -> None:
+    """Each pins the key to its own orders; a third asking for one of them is refused."""
+    with replay_daemon.client() as client:
+        first = client.create_replay(
+            OWNER, _live("2024-01-05", where="order_id IN ('ord-00387', 'ord-00394')")
+        )
+        beside = client.create_replay(ADMIN, _live("2024-01-05", where="order_id = 'ord-00396'"))
+        plan = client.plan(ADMIN, _live("2024-01-05", where="order_id = 'ord-00394' and amount > 1"))
+        with pytest.raises(Conflict) as refused:
+            client.create_replay(ADMIN, _live("2024-01-05", where="order_id = 'ord-00394' and amount > 1"))
+        _cancel_all(client, [first.id, beside.id])
+
+    assert beside.created and beside.topic == first.topic
+    assert [o.run_id for o in plan.overlapping] == [first.id]
+    assert first.id in str(refused.value)
+
+
 def test_two_live_replays_of_one_window_at_once_create_exactly_one_run(replay_daemon: DaemonProcess) -> None:
     answers: list[httpx.Response] = []
     lock = threading.Lock()

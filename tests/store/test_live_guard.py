@@ -18,6 +18,7 @@ from sqlalchemy import event
 
 from daemon.core.errors import Conflict, OverlappingReplay
 from daemon.core.grammar import ReplayCommand, parse, render
+from daemon.core.run_options import RunOptions
 from daemon.core.windows import overlaps
 from store import Store
 from store.live_guard import LiveGuard
@@ -205,3 +206,35 @@ def test_two_concurrent_guarded_inserts_of_one_window_create_exactly_one_run(
     assert len(created) == 1, outcomes
     assert refused == created, outcomes
     assert [run.id for run in store.runs.list()[0]] == created
+
+
+def _filtered(where: str | None) -> dict[str, Any]:
+    return {"options": RunOptions(topic_mode="live", where=where)}
+
+
+def test_filtered_replays_of_disjoint_keys_run_together_and_overlapping_ones_do_not(store: Store) -> None:
+    first = live_run(store, **_filtered("order_id IN ('ord-1', 'ord-2')"))
+
+    beside = live_run(store, requester="U0BOB", **_filtered("order_id = 'ord-3' AND amount > 5"))
+    assert beside.state == "queued"
+    for where in ("order_id IN ('ord-2', 'ord-9')", "amount > 5", None):
+        with pytest.raises(OverlappingReplay) as refused:
+            live_run(store, requester="U0BOB", **_filtered(where))
+        assert refused.value.run_id == first.id
+    assert (
+        store.runs.overlapping(
+            source="orders",
+            topic="orders-live",
+            start=JAN_1,
+            end=JAN_1 + DAY,
+            since=JAN_1,
+            where="order_id = 'ord-4'",
+        )
+        == []
+    )
+    assert [
+        run.id
+        for run in store.runs.overlapping(
+            source="orders", topic="orders-live", start=JAN_1, end=JAN_1 + DAY, since=JAN_1, where=None
+        )
+    ] == [first.id, beside.id]
