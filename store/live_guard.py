@@ -2,10 +2,11 @@
 
 A replay into a live topic is refused while another replay of the same source into the same topic,
 with an overlapping window, is still going or succeeded since ``LiveGuard.since``, unless the two
-filters provably select no row in common (``daemon.core.selections``: merchant m-1 and merchant m-2). The check and the
-insert share one transaction under a lock that also covers rows not written yet: ``SELECT ... FOR
-UPDATE`` cannot lock the absence of a row, so PostgreSQL takes a transaction-scoped advisory lock
-keyed by (source, topic); SQLite transactions are ``BEGIN IMMEDIATE`` and so already exclusive.
+filters provably select no row in common (``daemon.core.selections``: merchant m-1 and merchant m-2).
+The check and the insert share one transaction under a lock that also covers rows not written yet:
+``SELECT ... FOR UPDATE`` cannot lock the absence of a row, so PostgreSQL takes a transaction-scoped
+advisory lock keyed by (source, topic); SQLite transactions are ``BEGIN IMMEDIATE`` and so already
+exclusive.
 """
 
 from __future__ import annotations
