@@ -120,6 +120,8 @@ def describe_run(run: RunOut) -> str:
         text += f" ({shape})"
     if run.where is not None:
         text += f", where {run.where}"
+    if run.fields:
+        text += f", fields {','.join(run.fields)}"
     if run.paused:
         text += f" (paused; resumes at {run.current_tps}/s)"
     elif run.current_tps != run.tps:

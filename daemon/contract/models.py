@@ -88,6 +88,9 @@ class ReplayBody(BaseModel):
         default=None,
         description="tps=original: each event at its own time this many times faster; tps the ceiling",
     )
+    keys: list[str] = Field(default_factory=list, description="keys=: only these entities' events")
+    types: list[str] = Field(default_factory=list, description="types=: only events of these types")
+    fields: list[str] = Field(default_factory=list, description="fields=: only these columns in each value")
     where: str | None = Field(
         default=None,
         max_length=MAX_PREDICATE_CHARS,
@@ -128,6 +131,9 @@ class ReplayBody(BaseModel):
             max_mb=command.max_mb,
             speed=command.speed,
             where=None if command.where is None else render_predicate(command.where),
+            keys=list(command.keys),
+            types=list(command.types),
+            fields=list(command.fields),
             confirm_live=confirm_live,
             approved_by=approved_by,
             slack_channel=slack_channel,
@@ -155,6 +161,9 @@ class ReplayBody(BaseModel):
             max_mb=self.max_mb,
             speed=self.speed,
             where=None if self.where is None else parse_predicate(self.where),
+            keys=tuple(self.keys),
+            types=tuple(self.types),
+            fields=tuple(self.fields),
         )
 
 
@@ -309,7 +318,13 @@ class PlanOut(BaseModel):
     window_start: datetime
     window_end: datetime
     rows: int = Field(description="rows in the window (that the filter keeps), counted from the table")
-    where: str | None = Field(default=None, description="where=: the filter, canonical; None: every row")
+    where: str | None = Field(
+        default=None,
+        description="where=, keys= and types= as one filter, canonical; None: every row",
+    )
+    fields: list[str] = Field(
+        default_factory=list, description="fields=: the value's columns; []: the source's"
+    )
     tps: int
     ramp_s: int | None = Field(default=None, description="ramp=: seconds from a tenth of `tps` up to it")
     max_mb: int | None = Field(default=None, description="max_mb=: megabytes a second at most, beside `tps`")
@@ -433,7 +448,13 @@ class RunOut(BaseModel):
     topic: str
     tps: int = Field(description="the rate asked for at launch")
     current_tps: int = Field(description="the rate as last set (live control); `tps` until changed")
-    where: str | None = Field(default=None, description="where=: the filter, canonical; None: every row")
+    where: str | None = Field(
+        default=None,
+        description="where=, keys= and types= as one filter, canonical; None: every row",
+    )
+    fields: list[str] = Field(
+        default_factory=list, description="fields=: the value's columns; []: the source's"
+    )
     ramp_s: int | None = Field(default=None, description="ramp=: seconds from a tenth of `tps` up to it")
     max_mb: int | None = Field(default=None, description="max_mb=: megabytes a second at most, beside `tps`")
     speed: float | None = Field(

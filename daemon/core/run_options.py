@@ -71,6 +71,7 @@ class RunOptions:
     # where=: the filter the run's rows passed, as canonical text (``core.predicates``); None: every
     # row of the window. A reconcile of the run keeps the subject's: the expected ids are the filtered.
     where: str | None = None
+    fields: tuple[str, ...] = ()  # fields=: the columns of each JSON value; (): the source's
 
     def __post_init__(self) -> None:
         _check(self)
@@ -86,7 +87,7 @@ class RunOptions:
         try:
             if "window" in values:
                 values["window"] = WindowKind(values["window"])
-            for name in ("watch", "overrides"):
+            for name in ("watch", "overrides", "fields"):
                 if name in values:
                     values[name] = tuple(_strings(name, values[name]))
             if values.get("auto") is not None:
@@ -215,8 +216,10 @@ def _check(options: RunOptions) -> None:
         value = getattr(options, name)
         if value is not None and not isinstance(value, str):
             raise ValueError(f"run option {name} is text, or absent")
-    if not isinstance(options.overrides, tuple) or not all(isinstance(i, str) for i in options.overrides):
-        raise ValueError("run option overrides is a tuple of strings")
+    for name in ("overrides", "fields"):
+        value = getattr(options, name)
+        if not isinstance(value, tuple) or not all(isinstance(item, str) for item in value):
+            raise ValueError(f"run option {name} is a tuple of strings")
     if options.auto is not None and not isinstance(options.auto, AutoRate):
         raise ValueError("run option auto is an AutoRate, or absent")
     if options.on_error == "dlq" and options.dlq_topic is None:

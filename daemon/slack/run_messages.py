@@ -152,7 +152,11 @@ def _window(run: RunOut) -> str:
     pinned = pinned_window(run)
     shown = f"`{escape(run.window or '')}`"
     text = f"{shown} = `{escape(pinned)}`" if pinned != (run.window or "") else f"{shown} (UTC)"
-    return text + _filter(run.where)
+    return text + _filter(run.where) + _fields(run.fields)
+
+
+def _fields(fields: list[str]) -> str:
+    return f", fields `{escape(','.join(fields))}`" if fields else ""
 
 
 def _filter(where: str | None) -> str:
@@ -363,7 +367,7 @@ def cancelling(run: RunOut) -> Message:
 
 
 def _plan_fields(plan: PlanOut) -> dict[str, Any]:
-    kept = _filter(plan.where)
+    kept = _filter(plan.where) + _fields(plan.fields)
     return fields(
         [
             ("Source", _source(plan.source, plan.snapshot)),

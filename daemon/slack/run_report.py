@@ -171,8 +171,9 @@ def rerun_command(run: RunOut) -> str:
     rate = f"tps={run.tps}"
     if run.speed is not None:
         rate = f"tps=original speed={render_speed(run.speed)} max={run.tps}"
+    fields = f" fields={','.join(run.fields)}" if run.fields else ""
     where = f" where={run.where}" if run.where else ""  # last: a filter runs to the end
-    return f"/replay {run.source} {pinned_window(run)} {rate}{live}{ramp}{ceiling}{where}"
+    return f"/replay {run.source} {pinned_window(run)} {rate}{live}{ramp}{ceiling}{fields}{where}"
 
 
 def out_of_memory(reason: str) -> bool:

@@ -109,6 +109,7 @@ class Source(BaseModel):
     key_column: str = Field(min_length=1)
     event_id_column: str = Field(min_length=1)
     watermark_column: str | None = None
+    type_column: str | None = None  # the event's type (payment.captured): what `types=` selects by
     encrypted_columns: dict[str, EncryptedColumn] = Field(default_factory=dict)
     # json: value_columns as JSON (default all but partition_column); raw: a bronze table's bytes
     value_format: ValueFormat = "json"

@@ -136,7 +136,7 @@ def build_spec(
         event_id_column=source.event_id_column,
         event_time_column=source.event_time_column,
         value_format=source.value_format,
-        value_columns=None if source.value_columns is None else tuple(source.value_columns),
+        value_columns=_value_columns(run, source.value_columns),
         partition_column=source.partition_column,
         value_column=source.raw.value_column if source.raw else None,
         headers_column=source.raw.headers_column if source.raw else None,
@@ -161,6 +161,14 @@ def build_spec(
         shape=_shape(run),
         where=_row_filter(run),
     )
+
+
+def _value_columns(run: Run, columns: list[str] | None) -> tuple[str, ...] | None:
+    """``fields=``: the run's own projection of the value; else the source's (None: all but the
+    partition column)."""
+    if run.options.fields:
+        return tuple(run.options.fields)
+    return None if columns is None else tuple(columns)
 
 
 def _row_filter(run: Run) -> RowFilter | None:

@@ -31,7 +31,7 @@ from daemon.core.errors import (
 )
 from daemon.core.grammar import OnError, Ordering, PlanCommand, ReplayCommand, Timestamp, Topic, render
 from daemon.core.ids import new_run_id
-from daemon.core.predicates import Predicate, check_predicate, render_predicate
+from daemon.core.predicates import Predicate, render_predicate
 from daemon.core.quantities import partitions_for_rate
 from daemon.core.run_options import RunOptions, WindowKind
 from daemon.core.states import RunKind, RunState
@@ -42,6 +42,7 @@ from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.eta import Eta, check_execution_limit, estimate, waiting
 from daemon.usecases.live_approval import check_live_approval
 from daemon.usecases.ports import TableStats, TopicAdmin, WindowRows
+from daemon.usecases.selection import check_fields, selection_of
 from daemon.usecases.table_runtime import check_table_runtime
 from spark_job.publish.time_shape import Shaped, bucket_width, shape
 from store import Store
@@ -102,7 +103,8 @@ class Plan:
     shaped: Shaped | None = None
     snapshot: str | None = None  # the table version counted, which the run will read (None: Parquet)
     table_metadata: str | None = None  # a table named in a catalog: the metadata file the run reads
-    where: Predicate | None = None  # where=: the filter ``rows`` were counted through
+    where: Predicate | None = None  # where=, keys= and types= as one filter: what ``rows`` counted
+    fields: tuple[str, ...] = ()  # fields=: the value's columns; (): the source's
 
 
 @dataclass(frozen=True)
@@ -244,16 +246,15 @@ class ReplayService:
         table_metadata = self._table_stats.metadata_file(source.table)  # the one ask of a catalog
         table = source.table.read_at(table_metadata)
         snapshot = self._table_stats.snapshot(table)
-        if command.where is not None:  # before any count: a filter the table cannot answer says so
-            check_predicate(
-                command.where,
-                self._table_stats.column_kinds(table),
-                encrypted=frozenset(source.encrypted_columns),
-                source=source.name,
-            )
-        rows = self._count_rows(source, table, window, snapshot, command.where)
+        # before any count: a selection the table cannot answer says so
+        where = None
+        if command.where is not None or command.keys or command.types:
+            where = selection_of(source, command, self._table_stats.column_kinds(table))
+        if command.fields:
+            check_fields(source, command.fields, self._table_stats.column_names(table))
+        rows = self._count_rows(source, table, window, snapshot, where)
         if rows == 0:
-            kept = "" if command.where is None else f" that where={render_predicate(command.where)} keeps"
+            kept = "" if where is None else f" that where={render_predicate(where)} keeps"
             raise EmptyWindow(f"no rows of '{source.name}' in {written}{kept}; nothing to replay")
         overlapping: tuple[Overlap, ...] = ()
         if command.topic == "live":
@@ -263,10 +264,10 @@ class ReplayService:
             if live is None:
                 raise BadRequest(f"the live topic '{source.live_topic}' does not exist on the cluster")
             topic, partitions = source.live_topic, live.partitions
-            overlapping = self._overlapping(source.name, topic, start, end, command.where)
+            overlapping = self._overlapping(source.name, topic, start, end, where)
         else:
             topic, partitions = auto_topic_name(source.name, "<run id>"), self._auto_partitions(source, tps)
-        shaped = self._shaped(source, table, window, snapshot, command, tps)
+        shaped = self._shaped(source, table, window, snapshot, command, tps, where)
         eta = self.eta(rows, tps, ramp_s=command.ramp_s, publish_s=shaped.last_s if shaped else None)
         limit_s, setting = self._execution_limit()
         check_execution_limit(eta, rows=rows, tps=tps, limit_s=limit_s, setting=setting)
@@ -304,7 +305,8 @@ class ReplayService:
             shaped=shaped,
             snapshot=snapshot,
             table_metadata=table_metadata,
-            where=command.where,
+            where=where,
+            fields=command.fields,
         )
         return source, plan
 
@@ -357,6 +359,7 @@ class ReplayService:
         snapshot: str | None,
         command: ReplayCommand | PlanCommand,
         ceiling: int,
+        where: Predicate | None,
     ) -> Shaped | None:
         """``tps=original``: the window's own times, scaled and served under ``ceiling``."""
         if command.speed is None:
@@ -365,9 +368,7 @@ class ReplayService:
             raise BadRequest(f"source '{source.name}' has no event time column for tps=original")
         start, end = bounds(window)
         width = bucket_width((end - start).total_seconds() / command.speed)
-        rows = WindowRows(
-            source.partition_column, days(window), source.event_time_column, start, end, command.where
-        )
+        rows = WindowRows(source.partition_column, days(window), source.event_time_column, start, end, where)
         counts = self._table_stats.time_histogram(
             table, rows, snapshot=snapshot, origin=start, speed=command.speed, width=width
         )
@@ -508,6 +509,7 @@ class ReplayService:
                     snapshot=plan.snapshot,
                     table_metadata=plan.table_metadata,
                     where=None if plan.where is None else render_predicate(plan.where),
+                    fields=plan.fields,
                 ),
                 idempotency_key=idempotency_key,
                 slack_channel=slack_channel,

@@ -22,7 +22,7 @@ import pytest
 from daemon.contract.models import ReplayBody
 from daemon.core.grammar import ReplayCommand, parse
 from daemon.slack.run_report import rerun_command
-from tests.fixtures.daemon import OWNER, DaemonProcess
+from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
 from tests.fixtures.kafka import consume_all, headers_of, value_of
 from tests.fixtures.runs import TERMINAL, replay_topics, wait_for
 
@@ -84,6 +84,45 @@ def test_a_filtered_replay_lands_exactly_the_rows_its_filter_keeps(
     assert isinstance(retry, ReplayCommand) and retry.where == command.where
 
 
+def test_keys_and_types_select_and_fields_project_as_pyarrow_says(
+    kafka_bootstrap: str, sample_table: Path, tmp_path: Path
+) -> None:
+    """keys= over the key column, types= over the catalog's type_column, fields= narrowing each value."""
+    keys, types = ["ord-00387", "ord-00394", "ord-00396", "ord-99999"], ["paid", "shipped"]
+    dataset = ds.dataset(sample_table, format="parquet", partitioning="hive")
+    kept = (ds.field("dt") == "2024-01-05") & ds.field("order_id").isin(keys) & ds.field("status").isin(types)
+    expected = dataset.to_table(columns=["event_id", "order_id", "status"], filter=kept).to_pylist()
+    assert expected, "the keys have paid or shipped events that day"
+    daemon = running_daemon(
+        tmp_path, sample_table=sample_table, bootstrap=kafka_bootstrap, source_extra={"type_column": "status"}
+    )
+    try:
+        client = daemon.client()
+        command = parse(
+            f"orders 2024-01-05 tps=500 keys={','.join(keys)} types=paid,shipped fields=order_id,status"
+        )
+        assert isinstance(command, ReplayCommand)
+        created = client.create_replay(OWNER, ReplayBody.of(command))
+        run = wait_for(client, created.id, TERMINAL)
+
+        assert run.state == "succeeded", run
+        assert (
+            run.where == f"order_id IN ({', '.join(repr(k) for k in keys)}) AND status IN ('paid', 'shipped')"
+        )
+        assert run.fields == ["order_id", "status"]
+        assert run.confirmed == len(expected) and run.reconcile is not None and run.reconcile.verdict().clean
+        landed = consume_all(kafka_bootstrap, run.topic, expected=len(expected))
+        values = sorted((json.loads(value_of(m)) for m in landed), key=lambda v: (v["order_id"], v["status"]))
+        assert values == sorted(
+            ({"order_id": row["order_id"], "status": row["status"]} for row in expected),
+            key=lambda v: (v["order_id"], v["status"]),
+        )
+        ids = {headers_of(m)["replay-event-id"].decode() for m in landed}
+        assert ids == {row["event_id"] for row in expected}
+    finally:
+        daemon.stop()
+
+
 def _refused(daemon: DaemonProcess, body: dict[str, Any], path: str = "/v1/replays") -> httpx.Response:
     return httpx.post(
         f"{daemon.url}{path}",
@@ -93,15 +132,18 @@ def _refused(daemon: DaemonProcess, body: dict[str, Any], path: str = "/v1/repla
 
 
 @pytest.mark.parametrize(
-    ("where", "status", "message"),
+    ("extra", "status", "message"),
     [
-        ("amout > 5", 400, "orders has no column `amout`"),
-        ("amount > 'abc'", 400, "`amount` holds numbers; 'abc' is text"),
-        ("updated_at > 12", 400, "`updated_at` holds timestamps; 12 is a number"),
-        ("status = paid", 400, "expected a value: quote text"),
-        ("status in ('paid'", 400, "expected `)`"),
+        ({"where": "amout > 5"}, 400, "orders has no column `amout`"),
+        ({"where": "amount > 'abc'"}, 400, "`amount` holds numbers; 'abc' is text"),
+        ({"where": "updated_at > 12"}, 400, "`updated_at` holds timestamps; 12 is a number"),
+        ({"where": "status = paid"}, 400, "expected a value: quote text"),
+        ({"where": "status in ('paid'"}, 400, "expected `)`"),
+        ({"fields": ["dt"]}, 400, "orders has no column `dt`"),
+        ({"keys": ["a"], "types": ["b"]}, 400, "names no type_column"),
+        ({"keys": ["a"] * 2}, 400, "lists 'a' twice"),
         (
-            "amount > 1000000",
+            {"where": "amount > 1000000"},
             422,
             "no rows of 'orders' in 2024-01-02..2024-01-04 that where=amount > 1000000",
         ),
@@ -109,14 +151,17 @@ def _refused(daemon: DaemonProcess, body: dict[str, Any], path: str = "/v1/repla
 )
 @pytest.mark.parametrize("path", ["/v1/replays", "/v1/plans"])
 def test_a_filter_the_table_cannot_answer_is_refused_and_creates_nothing(
-    replay_daemon: DaemonProcess, kafka_bootstrap: str, where: str, status: int, message: str, path: str
+    replay_daemon: DaemonProcess,
+    kafka_bootstrap: str,
+    extra: dict[str, Any],
+    status: int,
+    message: str,
+    path: str,
 ) -> None:
     topics_before = replay_topics(kafka_bootstrap)
     runs_before = [r.id for r in replay_daemon.client().list_replays(OWNER).runs]
 
-    response = _refused(
-        replay_daemon, {"source": "orders", "window": WINDOW, "tps": 100, "where": where}, path
-    )
+    response = _refused(replay_daemon, {"source": "orders", "window": WINDOW, "tps": 100, **extra}, path)
 
     assert response.status_code == status, response.text
     assert message in response.json()["error"]

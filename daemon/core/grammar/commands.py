@@ -16,6 +16,7 @@ from daemon.core.grammar.drain import check_drain_groups
 from daemon.core.grammar.groups import LagCommand, RewindCommand
 from daemon.core.grammar.help import USAGE
 from daemon.core.grammar.run_control import PauseRunCommand, ResumeRunCommand, TpsCommand
+from daemon.core.grammar.selection import check_listed
 from daemon.core.grammar.shaped import check_speed
 from daemon.core.grammar.sources import SourcesCommand
 from daemon.core.grammar.values import (
@@ -70,6 +71,9 @@ RUN_OPTIONS = (
     "speed",
     "tz",
     *AUTO_OPTIONS,
+    "keys",
+    "types",
+    "fields",
     "where",
 )
 SCHEDULE_OPTIONS = (
@@ -109,6 +113,9 @@ class ReplaySpec:
     # tps=original: each event at its own time, this many times faster, ``tps`` the ceiling (max=)
     speed: float | None = None
     where: Predicate | None = None  # where=: the rows of the window to replay; None: all of them
+    keys: tuple[str, ...] = ()  # keys=: only these entities' events (the source's key column)
+    types: tuple[str, ...] = ()  # types=: only events of these types (the source's type_column)
+    fields: tuple[str, ...] = ()  # fields=: only these columns in each JSON value; (): the source's
 
     def __post_init__(self) -> None:
         if self.where is not None:
@@ -140,6 +147,9 @@ class ReplaySpec:
             check_drain_groups(self.watch)
             check_range("ramp", self.ramp_s, 1, MAX_RAMP_S)
             check_range("max_mb", self.max_mb, 1, MAX_MB)
+            for name in ("keys", "types", "fields"):
+                if getattr(self, name):
+                    check_listed(name, getattr(self, name), columns=name == "fields")
             if self.speed is not None:
                 check_speed(self.speed)
                 if self.auto is not None:

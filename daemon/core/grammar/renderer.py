@@ -30,6 +30,7 @@ from daemon.core.grammar.run_control import (
     TpsCommand,
     render_run_control,
 )
+from daemon.core.grammar.selection import render_listed
 from daemon.core.grammar.shaped import render_speed
 from daemon.core.grammar.sources import SourcesCommand, render_sources
 from daemon.core.grammar.tokenizer import WHERE
@@ -80,6 +81,9 @@ def _render_spec(spec: ReplaySpec) -> list[str]:
         parts.append(f"ramp={render_duration(spec.ramp_s)}")
     if spec.max_mb is not None:
         parts.append(f"max_mb={spec.max_mb}")
+    for name in ("keys", "types", "fields"):
+        if getattr(spec, name):
+            parts.append(f"{name}=" + _quote(render_listed(getattr(spec, name))))
     if spec.where is not None:  # last, unquoted: the tokenizer reads a filter to the end
         parts.append(WHERE + render_predicate(spec.where))
     return parts

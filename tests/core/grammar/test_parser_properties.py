@@ -88,6 +88,10 @@ FRAGMENTS = [
     "lookback=1h",
     "idle_after=14d",
     "where=amount > 5",
+    "keys=a,b",
+    "keys=",
+    "types=x,,y",
+    "fields=a,1b",
     "where=a in ('x', \"y\") or",
     "where=",
     "WHERE=(b",
@@ -178,6 +182,19 @@ periods = st.one_of(
 )
 
 
+listed = st.lists(
+    st.text(
+        alphabet=st.characters(
+            categories=("L", "N", "P", "S"),
+            exclude_characters=",\u201c\u201d\u201e\u201f\u2018\u2019\u201a\u201b",
+        )
+        | st.just(" "),
+        min_size=1,
+        max_size=10,
+    ).filter(lambda item: item == item.strip(" ")),
+    max_size=4,
+    unique=True,
+).map(tuple)
 autos = st.builds(
     AutoRate,
     ceiling=st.integers(min_value=1, max_value=MAX_TPS),
@@ -209,6 +226,11 @@ def _spec(cls: type[ReplayCommand] | type[PlanCommand]) -> st.SearchStrategy[Com
         watch=watched,
         max_mb=st.none() | st.integers(min_value=1, max_value=MAX_MB),
         where=st.none() | predicates,
+        keys=listed,
+        types=listed,
+        fields=st.lists(
+            st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True), max_size=4, unique=True
+        ).map(tuple),
     )
 
 
