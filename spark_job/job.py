@@ -32,7 +32,7 @@ from pyspark import SparkContext
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as sf
 
-from spark_job import transforms
+from spark_job import erasures, transforms
 from spark_job.arrow_map import ArrowMapFunction, map_in_arrow
 from spark_job.errors import SourceError
 from spark_job.kafka_conf import client_config, producer_config
@@ -90,8 +90,20 @@ MAX_BUCKETS = 100_000
 
 
 def select(spark: SparkSession, spec: JobSpec) -> DataFrame:
-    """The window's rows (a plan: nothing is read); a clear ``SourceError`` for unknown columns."""
-    return transforms.select_window(transforms.read_source(spark, spec.source, spec.selection), spec)
+    """The window's rows (a plan: nothing is read), erased keys' events left out; a clear
+    ``SourceError`` for unknown columns or an erasure list that cannot be read."""
+    selected = transforms.select_window(transforms.read_source(spark, spec.source, spec.selection), spec)
+    if spec.erasures is None:
+        return selected
+    return erasures.without_erased(selected, erasures.erased_keys(spark, spec.erasures), spec.erasures.column)
+
+
+def suppressed(spark: SparkSession, spec: JobSpec) -> int | None:
+    """The erased keys' events the selection left out; None without an erasure list."""
+    if spec.erasures is None:
+        return None
+    window = transforms.select_window(transforms.read_source(spark, spec.source, spec.selection), spec)
+    return erasures.suppressed(window, erasures.erased_keys(spark, spec.erasures), spec.erasures.column)
 
 
 def count(selected: DataFrame, spec: JobSpec, slots: int) -> transforms.Census:
@@ -103,7 +115,10 @@ def count(selected: DataFrame, spec: JobSpec, slots: int) -> transforms.Census:
         selected, spec, slots * multiple, high=watermark is not None and watermark.high is None
     )
     if counted.rows == 0 and isinstance(spec.selection, DayWindow | TimeWindow):
-        raise SourceError(f"no rows in window {spec.selection.describe()} of source {spec.source.name}")
+        erased = " once its erasure list left out the erased keys' events" if spec.erasures else ""
+        raise SourceError(
+            f"no rows in window {spec.selection.describe()} of source {spec.source.name}{erased}"
+        )
     return counted
 
 
@@ -111,12 +126,22 @@ def run_reconcile(spark: SparkSession, spec: JobSpec) -> ReconcileResult:
     """``mode: "reconcile"``: select the window as a replay would, publish nothing, reconcile."""
     assert spec.reconcile is not None, "the spec refuses mode 'reconcile' without its target"
     target = spec.reconcile
+    spec = erasures.pinned(spark, spec)
     selected = select(spark, spec)
     rows = selected.count()
     log.info("reconciling run %s against %d selected rows", target.run_id, rows)
     topic = target.offsets.topic if target.offsets is not None else spec.topic
     spark.sparkContext.setJobGroup(f"reconcile-{spec.run_id}", f"reconcile {target.run_id} on {topic}")
-    return ReconcileResult(spec.run_id, _reconciled(spark, spec, selected, rows, topic, target))
+    reconciled = _reconciled(spark, spec, selected, rows, topic, target)
+    return ReconcileResult(spec.run_id, _with_erasures(reconciled, spark, spec))
+
+
+def _with_erasures(reconciled: Reconciliation, spark: SparkSession, spec: JobSpec) -> Reconciliation:
+    """The verdict also says what the erasure list left out (never expected, so never missing)."""
+    if spec.erasures is None:
+        return reconciled
+    left_out = suppressed(spark, spec)
+    return replace(reconciled, suppressed=left_out, erasures_as_of=erasures.version(spec.erasures))
 
 
 def _reconciled(
@@ -137,6 +162,7 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
     context = spark.sparkContext
     assert context.master is not None, "a running SparkContext has a master"
     slots = task_slots(context.master, dict(context.getConf().getAll()))
+    spec = erasures.pinned(spark, spec)  # read before anything is sent: a run never goes without it
     selected = select(spark, spec)
     phase.mark("select")  # listing the source, resolving its columns
     watermark = spec.selection if isinstance(spec.selection, WatermarkRange) else None
@@ -174,7 +200,7 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
         log.info("phase=first_event t=%.3f", first - phase.origin)
     try:
         failed = _failed_tasks(context, spec.run_id)
-        reconciled = _reconcile(spark, spec, selected, rows, published.offsets)
+        reconciled = _with_erasures(_reconcile(spark, spec, selected, rows, published.offsets), spark, spec)
         phase.mark("reconcile")
         return _result(spec, started_at, rows, published, slots, failed=failed, reconciled=reconciled)
     except Exception as exc:  # counted, then failed: the tasks' own counts are known
@@ -421,6 +447,8 @@ def _result(
         offsets=published.offsets.document() if published.offsets is not None else None,
         reconcile=reconciled,
         bytes_held_s=_bytes_held(tasks) if spec.max_bytes_per_s is not None else None,
+        suppressed=reconciled.suppressed if reconciled is not None else None,
+        erasures_as_of=reconciled.erasures_as_of if reconciled is not None else None,
     )
 
 

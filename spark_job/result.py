@@ -112,6 +112,8 @@ class Reconciliation:
     missing_dead_lettered: int | None = None
     scanned_records: int | None = None
     error: str | None = None
+    suppressed: int | None = None  # an erasure list: the erased keys' events left out (not selected)
+    erasures_as_of: str | None = None  # that list's version: its newest erasure honoured
 
     @classmethod
     def failed(cls, error: str) -> Reconciliation:
@@ -152,6 +154,8 @@ class ReplayResult:
     offsets: dict[str, Any] | None = None  # OffsetRanges.document()
     reconcile: Reconciliation | None = None
     bytes_held_s: float | None = None  # max_mb: the longest any task's due events waited for bytes
+    suppressed: int | None = None  # an erasure list: the erased keys' events left out; None: no list
+    erasures_as_of: str | None = None  # the list's version the run honoured (its newest erasure)
 
     def document(self) -> dict[str, Any]:
         document = {"status": "succeeded", "mode": "replay", **asdict(self)}

@@ -87,6 +87,7 @@ class _AwareTimestamps:
         "snoozed_until",
         "first_delivery_at",
         "last_delivery_at",
+        "erasures_as_of",
         "topic_deleted_at",
         "released_at",
     )
@@ -180,6 +181,9 @@ class Run(_AwareTimestamps, Base):
     on_topic_at_least: Mapped[int | None] = mapped_column(BigInteger)  # a failed run's confirmed so far
     behind_schedule_s: Mapped[float | None] = mapped_column(Float)
     bytes_held_s: Mapped[float | None] = mapped_column(Float)  # max_mb: due events waited for bytes
+    # an erasure list: the erased keys' events the run left out, and the list's newest erasure it honoured
+    suppressed: Mapped[int | None] = mapped_column(Integer)
+    erasures_as_of: Mapped[datetime | None]
     partition_skew: Mapped[float | None] = mapped_column(Float)
     reconcile: Mapped[dict[str, Any] | None] = mapped_column(JsonType)  # the last event-id reconcile
     rate_series: Mapped[dict[str, Any] | None] = mapped_column(JsonType)  # {start, counts} per second

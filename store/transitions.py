@@ -40,6 +40,8 @@ UPDATABLE_RUN_FIELDS = frozenset(
         "on_topic_at_least",
         "behind_schedule_s",
         "bytes_held_s",
+        "suppressed",
+        "erasures_as_of",
         "partition_skew",
         "reconcile",
         "rate_series",

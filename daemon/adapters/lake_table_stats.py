@@ -12,6 +12,7 @@ from datetime import datetime
 
 from daemon.adapters.arrow_predicates import column_kinds
 from daemon.adapters.delta_table_stats import DeltaTableStats
+from daemon.adapters.erasure_lists import read_version
 from daemon.adapters.iceberg_table_stats import IcebergTableStats
 from daemon.adapters.table_catalogs import TableCatalogs
 from daemon.adapters.table_stats import ParquetTableStats
@@ -20,8 +21,8 @@ from daemon.core.commits import Commit
 from daemon.core.errors import BadRequest
 from daemon.core.predicates import Kind
 from daemon.core.watermarks import Value
-from daemon.usecases.catalog import TableRef
-from daemon.usecases.ports import TableStats, WindowRows
+from daemon.usecases.catalog import ErasureList, TableRef
+from daemon.usecases.ports import ErasureVersion, TableStats, WindowRows
 
 
 class LakeTableStats(TableStats):
@@ -61,6 +62,9 @@ class LakeTableStats(TableStats):
         versioned = self._versioned(table)
         reader = self._parquet if versioned is None else versioned
         return reader.column_names(self._where(table))
+
+    def erasure_version(self, erasures: ErasureList) -> ErasureVersion:
+        return read_version(erasures)
 
     def column_kinds(self, table: TableRef) -> dict[str, Kind]:
         versioned = self._versioned(table)

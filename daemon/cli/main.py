@@ -158,6 +158,8 @@ def describe_run(run: RunOut) -> str:
 def describe_plan(plan: PlanOut) -> str:
     partitions = f"{plan.partitions} partition{'s' if plan.partitions != 1 else ''}"
     kept = "" if plan.where is None else f" where {plan.where}"
+    if plan.erasures is not None:
+        kept += f", less the events of {plan.erased_keys:,} erased keys"
     text = (
         f"{plan.rows:,} rows of {plan.source} {plan.window}{kept} -> {plan.topic} ({partitions}) "
         f"at {rate_label(plan.tps, plan.ramp_s, plan.max_mb, plan.speed)}: about {plan.eta_s:,.0f}s"

@@ -369,6 +369,11 @@ class PlanOut(BaseModel):
         default=None,
         description="the table version counted, which the run reads (Iceberg snapshot id, Delta version)",
     )
+    erasures: str | None = Field(default=None, description="the source's erasure list; None: none")
+    erased_keys: int | None = Field(default=None, description="keys on the erasure list the run will honour")
+    erasures_as_of: datetime | None = Field(
+        default=None, description="the list's newest erasure: its version"
+    )
 
 
 class ReconcileOut(BaseModel):
@@ -391,6 +396,12 @@ class ReconcileOut(BaseModel):
     scanned_records: int | None = None
     error: str | None = None
     on_demand: bool = Field(default=False, description="asked for after the run, not at its end")
+    suppressed: int | None = Field(
+        default=None, description="erased keys' events the selection left out (not expected); None: no list"
+    )
+    erasures_as_of: str | None = Field(
+        default=None, description="the erasure list's newest erasure the run honoured (its version)"
+    )
 
     def verdict(self) -> Verdict:
         """What the counts mean (`daemon.core.reconcile`), the one reading every front end shows."""
@@ -403,6 +414,8 @@ class ReconcileOut(BaseModel):
                 duplicates=self.duplicates,
                 missing_dead_lettered=self.missing_dead_lettered,
                 error=self.error,
+                suppressed=self.suppressed,
+                erasures_as_of=self.erasures_as_of,
             )
         )
 
@@ -497,6 +510,13 @@ class RunOut(BaseModel):
         default=None, description="max_mb: how long due events waited for bytes; None: no ceiling, or unknown"
     )
     partition_skew: float | None = Field(default=None, description="largest / smallest Spark partition")
+    erasures: str | None = Field(default=None, description="the erasure list the run honoured; None: none")
+    suppressed: int | None = Field(
+        default=None, description="events of erased keys the run left out; None: no list, or unknown"
+    )
+    erasures_as_of: datetime | None = Field(
+        default=None, description="the erasure list's version the run honoured: its newest erasure"
+    )
     reconcile: ReconcileOut | None = None
     window_start: datetime | None = Field(default=None, description="the resolved window, UTC")
     window_end: datetime | None = None

@@ -33,6 +33,10 @@ class Tally:
     duplicates: int | None
     missing_dead_lettered: int | None = None
     error: str | None = None
+    # an erasure list: events of erased keys the selection left out (never expected, never missing),
+    # and the list's version (its newest erasure) the run honoured; None: the source has no list
+    suppressed: int | None = None
+    erasures_as_of: str | None = None
 
     @property
     def measured(self) -> bool:
@@ -51,7 +55,21 @@ class Verdict:
 
 
 def verdict(tally: Tally) -> Verdict:
-    """The worst finding first: unexpected ids, then unexplained missing ones, then duplicates."""
+    """The worst finding first: unexpected ids, then unexplained missing ones, then duplicates; then
+    what an erasure list left out."""
+    found = _verdict(tally)
+    if tally.suppressed is None:
+        return found
+    return Verdict(found.kind, f"{found.text}; {suppressed_text(tally.suppressed, tally.erasures_as_of)}")
+
+
+def suppressed_text(suppressed: int, as_of: str | None) -> str:
+    """``suppressed 3 (erasure list as of 2024-05-01T10:00:00Z)``: the erased events left out."""
+    version = f"erasure list as of {as_of}" if as_of else "erasure list empty"
+    return f"suppressed {suppressed:,} ({version})"
+
+
+def _verdict(tally: Tally) -> Verdict:
     if not tally.measured:
         return Verdict(VerdictKind.NOT_MEASURED, f"not reconciled: {tally.error or 'counts unknown'}")
     selected, found = tally.selected or 0, tally.found or 0

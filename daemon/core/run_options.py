@@ -72,6 +72,11 @@ class RunOptions:
     # row of the window. A reconcile of the run keeps the subject's: the expected ids are the filtered.
     where: str | None = None
     fields: tuple[str, ...] = ()  # fields=: the columns of each JSON value; (): the source's
+    # The source's erasure list the plan read, and its version (the newest erasure then, ISO UTC) the
+    # run honours: erasures after it were not yet on the list when the run was asked for. None: the
+    # source had no list (a run still honours one added since: the job reads the source's).
+    erasures: str | None = None
+    erasures_as_of: str | None = None
 
     def __post_init__(self) -> None:
         _check(self)
@@ -212,7 +217,7 @@ def _check(options: RunOptions) -> None:
         value = getattr(options, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
             raise ValueError(f"run option {name}={value!r}: a number of at least 0, or absent")
-    for name in ("dlq_topic", "approved_by", "where"):
+    for name in ("dlq_topic", "approved_by", "where", "erasures", "erasures_as_of"):
         value = getattr(options, name)
         if value is not None and not isinstance(value, str):
             raise ValueError(f"run option {name} is text, or absent")

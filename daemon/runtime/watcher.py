@@ -356,6 +356,14 @@ class Watcher:
             self._conclude_reconcile(run, outcome)
             return
         fields = report_fields(outcome.payload, confirmed_so_far=run.confirmed, now=self._store.now())
+        if fields.get("suppressed") is not None:  # which erasure list, at which version, it honoured
+            as_of = fields.get("erasures_as_of")
+            detail = {
+                "list": run.options.erasures,
+                "as_of": as_of.isoformat() if as_of is not None else None,
+                "suppressed": fields["suppressed"],
+            }
+            self._store.audit.append("watcher", "erasures", run.id, "accepted", detail)
         if outcome.succeeded:
             self._finish(run, RunState.SUCCEEDED, **fields)
         else:

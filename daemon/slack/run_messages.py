@@ -49,7 +49,7 @@ from daemon.slack.run_report import (
     times_line,
     verdict_lines,
 )
-from daemon.slack.zones import clock_time
+from daemon.slack.zones import clock_time, date_time
 
 MAX_LISTED_RUNS = 15
 CONFIRM_ACTION = "replay_live_confirm"
@@ -153,6 +153,14 @@ def _window(run: RunOut) -> str:
     shown = f"`{escape(run.window or '')}`"
     text = f"{shown} = `{escape(pinned)}`" if pinned != (run.window or "") else f"{shown} (UTC)"
     return text + _filter(run.where) + _fields(run.fields)
+
+
+def _erasures(plan: PlanOut) -> str:
+    """What the source's erasure list will leave out: its keys and version, applied as the run reads."""
+    if plan.erasures is None:
+        return ""
+    version = f" as of {date_time(plan.erasures_as_of, None)}" if plan.erasures_as_of else ""
+    return f", less the events of {count(plan.erased_keys)} erased keys (erasure list{version})"
 
 
 def _fields(fields: list[str]) -> str:
@@ -372,7 +380,7 @@ def _plan_fields(plan: PlanOut) -> dict[str, Any]:
         [
             ("Source", _source(plan.source, plan.snapshot)),
             ("Window", f"`{escape(plan.window)}`" + ("" if " tz=" in plan.window else " (UTC)") + kept),
-            ("Rows", count(plan.rows)),
+            ("Rows", count(plan.rows) + _erasures(plan)),
             ("Target topic", f"`{escape(plan.topic)}` ({plan.partitions} partitions)"),
             (
                 "Rate",

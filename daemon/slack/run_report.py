@@ -14,7 +14,7 @@ from datetime import tzinfo
 from daemon.contract.models import ReconcileOut, RunOut
 from daemon.core.grammar.shaped import render_speed
 from daemon.core.quantities import render_duration
-from daemon.core.reconcile import Verdict, VerdictKind
+from daemon.core.reconcile import Verdict, VerdictKind, suppressed_text
 from daemon.core.windows import TimeWindow, label
 from daemon.slack.blocks import MAX_LINE, clip, code, count, escape, human_duration
 from daemon.slack.zones import clock_time, date_time
@@ -122,6 +122,11 @@ def report_line(run: RunOut) -> str:
                 if held < 0.5
                 else f"max_mb={run.max_mb} held events back {human_duration(held)}"
             )
+        )
+    if run.erasures is not None or run.suppressed is not None:  # what the erasure list left out
+        as_of = run.erasures_as_of.isoformat().replace("+00:00", "Z") if run.erasures_as_of else None
+        parts.append(
+            "erasures: not measured" if run.suppressed is None else suppressed_text(run.suppressed, as_of)
         )
     return "*Report:* " + " · ".join(parts)
 

@@ -98,6 +98,22 @@ class EncryptedColumn(BaseModel):
     key_ref: str = Field(min_length=1, description="KMS key id/ARN, or local:<name> for a local key file")
 
 
+class ErasureList(BaseModel):
+    """Keys of people who asked to be forgotten, each with the time of erasure: a Parquet table (a
+    file or a directory of files) or a CSV file with a header. Every run of the source leaves their
+    events out; no option turns that off."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str = Field(min_length=1, description="where the list is: a local path or s3:// URI")
+    format: Literal["parquet", "csv"] = "parquet"
+    column: str | None = Field(
+        default=None, description="the source's column the keys name; None: key_column"
+    )
+    key: str = Field(default="key", min_length=1, description="the list's column of erased keys")
+    erased_at: str = Field(default="erased_at", min_length=1, description="the list's time of erasure")
+
+
 class Source(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -111,6 +127,7 @@ class Source(BaseModel):
     watermark_column: str | None = None
     type_column: str | None = None  # the event's type (payment.captured): what `types=` selects by
     encrypted_columns: dict[str, EncryptedColumn] = Field(default_factory=dict)
+    erasures: ErasureList | None = None  # erased entities: every run leaves their events out
     # json: value_columns as JSON (default all but partition_column); raw: a bronze table's bytes
     value_format: ValueFormat = "json"
     value_columns: list[str] | None = Field(default=None, min_length=1)
@@ -301,4 +318,8 @@ def _parse_source(shown: str, base: Path, name: str, body: object) -> Source:
     if path is not None and "://" not in path and not Path(path).is_absolute():
         resolved = TableRef(path=str((base / path).resolve()), format=source.table.format)
         source = source.model_copy(update={"table": resolved})
+    erasures = source.erasures
+    if erasures is not None and "://" not in erasures.path and not Path(erasures.path).is_absolute():
+        listed = erasures.model_copy(update={"path": str((base / erasures.path).resolve())})
+        source = source.model_copy(update={"erasures": listed})
     return source

@@ -8,7 +8,7 @@ window, a pipeline slot a watermark range or the commits it follows.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 from daemon.config.settings import Settings
 from daemon.core.errors import BadRequest
@@ -19,12 +19,14 @@ from daemon.core.run_control import changes_from
 from daemon.core.run_options import WindowKind
 from daemon.core.states import RunKind
 from daemon.usecases.catalog import Catalog
+from daemon.usecases.catalog import Source as CatalogSource
 from daemon.usecases.dead_letters import dead_letter_options, dead_letter_retention_ms
 from daemon.usecases.pii import decrypt_section
 from spark_job.spec.model import (
     CommitRange,
     Control,
     DayWindow,
+    Erasures,
     JobSpec,
     OffsetRanges,
     Progress,
@@ -160,6 +162,7 @@ def build_spec(
         max_bytes_per_s=_byte_ceiling(run),
         shape=_shape(run),
         where=_row_filter(run),
+        erasures=_erasures(run, source),
     )
 
 
@@ -169,6 +172,23 @@ def _value_columns(run: Run, columns: list[str] | None) -> tuple[str, ...] | Non
     if run.options.fields:
         return tuple(run.options.fields)
     return None if columns is None else tuple(columns)
+
+
+def _erasures(run: Run, source: CatalogSource) -> Erasures | None:
+    """The source's erasure list, always (a run planned before the list was named honours it too),
+    pinned to the version the run's plan read (a reconcile: the one its subject honoured)."""
+    listed = source.erasures
+    if listed is None:
+        return None
+    as_of = run.options.erasures_as_of
+    return Erasures(
+        path=listed.path,
+        format=listed.format,
+        column=listed.column or source.key_column,
+        key=listed.key,
+        erased_at=listed.erased_at,
+        as_of=None if as_of is None else datetime.fromisoformat(as_of),
+    )
 
 
 def _row_filter(run: Run) -> RowFilter | None:

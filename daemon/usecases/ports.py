@@ -31,7 +31,7 @@ from daemon.core.lag import GroupState
 from daemon.core.predicates import Kind, Predicate
 from daemon.core.run_control import RateChange
 from daemon.core.watermarks import Value
-from daemon.usecases.catalog import TableRef
+from daemon.usecases.catalog import ErasureList, TableRef
 
 Handle = dict[str, Any]
 
@@ -222,6 +222,14 @@ class WindowRows:
     filter: Predicate | None = None
 
 
+@dataclass(frozen=True)
+class ErasureVersion:
+    """An erasure list as a plan read it."""
+
+    keys: int  # distinct erased keys up to ``as_of``
+    as_of: datetime | None  # the newest erasure: the list's version; None: the list is empty
+
+
 class TableStats(ABC):
     """Answers within Slack's time budget: metadata and pruned reads, never a scan of the table.
 
@@ -243,6 +251,11 @@ class TableStats(ABC):
     @abstractmethod
     def column_names(self, table: TableRef) -> list[str]:
         """The table's columns, partition columns included."""
+
+    @abstractmethod
+    def erasure_version(self, erasures: ErasureList) -> ErasureVersion:
+        """How many keys a source's erasure list holds and its newest erasure; DependencyDown when it
+        cannot be read (a run must not go without it)."""
 
     @abstractmethod
     def column_kinds(self, table: TableRef) -> dict[str, Kind]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import structlog
 from sqlalchemy.exc import IntegrityError
@@ -41,7 +41,7 @@ from daemon.usecases.catalog import Catalog, Source, TableRef
 from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.eta import Eta, check_execution_limit, estimate, waiting
 from daemon.usecases.live_approval import check_live_approval
-from daemon.usecases.ports import TableStats, TopicAdmin, WindowRows
+from daemon.usecases.ports import ErasureVersion, TableStats, TopicAdmin, WindowRows
 from daemon.usecases.selection import check_fields, selection_of
 from daemon.usecases.table_runtime import check_table_runtime
 from spark_job.publish.time_shape import Shaped, bucket_width, shape
@@ -105,6 +105,8 @@ class Plan:
     table_metadata: str | None = None  # a table named in a catalog: the metadata file the run reads
     where: Predicate | None = None  # where=, keys= and types= as one filter: what ``rows`` counted
     fields: tuple[str, ...] = ()  # fields=: the value's columns; (): the source's
+    erasures: ErasureVersion | None = None  # the source's erasure list as the plan read it; None: none
+    erasures_path: str | None = None  # where that list is
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,10 @@ def _same_request(run: Run, request: str, key: str) -> Run:
             "send a new key for a new request"
         )
     return run
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.astimezone(UTC).isoformat()
 
 
 def auto_topic_name(source: str, run_id: str) -> str:
@@ -252,6 +258,7 @@ class ReplayService:
             where = selection_of(source, command, self._table_stats.column_kinds(table))
         if command.fields:
             check_fields(source, command.fields, self._table_stats.column_names(table))
+        erasures = self._erasures(source, table)
         rows = self._count_rows(source, table, window, snapshot, where)
         if rows == 0:
             kept = "" if where is None else f" that where={render_predicate(where)} keeps"
@@ -307,6 +314,8 @@ class ReplayService:
             table_metadata=table_metadata,
             where=where,
             fields=command.fields,
+            erasures=erasures,
+            erasures_path=source.erasures.path if source.erasures else None,
         )
         return source, plan
 
@@ -328,6 +337,18 @@ class ReplayService:
 
     def _check_approval(self, actor: str, source: Source, approved_by: str | None) -> None:
         check_live_approval(actor, source, approved_by, what="live replay")
+
+    def _erasures(self, source: Source, table: TableRef) -> ErasureVersion | None:
+        """The source's erasure list, read before anything is created: a run never goes without it."""
+        if source.erasures is None:
+            return None
+        column = source.erasures.column or source.key_column
+        if column not in self._table_stats.column_names(table):
+            raise BadRequest(
+                f"source '{source.name}': its erasure list names the column '{column}', which its "
+                "table does not have (the catalog's erasures.column)"
+            )
+        return self._table_stats.erasure_version(source.erasures)
 
     def _count_rows(
         self,
@@ -451,7 +472,16 @@ class ReplayService:
         except _AlreadyCreated as raced:
             assert idempotency_key is not None, "only a keyed request can lose a race to itself"
             return _same_request(raced.run, request, idempotency_key), False
-        self._audit.accepted(actor, "replay", run.id, source=run.source, window=run.window_label, tps=run.tps)
+        honours = {"erasures": run.options.erasures, "erasures_as_of": run.options.erasures_as_of}
+        self._audit.accepted(
+            actor,
+            "replay",
+            run.id,
+            source=run.source,
+            window=run.window_label,
+            tps=run.tps,
+            **{name: value for name, value in honours.items() if value is not None},
+        )
         if approved_by is not None:
             self._audit.accepted(approved_by, "approve", run.id, requester=actor, source=run.source)
         self._wake_watcher()
@@ -510,6 +540,8 @@ class ReplayService:
                     table_metadata=plan.table_metadata,
                     where=None if plan.where is None else render_predicate(plan.where),
                     fields=plan.fields,
+                    erasures=source.erasures.path if source.erasures else None,
+                    erasures_as_of=_iso(plan.erasures.as_of) if plan.erasures else None,
                 ),
                 idempotency_key=idempotency_key,
                 slack_channel=slack_channel,
@@ -615,6 +647,9 @@ class ReplayService:
                     snapshot=subject.options.snapshot,  # the table as the subject read it, not as now
                     table_metadata=subject.options.table_metadata,
                     where=subject.options.where,  # the ids expected are the ones its filter kept
+                    # the erasures it honoured: the version its job reported, else the one planned
+                    erasures=subject.options.erasures,
+                    erasures_as_of=_iso(subject.erasures_as_of) or subject.options.erasures_as_of,
                 ),
                 reconciles=subject.id,
                 offsets=subject.offsets,  # where the subject's records lie; None: the whole topic

@@ -53,6 +53,8 @@ def report_fields(result: dict[str, Any], *, confirmed_so_far: int | None, now: 
         "on_topic_at_least": _int(result.get("on_topic_at_least")),
         "behind_schedule_s": _float(result.get("behind_schedule_s")),
         "bytes_held_s": _float(result.get("bytes_held_s")),
+        "suppressed": _int(result.get("suppressed")),
+        "erasures_as_of": _moment(result.get("erasures_as_of")),
         "partition_skew": _float(result.get("partition_skew")),
         "first_delivery_at": _moment(result.get("first_delivery_at")),
         "last_delivery_at": _moment(result.get("last_delivery_at")),
@@ -90,5 +92,7 @@ def reconcile_document(document: dict[str, Any], *, now: datetime, on_demand: bo
         scanned_records=_int(document.get("scanned_records")),
         error=str(error) if error else None,
         on_demand=on_demand,
+        suppressed=_int(document.get("suppressed")),
+        erasures_as_of=str(document["erasures_as_of"]) if document.get("erasures_as_of") else None,
     )
     return out.model_dump(mode="json")

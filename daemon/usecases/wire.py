@@ -74,6 +74,9 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         on_topic_at_least=run.on_topic_at_least,
         behind_schedule_s=run.behind_schedule_s,
         bytes_held_s=run.bytes_held_s,
+        erasures=options.erasures,
+        suppressed=run.suppressed,
+        erasures_as_of=run.erasures_as_of or _pinned(options.erasures_as_of),
         partition_skew=run.partition_skew,
         reconcile=ReconcileOut.model_validate(run.reconcile) if run.reconcile else None,
         window_start=run.window_start,
@@ -95,6 +98,11 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         watch=drain_out(run),
         watch_deadline=drain_deadline(run),
     )
+
+
+def _pinned(as_of: str | None) -> datetime | None:
+    """The erasure list's version a run was planned to honour (before its job reported the one it did)."""
+    return None if as_of is None else datetime.fromisoformat(as_of)
 
 
 def _slid_s(run: Run) -> float | None:
@@ -189,6 +197,9 @@ def plan_out(plan: Plan) -> PlanOut:
         live_approvals=plan.live_approvals,
         rewind_instead=plan.rewind_instead,
         snapshot=plan.snapshot,
+        erasures=plan.erasures_path,
+        erased_keys=plan.erasures.keys if plan.erasures else None,
+        erasures_as_of=plan.erasures.as_of if plan.erasures else None,
     )
 
 

@@ -221,6 +221,20 @@ class Control:
 
 
 @dataclass(frozen=True)
+class Erasures:
+    """The source's erasure list: events whose ``column`` holds a key on it are left out of every read
+    (publish and reconcile alike), whatever else the spec says. ``as_of``: only erasures up to then
+    (the list's version the run honours); None: the whole list as the job finds it at its start."""
+
+    path: str
+    format: str  # "parquet" or "csv" (with a header)
+    column: str  # the source's column the keys name
+    key: str  # the list's column of erased keys
+    erased_at: str  # the list's column of erasure times
+    as_of: datetime | None = None
+
+
+@dataclass(frozen=True)
 class Ramp:
     """The rate starts at ``start`` of itself and rises linearly to all of it over ``seconds`` from the
     schedule's start (the daemon's ``ramp=``; ``spark_job.publish.timeline.ramped``)."""
@@ -273,6 +287,7 @@ class JobSpec:
     max_bytes_per_s: int | None = None  # max_mb: a byte ceiling beside the rate; None: none
     shape: Shape | None = None  # tps=original: the traffic's own timeline, tps its ceiling; None: flat
     where: RowFilter | None = None  # where=: the rows of the selection to keep; None: every row
+    erasures: Erasures | None = None  # the source's erasure list; None: the source has none
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -287,7 +302,9 @@ class JobSpec:
         if document["decrypt"] is None:
             del document["decrypt"]  # specs of sources without PII stay as they were
         document["where"] = dict(self.where.document) if self.where is not None else None
-        for optional in ("control", "ramp", "max_bytes_per_s", "shape", "where"):
+        if self.erasures is not None and self.erasures.as_of is not None:
+            document["erasures"]["as_of"] = _iso(self.erasures.as_of)
+        for optional in ("control", "ramp", "max_bytes_per_s", "shape", "where", "erasures"):
             if document[optional] is None:
                 del document[optional]  # and specs without them stay as they were
         if self.mode == "replay":

@@ -17,6 +17,7 @@ from spark_job.spec.model import (
     CommitRange,
     Control,
     DayWindow,
+    Erasures,
     JobSpec,
     OffsetRanges,
     Progress,
@@ -137,6 +138,7 @@ def _parse(doc: _Fields) -> JobSpec:
         max_bytes_per_s=doc.get("max_bytes_per_s", int),
         shape=_parse_shape(doc.nested("shape")),
         where=_parse_where(doc.get("where", dict)),
+        erasures=_parse_erasures(doc.nested("erasures")),
     )
     doc.done()
     return spec
@@ -178,6 +180,24 @@ def _parse_shape(doc: _Fields | None) -> Shape | None:
     )
     doc.done()
     return shape
+
+
+def _parse_erasures(doc: _Fields | None) -> Erasures | None:
+    """The ``erasures`` section (``None`` when absent): the list, its columns and the version honoured."""
+    if doc is None:
+        return None
+    erasures = Erasures(
+        path=doc.get("path", str, required=True),
+        format=doc.get("format", str, required=True),
+        column=doc.get("column", str, required=True),
+        key=doc.get("key", str, required=True),
+        erased_at=doc.get("erased_at", str, required=True),
+        as_of=_parse_time(doc, "as_of") if doc.get("as_of", str) is not None else None,
+    )
+    doc.done()
+    if erasures.format not in ("parquet", "csv"):
+        raise SpecError("erasures.format", f"must be parquet or csv, not {erasures.format!r}")
+    return erasures
 
 
 def _parse_where(document: dict[str, Any] | None) -> RowFilter | None:

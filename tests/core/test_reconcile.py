@@ -74,3 +74,16 @@ def test_dead_lettered_records_explain_what_is_missing() -> None:
     )
     assert found.kind == VerdictKind.EXPLAINED
     assert "dead-letter topic" in found.text
+
+
+def test_what_an_erasure_list_left_out_is_said_and_never_counts_as_missing() -> None:
+    clean = Tally(
+        selected=90, found=90, missing=0, unexpected=0, duplicates=0, suppressed=10, erasures_as_of="T"
+    )
+    found = verdict(clean)
+    assert found.clean and found.text.endswith("; suppressed 10 (erasure list as of T)")
+    empty = verdict(Tally(selected=5, found=5, missing=0, unexpected=0, duplicates=0, suppressed=0))
+    assert empty.clean and empty.text.endswith("; suppressed 0 (erasure list empty)")
+    leaked = verdict(Tally(selected=90, found=91, missing=0, unexpected=1, duplicates=0, suppressed=10))
+    assert leaked.kind == VerdictKind.UNEXPECTED  # an erased id back on the topic is never clean
+    assert "suppressed" not in verdict(Tally(selected=1, found=1, missing=0, unexpected=0, duplicates=0)).text

@@ -133,6 +133,20 @@ def test_a_filtered_run_says_its_filter_on_its_card_its_plan_and_its_retry() -> 
     assert "where" not in repr(run_messages.run_parent(RUN).blocks)
 
 
+def test_an_erasure_list_is_said_in_the_plan_and_what_it_left_out_in_the_report() -> None:
+    as_of = datetime(2024, 5, 2, 9, 30, tzinfo=UTC)
+    planned = repr(
+        run_messages.plan_summary(
+            wire_plan(erasures="s3://l/e.csv", erased_keys=2, erasures_as_of=as_of)
+        ).blocks
+    )
+    assert "less the events of 2 erased keys (erasure list as of 2024-05-02 09:30" in planned
+    honoured = changed(RUN, state="succeeded", erasures="s3://l/e.csv", suppressed=7, erasures_as_of=as_of)
+    assert "suppressed 7 (erasure list as of 2024-05-02T09:30:00Z)" in report_line(honoured)
+    assert "erasures: not measured" in report_line(changed(honoured, suppressed=None))
+    assert "erasure" not in report_line(RUN)
+
+
 def test_the_final_parent_shows_the_confirmed_count_rate_and_duration() -> None:
     final = changed(
         RUN,

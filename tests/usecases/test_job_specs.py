@@ -339,3 +339,28 @@ def test_an_api_filter_is_read_by_the_grammar_and_refused_naming_its_token() -> 
     with pytest.raises(GrammarError) as refused:
         ReplayBody(source="orders", window="last=1h", where="amount > abc").command(ReplayCommand)
     assert refused.value.token == "abc"
+
+
+def test_a_sources_erasure_list_reaches_every_runs_spec_pinned_to_the_planned_version(tmp_path: Path) -> None:
+    extra = "    erasures: {path: lists/erased.csv, format: csv, column: customer_id, key: customer}\n"
+    catalog = load_catalog(_catalog(tmp_path, extra))
+    listed = catalog.get("orders").erasures
+    assert listed is not None and listed.path == str((tmp_path / "lists" / "erased.csv").resolve())
+
+    pinned = build_spec(
+        unsaved_day_run(erasures=listed.path, erasures_as_of="2024-05-02T09:30:00+00:00"),
+        catalog=catalog,
+        settings=load_settings({}),
+        result_uri=None,
+    )
+    unpinned = build_spec(unsaved_day_run(), catalog=catalog, settings=load_settings({}), result_uri=None)
+
+    assert pinned.erasures is not None and pinned.erasures.as_of == datetime(2024, 5, 2, 9, 30, tzinfo=UTC)
+    assert (pinned.erasures.column, pinned.erasures.key, pinned.erasures.erased_at) == (
+        "customer_id",
+        "customer",
+        "erased_at",
+    )
+    assert spec_from_json(pinned.to_json()).erasures == pinned.erasures
+    assert unpinned.erasures is not None and unpinned.erasures.as_of is None  # the job pins what it finds
+    assert spec_from_json(unpinned.to_json()).erasures == unpinned.erasures
