@@ -43,7 +43,15 @@ from spark_job.publish.publisher import RESULT_SCHEMA, TaskSettings, TaskTotals,
 from spark_job.publish.slots import partition_count, task_slots
 from spark_job.publish.time_shape import Departures, Shaped, bucket_width, shape
 from spark_job.publish.topics import ensure_topic, topic_max_message_bytes, topic_partitions
-from spark_job.reconcile import DRIVER_MAX_ROWS, end_offsets, reconcile, reconcile_on_driver, run_ranges
+from spark_job.reconcile import (
+    DRIVER_MAX_ROWS,
+    end_offsets,
+    read_ids,
+    reconcile,
+    reconcile_on_driver,
+    run_ranges,
+    whole_topic,
+)
 from spark_job.result import (
     JobFailed,
     Phase,
@@ -114,7 +122,7 @@ def count(selected: DataFrame, spec: JobSpec, slots: int) -> transforms.Census:
     counted = transforms.census(
         selected, spec, slots * multiple, high=watermark is not None and watermark.high is None
     )
-    if counted.rows == 0 and isinstance(spec.selection, DayWindow | TimeWindow):
+    if counted.rows == 0 and isinstance(spec.selection, DayWindow | TimeWindow) and spec.repair is None:
         erased = " once its erasure list left out the erased keys' events" if spec.erasures else ""
         raise SourceError(
             f"no rows in window {spec.selection.describe()} of source {spec.source.name}{erased}"
@@ -163,7 +171,9 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
     assert context.master is not None, "a running SparkContext has a master"
     slots = task_slots(context.master, dict(context.getConf().getAll()))
     spec = erasures.pinned(spark, spec)  # read before anything is sent: a run never goes without it
-    selected = select(spark, spec)
+    selected = whole = select(spark, spec)
+    if spec.repair is not None:  # only what no record of the repaired run (or its repairs) carries
+        selected = _still_missing(spark, spec, whole)
     phase.mark("select")  # listing the source, resolving its columns
     watermark = spec.selection if isinstance(spec.selection, WatermarkRange) else None
     counted = count(selected, spec, slots)
@@ -177,9 +187,10 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
     topic_partitions(spec.kafka, spec.topic)
     if spec.on_error == "dlq" and spec.dlq_topic:
         ensure_dead_letter_topic(spec.kafka, spec.dlq_topic, spec.dlq_retention_ms)
-    if rows == 0:  # a watermark run with nothing new publishes nothing, successfully
+    if rows == 0:  # a watermark run with nothing new publishes nothing, successfully (a repair too)
         nothing = Published([0] * slots, [], 0.0, None, since=time.time())
-        return _result(spec, started_at, rows, nothing, slots, failed=0, reconciled=None)
+        reconciled = _reconcile_repaired(spark, spec, whole) if spec.repair is not None else None
+        return _result(spec, started_at, rows, nothing, slots, failed=0, reconciled=reconciled)
     ensure_topic(spec.kafka, spec.progress.topic)
     # a shaped replay runs in one round: each task sends its events by their own times, the whole window
     one_round = spec.shape is not None
@@ -200,7 +211,11 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
         log.info("phase=first_event t=%.3f", first - phase.origin)
     try:
         failed = _failed_tasks(context, spec.run_id)
-        reconciled = _with_erasures(_reconcile(spark, spec, selected, rows, published.offsets), spark, spec)
+        if spec.repair is not None:  # the repaired run's whole selection against all their records
+            reconciled = _reconcile_repaired(spark, spec, whole)
+        else:
+            reconciled = _reconcile(spark, spec, selected, rows, published.offsets)
+        reconciled = _with_erasures(reconciled, spark, spec)
         phase.mark("reconcile")
         return _result(spec, started_at, rows, published, slots, failed=failed, reconciled=reconciled)
     except Exception as exc:  # counted, then failed: the tasks' own counts are known
@@ -228,6 +243,26 @@ def _reconcile(
     spark.sparkContext.setJobGroup(f"reconcile-{spec.run_id}", f"reconcile {spec.run_id} on {spec.topic}")
     target = ReconcileTarget(spec.run_id, offsets, spec.dlq_topic)
     return _reconciled(spark, spec, selected, rows, spec.topic, target)
+
+
+def _still_missing(spark: SparkSession, spec: JobSpec, selected: DataFrame) -> DataFrame:
+    """The selected rows whose event ids no record of the repaired run or its repairs carries on the
+    topic now (read whole: the repaired run's records and every repair's lie anywhere in it)."""
+    assert spec.repair is not None, "only a repair leaves out what landed"
+    ranges = whole_topic(spec.kafka, spec.topic)
+    found = read_ids(spark, spec.kafka, ranges, spec.repair.runs).where(sf.col("scanned").isNull())
+    landed = found.select(sf.col("event_id").alias("__landed_id")).distinct()
+    matches = selected[spec.event_id_column].cast("string") == landed["__landed_id"]
+    return selected.join(landed, matches, "left_anti")
+
+
+def _reconcile_repaired(spark: SparkSession, spec: JobSpec, whole: DataFrame) -> Reconciliation:
+    """A repair's verdict: the repaired run's whole selection against the records of that run, its
+    earlier repairs and this one, anywhere on the topic."""
+    assert spec.repair is not None, "only a repair reconciles another run's selection"
+    spark.sparkContext.setJobGroup(f"reconcile-{spec.run_id}", f"reconcile {spec.repair.of} on {spec.topic}")
+    target = ReconcileTarget(spec.repair.of, None, spec.dlq_topic, also=(*spec.repair.runs[1:], spec.run_id))
+    return _reconciled(spark, spec, whole, whole.count(), spec.topic, target)
 
 
 @dataclass(frozen=True)

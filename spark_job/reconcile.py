@@ -41,6 +41,7 @@ from spark_job.spec.model import EVENT_ID_HEADER, KafkaValue, OffsetRanges, Reco
 log = logging.getLogger(__name__)
 
 RUN_ID_HEADER = "replay-run-id"
+Runs = str | tuple[str, ...]  # one run's id, or a run's and its repairs': their records count as one
 # At most this many selected ids are reconciled on the driver (about 100 MB of strings at most);
 # above it the comparison is Spark's, so the driver's memory never depends on the window (rule 11).
 # Measured (bench/e2e.py, 600,000 rows at 20,000/s): 10 s from the last event to the final state on
@@ -125,17 +126,17 @@ def _consumer(kafka: Kafka, *, eof: bool) -> Consumer:
 
 
 def read_chunks(
-    kafka: dict[str, KafkaValue], run_id: str, idle_timeout_s: float, batches: Iterator[pa.RecordBatch]
+    kafka: dict[str, KafkaValue], runs: Runs, idle_timeout_s: float, batches: Iterator[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body: for each chunk row, the event ids of ``run_id``'s records in ``[lo, hi)``."""
+    """``mapInArrow`` body: for each chunk row, the event ids of ``runs``' records in ``[lo, hi)``."""
     for batch in batches:
         columns = [batch.column(name).to_pylist() for name in ("topic", "partition", "lo", "hi")]
         for topic, partition, lo, hi in zip(*columns, strict=True):
-            yield from _read_range(kafka, run_id.encode(), idle_timeout_s, topic, partition, lo, hi)
+            yield from _read_range(kafka, _encoded(runs), idle_timeout_s, topic, partition, lo, hi)
 
 
 def _read_range(
-    kafka: Kafka, run_id: bytes, idle_timeout_s: float, topic: str, partition: int, lo: int, hi: int
+    kafka: Kafka, runs: frozenset[bytes], idle_timeout_s: float, topic: str, partition: int, lo: int, hi: int
 ) -> Iterator[pa.RecordBatch]:
     consumer = _consumer(kafka, eof=True)
     ids: list[str] = []
@@ -162,7 +163,7 @@ def _read_range(
                     reading = False
                     break
                 scanned += 1
-                event_id = _event_id_of(message.headers(), run_id)
+                event_id = _event_id_of(message.headers(), runs)
                 if event_id is not None:
                     ids.append(event_id)
                 reading = offset < hi - 1
@@ -178,12 +179,17 @@ def _read_range(
     yield _batch([None], scanned)
 
 
-def _event_id_of(headers: Headers, run_id: bytes) -> str | None:
-    """The record's event id when it carries ``run_id``'s header ("" when it has no id), else None."""
+def _encoded(runs: Runs) -> frozenset[bytes]:
+    return frozenset(run.encode() for run in ((runs,) if isinstance(runs, str) else runs))
+
+
+def _event_id_of(headers: Headers, runs: frozenset[bytes]) -> str | None:
+    """The record's event id when its run id header names one of ``runs`` ("" when it has no id),
+    else None."""
     ours, event_id = False, b""
     for name, value in headers.items() if isinstance(headers, dict) else headers or ():
         if name == RUN_ID_HEADER:
-            ours = _bytes(value) == run_id
+            ours = _bytes(value) in runs
         elif name == EVENT_ID_HEADER:
             event_id = _bytes(value)
     return event_id.decode("utf-8", "replace") if ours else None
@@ -201,18 +207,18 @@ def read_ids(
     spark: SparkSession,
     kafka: Kafka,
     ranges: OffsetRanges,
-    run_id: str,
+    runs: Runs,
     *,
     chunk_records: int = CHUNK_RECORDS,
     idle_timeout_s: float = IDLE_TIMEOUT_S,
 ) -> DataFrame:
-    """``(event_id, scanned)``: one row per record of ``run_id`` in ``ranges``, one count row per chunk."""
+    """``(event_id, scanned)``: one row per record of ``runs`` in ``ranges``, one count row per chunk."""
     pieces = chunks(ranges, chunk_records)
     if not pieces:
         return spark.createDataFrame([], _READ)
     # parallelize splits evenly: each chunk is a partition of its own, so one read task per chunk
     chunk_rows = spark.createDataFrame(spark.sparkContext.parallelize(pieces, len(pieces)), _CHUNKS)
-    return map_in_arrow(chunk_rows, partial(read_chunks, dict(kafka), run_id, idle_timeout_s), _READ)
+    return map_in_arrow(chunk_rows, partial(read_chunks, dict(kafka), runs, idle_timeout_s), _READ)
 
 
 # --- the comparison ----------------------------------------------------------------------------------
@@ -234,10 +240,10 @@ def reconcile(
     try:
         ranges = target.offsets or whole_topic(kafka, topic, timeout_s=timeout_s)
         read = partial(read_ids, spark, kafka, chunk_records=chunk_records, idle_timeout_s=idle_timeout_s)
-        found = read(ranges, target.run_id).persist(StorageLevel.MEMORY_AND_DISK)
+        found = read(ranges, target.runs).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             dlq = whole_topic(kafka, target.dlq_topic, timeout_s=timeout_s) if target.dlq_topic else None
-            return _compare(selected_ids, found, read(dlq, target.run_id) if dlq is not None else None)
+            return _compare(selected_ids, found, read(dlq, target.runs) if dlq is not None else None)
         finally:
             found.unpersist()
     except Exception as exc:
@@ -310,11 +316,11 @@ def reconcile_on_driver(
     try:
         selected = {"" if event_id is None else event_id for event_id in selected_ids}
         ranges = target.offsets or whole_topic(kafka, topic, timeout_s=timeout_s)
-        found, scanned = _read_on_driver(kafka, ranges, target.run_id, idle_timeout_s)
+        found, scanned = _read_on_driver(kafka, ranges, target.runs, idle_timeout_s)
         explained = None
         if target.dlq_topic:
             dlq = whole_topic(kafka, target.dlq_topic, timeout_s=timeout_s)
-            parked = set(_read_on_driver(kafka, dlq, target.run_id, idle_timeout_s)[0])
+            parked = set(_read_on_driver(kafka, dlq, target.runs, idle_timeout_s)[0])
             explained = len((selected - set(found)) & parked)
         result = tally(selected, found)
         return replace(result, missing_dead_lettered=explained, scanned_records=scanned)
@@ -324,14 +330,14 @@ def reconcile_on_driver(
 
 
 def _read_on_driver(
-    kafka: Kafka, ranges: OffsetRanges, run_id: str, idle_timeout_s: float
+    kafka: Kafka, ranges: OffsetRanges, runs: Runs, idle_timeout_s: float
 ) -> tuple[list[str], int]:
-    """The ids of ``run_id``'s records in ``ranges`` (one partition after the other), and how many
+    """The ids of ``runs``' records in ``ranges`` (one partition after the other), and how many
     records were read."""
     found: list[str] = []
     scanned = 0
     for partition, (lo, hi) in sorted(ranges.partitions.items()):
-        for batch in _read_range(kafka, run_id.encode(), idle_timeout_s, ranges.topic, partition, lo, hi):
+        for batch in _read_range(kafka, _encoded(runs), idle_timeout_s, ranges.topic, partition, lo, hi):
             ids, counts = batch.column(0).to_pylist(), batch.column(1).to_pylist()
             found += [event_id for event_id, count in zip(ids, counts, strict=True) if count is None]
             scanned += sum(count for count in counts if count is not None)

@@ -186,6 +186,17 @@ class RunRepository(RunDrains, RunQueue, RunReleases):  # RunDrains extends RunL
         with self._store.session() as session:
             session.execute(stmt.values(topic_deleted_at=self._store.now()))
 
+    def repairs_of(self, subject: Run) -> builtins.list[Run]:
+        """The repair runs of ``subject`` (``repair r-…``), oldest first: their records count as its own."""
+        stmt = (
+            select(Run)
+            .where(Run.kind == RunKind.REPLAY, Run.source == subject.source, Run.topic == subject.topic)
+            .where(Run.created_at >= subject.created_at, Run.id != subject.id)
+            .order_by(Run.created_at, Run.id)
+        )
+        with self._store.session() as session:
+            return [run for run in session.scalars(stmt) if run.options.repair_of == subject.id]
+
     def unfinished_reconcile(self, subject_id: str) -> Run | None:
         """A reconcile of ``subject_id`` still queued or running, if any (a second request joins it)."""
         stmt = (

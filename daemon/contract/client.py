@@ -32,6 +32,7 @@ from daemon.contract.models import (
     PipelinePageOut,
     PlanOut,
     RateSeriesOut,
+    RepairBody,
     ReplayBody,
     ResumeBody,
     RunCreated,
@@ -233,6 +234,10 @@ class DaemonClient:
 
     def resume_replay(self, actor: str, run_id: str) -> RunOut:
         return self._call(_RUN, "POST", f"/v1/replays/{run_id}/resume", actor=actor)
+
+    def repair(self, actor: str, run_id: str, request: RepairBody) -> RunCreated:
+        """Publish only the ids the run's reconcile found missing; returns the repair run."""
+        return self._call(_CREATED, "POST", f"/v1/replays/{run_id}/repair", actor=actor, body=request)
 
     def reconcile(self, actor: str, run_id: str) -> RunOut:
         """Queue a reconcile of a finished run; returns the reconcile run."""

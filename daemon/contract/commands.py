@@ -25,6 +25,7 @@ from daemon.contract.models import (
     PipelineDetailOut,
     PipelineOut,
     PlanOut,
+    RepairBody,
     ReplayBody,
     RunCreated,
     RunOut,
@@ -46,6 +47,7 @@ from daemon.core.grammar import (
     PipelinesCommand,
     PlanCommand,
     ReconcileCommand,
+    RepairCommand,
     ReplayCommand,
     ResumeCommand,
     ResumeRunCommand,
@@ -302,6 +304,11 @@ def _resume_run(client: DaemonClient, command: ResumeRunCommand, asker: Asker) -
     return RateChanged(client.resume_replay(asker.actor, command.run_id))
 
 
+def _repair(client: DaemonClient, command: RepairCommand, asker: Asker) -> Result:
+    body = RepairBody(confirm_live=asker.confirmed, slack_channel=asker.channel)
+    return ReplayCreated(client.repair(asker.actor, command.run_id, body))
+
+
 def _reconcile(client: DaemonClient, command: ReconcileCommand, asker: Asker) -> Result:
     return ReconcileQueued(command.run_id, client.reconcile(asker.actor, command.run_id))
 
@@ -390,6 +397,7 @@ COMMANDS: Mapping[type[Any], Call] = {
     PauseRunCommand: _pause_run,
     ResumeRunCommand: _resume_run,
     ReconcileCommand: _reconcile,
+    RepairCommand: _repair,
     ChartCommand: _chart,
     SourcesCommand: _sources,
     ScheduleCommand: _schedule,

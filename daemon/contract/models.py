@@ -167,6 +167,15 @@ class ReplayBody(BaseModel):
         )
 
 
+class RepairBody(BaseModel):
+    """`/replay repair r-…`: publish only the ids the run's reconcile found missing."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    confirm_live: bool = Field(default=False, description="the run published into its live topic: confirm")
+    slack_channel: str | None = Field(default=None, max_length=64)
+
+
 class ScheduleBody(BaseModel):
     """A scheduled pipeline: the same fields as `/replay schedule`."""
 
@@ -461,6 +470,9 @@ class RunOut(BaseModel):
     topic: str
     tps: int = Field(description="the rate asked for at launch")
     current_tps: int = Field(description="the rate as last set (live control); `tps` until changed")
+    repair_of: str | None = Field(
+        default=None, description="a repair: the run whose missing ids it publishes"
+    )
     where: str | None = Field(
         default=None,
         description="where=, keys= and types= as one filter, canonical; None: every row",

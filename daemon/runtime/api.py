@@ -33,6 +33,7 @@ from daemon.contract.models import (
     PipelinePageOut,
     PlanOut,
     RateSeriesOut,
+    RepairBody,
     ReplayBody,
     ResumeBody,
     RunCreated,
@@ -299,6 +300,19 @@ def create_api(
     @app.post("/v1/replays/{run_id}/cancel", response_model=RunOut)
     def cancel(run_id: str, who: Actor) -> RunOut:
         return run_out(service.cancel(who, run_id))
+
+    @app.post("/v1/replays/{run_id}/repair", response_model=RunCreated, status_code=201)
+    def repair(run_id: str, body: RepairBody, who: Actor) -> RunCreated:
+        """Publish only the ids the run's reconcile found missing, into the same topic, then reconcile
+        the run's whole selection; answers with the repair run."""
+        run = service.repair(
+            who,
+            run_id,
+            confirm_live=body.confirm_live,
+            slack_channel=body.slack_channel if CREDENTIAL.get() == "service" else None,
+        )
+        place = service.queue_positions().get(run.id)
+        return RunCreated(**dict(run_out(run, queue_position=place)), created=True)
 
     @app.post("/v1/replays/{run_id}/reconcile", response_model=RunOut, status_code=202)
     def reconcile(run_id: str, who: Actor) -> RunOut:

@@ -368,6 +368,17 @@ class Watcher:
             self._finish(run, RunState.SUCCEEDED, **fields)
         else:
             self._finish(run, RunState.FAILED, failure_reason=outcome.reason or "the job failed", **fields)
+        if run.options.repair_of is not None and isinstance(fields.get("reconcile"), dict):
+            self._repaired(run, run.options.repair_of, fields["reconcile"])
+
+    def _repaired(self, repair: Run, parent_id: str, verdict: dict[str, Any]) -> None:
+        """A repair's verdict is its parent's now (the parent's whole selection against every record of
+        both): it goes onto the parent, and into the parent's thread."""
+        parent = self._store.runs.update(parent_id, reconcile={**verdict, "on_demand": True})
+        if self._store.notifications.record_once(
+            f"run:{repair.id}:repaired", run_id=parent.id, kind="reconciled"
+        ):
+            self._notify(parent, lambda: self._notifier.run_reconciled(run_out(parent)))
 
     def _conclude_reconcile(self, run: Run, outcome: JobOutcome) -> None:
         """An on-demand reconcile: its document goes onto the run it checked, and into that run's thread."""

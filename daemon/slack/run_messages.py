@@ -217,6 +217,8 @@ def run_parent(run: RunOut, *, redirected: tuple[str, str] | None = None) -> Mes
         f"{icon} Replay {run.id}: {escape(run.source)} {escape(run.window or '')} → {escape(run.topic)} "
         f"at {run.tps:,}/s ({count(run.rows)} rows) — {run.state}"
     )
+    if run.repair_of is not None:  # a repair: which run it completes
+        footer.insert(0, f"Repairs `{escape(run.repair_of)}`: only the ids its reconcile found missing.")
     return message(text, header(title), fields(pairs), context(*footer))
 
 

@@ -33,6 +33,7 @@ from spark_job.spec.model import (
     Ramp,
     RateChange,
     ReconcileTarget,
+    Repair,
     Selection,
     Shape,
     Source,
@@ -79,12 +80,14 @@ def _reconcile_target(run: Run) -> ReconcileTarget | None:
         return None
     assert run.reconciles is not None, "a reconcile run names the run it checks"
     offsets = None
-    if run.offsets:
+    if run.offsets and not run.options.repairs:  # a repaired run's records lie beyond its own ranges
         offsets = OffsetRanges(
             topic=str(run.offsets["topic"]),
             partitions={int(p): (int(lo), int(hi)) for p, (lo, hi) in run.offsets["partitions"].items()},
         )
-    return ReconcileTarget(run_id=run.reconciles, offsets=offsets, dlq_topic=run.options.dlq_topic)
+    return ReconcileTarget(
+        run_id=run.reconciles, offsets=offsets, dlq_topic=run.options.dlq_topic, also=run.options.repairs
+    )
 
 
 def _control(run: Run, settings: Settings, offset: int | None) -> Control | None:
@@ -163,6 +166,7 @@ def build_spec(
         shape=_shape(run),
         where=_row_filter(run),
         erasures=_erasures(run, source),
+        repair=_repair(run),
     )
 
 
@@ -189,6 +193,14 @@ def _erasures(run: Run, source: CatalogSource) -> Erasures | None:
         erased_at=listed.erased_at,
         as_of=None if as_of is None else datetime.fromisoformat(as_of),
     )
+
+
+def _repair(run: Run) -> Repair | None:
+    """``repair r-…``: the repaired run and its earlier repairs, whose records already count."""
+    repaired = run.options.repair_of
+    if repaired is None or run.kind == RunKind.RECONCILE:
+        return None
+    return Repair(of=repaired, runs=(repaired, *run.options.repairs))
 
 
 def _row_filter(run: Run) -> RowFilter | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import structlog
@@ -616,6 +616,11 @@ class ReplayService:
             subject = self.get(run_id)
             if subject.kind == RunKind.RECONCILE:
                 raise BadRequest(f"{run_id} is itself a reconcile; reconcile {subject.reconciles} instead")
+            if subject.options.repair_of is not None:
+                raise BadRequest(
+                    f"{run_id} is a repair of {subject.options.repair_of}: reconcile that run instead "
+                    "(its verdict counts every repair's records)"
+                )
             if not RunState(subject.state).terminal:
                 raise Conflict(f"run {run_id} is still {subject.state}: it is reconciled when it ends")
             if subject.state == RunState.SKIPPED:
@@ -649,6 +654,7 @@ class ReplayService:
                     where=subject.options.where,  # the ids expected are the ones its filter kept
                     # the erasures it honoured: the version its job reported, else the one planned
                     erasures=subject.options.erasures,
+                    repairs=tuple(run.id for run in self._store.runs.repairs_of(subject)),
                     erasures_as_of=_iso(subject.erasures_as_of) or subject.options.erasures_as_of,
                 ),
                 reconciles=subject.id,
@@ -659,6 +665,91 @@ class ReplayService:
         self._audit.accepted(actor, "reconcile", run_id, reconcile_run=run.id)
         self._wake_watcher()
         return run
+
+    def repair(
+        self, actor: str, run_id: str, *, confirm_live: bool = False, slack_channel: str | None = None
+    ) -> Run:
+        """Queue a run that publishes only the ids ``run_id``'s reconcile found missing, from the same
+        pinned selection into the same topic, then reconciles the whole selection against the topic
+        (the run's records and every repair's). The requester, the source's owners or an admin; a
+        live topic needs the confirmation (and the approvals) a live replay does."""
+
+        def work() -> Run:
+            subject = self.get(run_id)
+            missing = self._check_repairable(actor, subject)
+            if subject.options.topic_mode == "live":
+                if not confirm_live:
+                    raise Conflict(
+                        f"repairing {run_id} publishes into the live topic '{subject.topic}': it needs an "
+                        "explicit confirmation (confirm_live=true; the CLI's --confirm-live)"
+                    )
+                self._check_approval(actor, self._catalog.get(subject.source), None)
+            self._check_caps(actor)
+            earlier = tuple(run.id for run in self._store.runs.repairs_of(subject))
+            options = replace(
+                subject.options,
+                planned_rows=missing,
+                planned_eta_s=round(self.eta(missing, max(subject.tps, 1)).total_s, 1),
+                request=f"repair {run_id}",
+                watch=(),
+                auto=None,
+                overrides=(),
+                approved_by=None,
+                repair_of=subject.id,
+                repairs=earlier,
+            )
+            return self._store.runs.create(
+                kind=RunKind.REPLAY,
+                source=subject.source,
+                topic=subject.topic,
+                topic_created=False,
+                tps=subject.tps,
+                requester=actor,
+                window_start=subject.window_start,
+                window_end=subject.window_end,
+                window_label=subject.window_label,
+                options=options,
+                slack_channel=slack_channel,
+            )
+
+        run = self._audit.refusing(actor, "repair", run_id, work)
+        self._audit.accepted(actor, "repair", run_id, repair_run=run.id, missing=run.options.planned_rows)
+        self._wake_watcher()
+        return run
+
+    def _check_repairable(self, actor: str, subject: Run) -> int:
+        """How many ids the subject's reconcile found missing, once it may be repaired by ``actor``."""
+        run_id = subject.id
+        if subject.kind != RunKind.REPLAY:
+            raise BadRequest(f"{run_id} is a {subject.kind} run: only a replay's missing ids are repaired")
+        if subject.options.repair_of is not None:
+            raise BadRequest(f"{run_id} is a repair of {subject.options.repair_of}: repair that run instead")
+        if not RunState(subject.state).terminal:
+            raise Conflict(
+                f"run {run_id} is still {subject.state}: repair it once it ended and was reconciled"
+            )
+        source = self._catalog.sources.get(subject.source)
+        owners = source.owners if source is not None else ()
+        if not may_cancel_run(
+            actor, requester=subject.requester, source_owners=owners, admins=self._settings.admins
+        ):
+            raise Forbidden("only the requester, the source's owners or an admin may repair this run")
+        if subject.reconcile is None:
+            raise BadRequest(
+                f"run {run_id} has no reconcile to repair from: `/replay reconcile {run_id}` first"
+            )
+        missing = subject.reconcile.get("missing")
+        if missing is None:
+            error = subject.reconcile.get("error") or "its counts are unknown"
+            raise BadRequest(
+                f"the last reconcile of {run_id} could not be done ({error}): `reconcile {run_id}` again"
+            )
+        if int(missing) == 0:
+            raise BadRequest(f"the reconcile of {run_id} found nothing missing: there is nothing to repair")
+        pending = [run.id for run in self._store.runs.repairs_of(subject) if not RunState(run.state).terminal]
+        if pending:
+            raise Conflict(f"{pending[0]} is already repairing {run_id}: wait for its verdict")
+        return int(missing)
 
     def cancel(self, actor: str, run_id: str) -> Run:
         def work() -> Run:

@@ -88,6 +88,7 @@ RESERVED_HEADERS = (
     "replay-window",
     "replay-watermark",
     "replay-filter",
+    "replay-repair-of",
     "replay-event-id",
 )
 EVENT_ID_HEADER = "replay-event-id"  # each record's own event id, after the other provenance headers
@@ -188,6 +189,11 @@ class ReconcileTarget:
     run_id: str
     offsets: OffsetRanges | None = None  # None: the topic's whole current range
     dlq_topic: str | None = None
+    also: tuple[str, ...] = ()  # the run's repairs: their records count as the run's own
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        return (self.run_id, *self.also)
 
 
 @dataclass(frozen=True)
@@ -218,6 +224,16 @@ class Control:
     offset: int
     changes: tuple[RateChange, ...] = ()
     key: str | None = None  # the run's control key (hex); None: no message is followed
+
+
+@dataclass(frozen=True)
+class Repair:
+    """``repair r-…``: publish only the selected events whose ids no record of ``runs`` (the repaired
+    run ``of`` and its earlier repairs) carries on the topic, then reconcile the whole selection
+    against the records of those runs and this one."""
+
+    of: str
+    runs: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -288,6 +304,7 @@ class JobSpec:
     shape: Shape | None = None  # tps=original: the traffic's own timeline, tps its ceiling; None: flat
     where: RowFilter | None = None  # where=: the rows of the selection to keep; None: every row
     erasures: Erasures | None = None  # the source's erasure list; None: the source has none
+    repair: Repair | None = None  # repair r-…: only what the repaired run is still missing
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -304,7 +321,11 @@ class JobSpec:
         document["where"] = dict(self.where.document) if self.where is not None else None
         if self.erasures is not None and self.erasures.as_of is not None:
             document["erasures"]["as_of"] = _iso(self.erasures.as_of)
-        for optional in ("control", "ramp", "max_bytes_per_s", "shape", "where", "erasures"):
+        if self.repair is not None:
+            document["repair"]["runs"] = list(self.repair.runs)
+        if self.reconcile is not None and not self.reconcile.also:
+            del document["reconcile"]["also"]  # and reconciles of unrepaired runs stay as they were
+        for optional in ("control", "ramp", "max_bytes_per_s", "shape", "where", "erasures", "repair"):
             if document[optional] is None:
                 del document[optional]  # and specs without them stay as they were
         if self.mode == "replay":
@@ -523,6 +544,8 @@ def provenance_headers(spec: JobSpec) -> dict[str, str]:
     }
     if spec.where is not None:  # which rows of the window: the filter's fingerprint
         headers["replay-filter"] = spec.where.fingerprint()
+    if spec.repair is not None:  # a repair's records say which run they complete
+        headers["replay-repair-of"] = spec.repair.of
     return headers
 
 

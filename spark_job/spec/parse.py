@@ -24,6 +24,7 @@ from spark_job.spec.model import (
     Ramp,
     RateChange,
     ReconcileTarget,
+    Repair,
     Selection,
     Shape,
     Source,
@@ -139,6 +140,7 @@ def _parse(doc: _Fields) -> JobSpec:
         shape=_parse_shape(doc.nested("shape")),
         where=_parse_where(doc.get("where", dict)),
         erasures=_parse_erasures(doc.nested("erasures")),
+        repair=_parse_repair(doc.nested("repair")),
     )
     doc.done()
     return spec
@@ -226,9 +228,28 @@ def _parse_reconcile(doc: _Fields | None) -> ReconcileTarget | None:
         run_id=doc.get("run_id", str, required=True),
         offsets=_parse_offsets(offsets) if offsets is not None else None,
         dlq_topic=doc.get("dlq_topic", str),
+        also=_run_ids(doc, "also"),
     )
     doc.done()
     return target
+
+
+def _run_ids(doc: _Fields, key: str, *, required: bool = False) -> tuple[str, ...]:
+    ids = doc.get(key, list, required=required) or []
+    if not all(isinstance(run_id, str) and run_id for run_id in ids):
+        raise SpecError(doc.path(key), "must be a list of run ids")
+    return tuple(ids)
+
+
+def _parse_repair(doc: _Fields | None) -> Repair | None:
+    """The ``repair`` section (``None`` when absent): the repaired run, and the runs whose records count."""
+    if doc is None:
+        return None
+    repair = Repair(of=doc.get("of", str, required=True), runs=_run_ids(doc, "runs", required=True))
+    doc.done()
+    if repair.of not in repair.runs:
+        raise SpecError("repair.runs", "must name the repaired run")
+    return repair
 
 
 def _parse_offsets(doc: _Fields) -> OffsetRanges:

@@ -33,7 +33,10 @@ WINDOW = "2024-01-03..2024-01-04"
 def _rows(table: Path, first: str | None = None, last: str | None = None) -> list[dict[str, str]]:
     dataset = ds.dataset(table, format="parquet", partitioning="hive")
     window = None if first is None else (ds.field("dt") >= first) & (ds.field("dt") <= last)
-    return dataset.to_table(columns=["event_id", "customer_id"], filter=window).to_pylist()
+    rows: list[dict[str, str]] = dataset.to_table(
+        columns=["event_id", "customer_id"], filter=window
+    ).to_pylist()
+    return rows
 
 
 def test_no_run_publishes_an_erased_customers_events(

@@ -147,6 +147,15 @@ def test_an_erasure_list_is_said_in_the_plan_and_what_it_left_out_in_the_report(
     assert "erasure" not in report_line(RUN)
 
 
+def test_a_repair_says_which_run_it_completes_while_it_runs_and_after() -> None:
+    repair = changed(RUN, repair_of="r-0123456789ab")
+    for run in (repair, changed(repair, state="succeeded")):
+        assert "Repairs `r-0123456789ab`: only the ids its reconcile found missing." in repr(
+            run_messages.run_parent(run).blocks
+        )
+    assert "Repairs" not in repr(run_messages.run_parent(RUN).blocks)
+
+
 def test_the_final_parent_shows_the_confirmed_count_rate_and_duration() -> None:
     final = changed(
         RUN,

@@ -203,6 +203,17 @@ class CancelCommand:
 
 
 @dataclass(frozen=True)
+class RepairCommand:
+    """Publish only the ids a finished run's reconcile found missing, then reconcile the whole run."""
+
+    run_id: str
+
+    def __post_init__(self) -> None:
+        with blaming(None, USAGE["repair"]):
+            check_id(self.run_id, RUN_ID_PATTERN, "run id")
+
+
+@dataclass(frozen=True)
 class ReconcileCommand:
     """Check a finished run's event ids against its topic again (in a Spark job); publishes nothing."""
 
@@ -338,6 +349,7 @@ Command: TypeAlias = (
     | ListCommand
     | CancelCommand
     | ReconcileCommand
+    | RepairCommand
     | ChartCommand
     | HelpCommand
     | ScheduleCommand

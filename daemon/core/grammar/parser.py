@@ -35,6 +35,7 @@ from daemon.core.grammar.commands import (
     PipelinesCommand,
     PlanCommand,
     ReconcileCommand,
+    RepairCommand,
     ReplayCommand,
     ReplaySpec,
     ResumeCommand,
@@ -362,6 +363,9 @@ _COMMANDS: dict[str, Callable[[list[str]], Command]] = {
     ),
     "reconcile": lambda args: ReconcileCommand(
         _id(_exactly_one(args, "run id", USAGE["reconcile"]), "run", USAGE["reconcile"])
+    ),
+    "repair": lambda args: RepairCommand(
+        _id(_exactly_one(args, "run id", USAGE["repair"]), "run", USAGE["repair"])
     ),
     "chart": lambda args: ChartCommand(
         _id(_exactly_one(args, "run id", USAGE["chart"]), "run", USAGE["chart"])

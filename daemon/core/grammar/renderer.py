@@ -17,6 +17,7 @@ from daemon.core.grammar.commands import (
     PipelinesCommand,
     PlanCommand,
     ReconcileCommand,
+    RepairCommand,
     ReplayCommand,
     ReplaySpec,
     ScheduleCommand,
@@ -130,6 +131,8 @@ def render(command: Command) -> str:
         return f"cancel {command.run_id}"
     if isinstance(command, ReconcileCommand):
         return f"reconcile {command.run_id}"
+    if isinstance(command, RepairCommand):
+        return f"repair {command.run_id}"
     if isinstance(command, ChartCommand):
         return f"chart {command.run_id}"
     if isinstance(command, ListCommand):
