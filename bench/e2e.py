@@ -5,6 +5,7 @@
     .venv/bin/python bench/e2e.py --max [--rows 1000000]  # unthrottled: vs a bare loop and Spark's sink
     .venv/bin/python bench/e2e.py --concurrent 3 --tps 3000 --rows 90000  # admission: N at once
     .venv/bin/python bench/e2e.py --formats parquet,iceberg,delta  # the same rows from each table format
+    .venv/bin/python bench/e2e.py --selective 0.01 --rows 1000000 --tps 5000  # 1 % of the window by key
     .venv/bin/python bench/e2e.py --shaped 60 --window 2024-01-01T08:00..2024-01-01T10:00 --tps 2000 \
         --rows 200000   # tps=original speed=60x max=2000 on a day with a daily curve and bursts
     [--bootstrap HOST:PORT]                               # default: a throwaway broker
@@ -76,6 +77,7 @@ the busiest broker second over the ceiling.
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import re
@@ -87,6 +89,11 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: import bench, scripts
 
@@ -269,6 +276,80 @@ def formats(bootstrap: str, directory: Path, table: Path, names: list[str], tps:
                 flush=True,
             )
     return failed
+
+
+def chosen_customers(table: Path, share: float) -> tuple[list[str], int]:
+    """Every n-th customer of the table (n = 1 / share), and how many rows they have."""
+    column = ds.dataset(table, format="parquet", partitioning="hive").to_table(columns=["customer_id"])
+    customers = sorted(set(column["customer_id"].to_pylist()))
+    step = max(1, round(1 / share))
+    chosen = customers[::step]
+    rows = pc.sum(pc.is_in(column["customer_id"], pa.array(chosen)).cast(pa.int64())).as_py() or 0
+    return chosen, int(rows)
+
+
+def readable_rows(table: Path, column: str, values: list[str]) -> tuple[int, int, int]:
+    """What a scan pushing ``column IN values`` down can skip, from the Parquet footers alone: the row
+    groups whose min/max statistics admit one of the values must be read. (row groups, those, their rows)."""
+    wanted = sorted(values)
+    groups = readable = rows = 0
+    for path in sorted(table.rglob("*.parquet")):
+        metadata = pq.ParquetFile(path).metadata
+        index = metadata.schema.names.index(column)
+        for group in range(metadata.num_row_groups):
+            groups += 1
+            stats = metadata.row_group(group).column(index).statistics
+            if stats is None or not stats.has_min_max:  # no statistics: the group is read
+                readable += 1
+                rows += metadata.row_group(group).num_rows
+                continue
+            position = bisect.bisect_left(wanted, stats.min)
+            if position < len(wanted) and wanted[position] <= stats.max:
+                readable += 1
+                rows += metadata.row_group(group).num_rows
+    return groups, readable, rows
+
+
+def selective(bootstrap: str, directory: Path, table: Path, share: float, tps: int) -> int:
+    """A replay of ``share`` of the window by customer (where=customer_id IN (...)), then the whole
+    window unthrottled through the same daemon as the time-to-first-event reference; 1 on a failure."""
+    chosen, expected = chosen_customers(table, share)
+    groups, readable, read_rows = readable_rows(table, "customer_id", chosen)
+    listed = ", ".join(f"'{customer}'" for customer in chosen)
+    state = directory / "state-selective"
+    state.mkdir()
+    lines = []
+    with replayd(state, bootstrap, table, max_tps=GRAMMAR_MAX_TPS) as daemon:
+        for label, words in (
+            ("selective", ["orders", WINDOW, f"tps={tps}", f"where=customer_id IN ({listed})"]),
+            ("whole", ["orders", WINDOW, f"tps={GRAMMAR_MAX_TPS}"]),
+        ):
+            asked = time.monotonic()
+            plans, _ = replay_cli(daemon, "plan", *words)
+            plan_s = time.monotonic() - asked
+            run, timings = finish_run(daemon, start_run(daemon, words, float(plans[0]["eta_s"])))
+            if run["state"] != "succeeded":
+                print(
+                    f"e2e-selective {label} run={run['id']} state={run['state']} {run.get('failure_reason')}"
+                )
+                return 1
+            try:
+                stamps, _, _ = report_run(
+                    bootstrap, daemon, run, timings, ordering="entity", with_bytes=False
+                )
+            finally:
+                delete_topic(bootstrap, run["topic"])
+            first = min(stamps) / 1000 - timings["command"]
+            lines.append(
+                f"e2e-selective run={label} rows={len(stamps)} planned={plans[0]['rows']} "
+                f"expected={expected if label == 'selective' else 'all'} plan_s={plan_s:.2f} "
+                f"first_event_s={first:.1f} {span_figures(stamps, int(run['tps']))} "
+                f"row_groups={groups} row_groups_read={readable if label == 'selective' else groups} "
+                f"rows_read_at_most={read_rows if label == 'selective' else 'all'} id={run['id']}"
+            )
+    for line in lines:
+        print(line, flush=True)
+    return 0
 
 
 def shaped(bootstrap: str, directory: Path, speed: float, window: str, ceiling: int, rows: int) -> int:
@@ -545,6 +626,12 @@ def main() -> int:
     parser.add_argument("--shaped", type=float, metavar="SPEED", help="tps=original speed=SPEED, max=--tps")
     parser.add_argument("--window", default="2024-01-01T08:00..2024-01-01T10:00", help="with --shaped")
     parser.add_argument(
+        "--selective",
+        type=float,
+        metavar="SHARE",
+        help="where= keeping SHARE (0.01) of the window by customer, beside the whole window unthrottled",
+    )
+    parser.add_argument(
         "--formats",
         help="comma-separated of parquet, iceberg, delta: the same rows replayed from each table format",
     )
@@ -559,6 +646,8 @@ def main() -> int:
         if args.shaped:
             return 1 if shaped(bootstrap, directory, args.shaped, args.window, tps, rows) else 0
         table = sample_table(directory, rows)
+        if args.selective:
+            return selective(bootstrap, directory, table, args.selective, tps)
         if args.formats:
             names = [name for name in args.formats.split(",") if name]
             if not names or set(names) - {"parquet", "iceberg", "delta"}:
