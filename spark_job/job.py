@@ -32,7 +32,7 @@ from pyspark import SparkContext
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as sf
 
-from spark_job import erasures, transforms
+from spark_job import erasures, redrive, transforms
 from spark_job.arrow_map import ArrowMapFunction, map_in_arrow
 from spark_job.errors import SourceError
 from spark_job.kafka_conf import client_config, producer_config
@@ -106,10 +106,22 @@ def select(spark: SparkSession, spec: JobSpec) -> DataFrame:
     return erasures.without_erased(selected, erasures.erased_keys(spark, spec.erasures), spec.erasures.column)
 
 
+def redriven(spark: SparkSession, spec: JobSpec) -> DataFrame:
+    """A redrive's records: the subject's dead letters not landed yet, erased keys' left out."""
+    letters = redrive.dead_letters(spark, spec)
+    if spec.erasures is None:
+        return letters
+    keys = erasures.erased_keys(spark, spec.erasures)
+    return erasures.without_erased(letters, keys, spec.key_column)
+
+
 def suppressed(spark: SparkSession, spec: JobSpec) -> int | None:
     """The erased keys' events the selection left out; None without an erasure list."""
     if spec.erasures is None:
         return None
+    if spec.redrive is not None:  # a redrive's rows are dead letters, its erasures' column the key
+        letters = redrive.dead_letters(spark, spec)
+        return erasures.suppressed(letters, erasures.erased_keys(spark, spec.erasures), spec.key_column)
     window = transforms.select_window(transforms.read_source(spark, spec.source, spec.selection), spec)
     return erasures.suppressed(window, erasures.erased_keys(spark, spec.erasures), spec.erasures.column)
 
@@ -122,7 +134,8 @@ def count(selected: DataFrame, spec: JobSpec, slots: int) -> transforms.Census:
     counted = transforms.census(
         selected, spec, slots * multiple, high=watermark is not None and watermark.high is None
     )
-    if counted.rows == 0 and isinstance(spec.selection, DayWindow | TimeWindow) and spec.repair is None:
+    sent_back = spec.repair is not None or spec.redrive is not None  # nothing left to send is no error
+    if counted.rows == 0 and isinstance(spec.selection, DayWindow | TimeWindow) and not sent_back:
         erased = " once its erasure list left out the erased keys' events" if spec.erasures else ""
         raise SourceError(
             f"no rows in window {spec.selection.describe()} of source {spec.source.name}{erased}"
@@ -171,7 +184,7 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
     assert context.master is not None, "a running SparkContext has a master"
     slots = task_slots(context.master, dict(context.getConf().getAll()))
     spec = erasures.pinned(spark, spec)  # read before anything is sent: a run never goes without it
-    selected = whole = select(spark, spec)
+    selected = whole = redriven(spark, spec) if spec.redrive is not None else select(spark, spec)
     if spec.repair is not None:  # only what no record of the repaired run (or its repairs) carries
         selected = _still_missing(spark, spec, whole)
     phase.mark("select")  # listing the source, resolving its columns

@@ -188,6 +188,14 @@ class RunRepository(RunDrains, RunQueue, RunReleases):  # RunDrains extends RunL
 
     def repairs_of(self, subject: Run) -> builtins.list[Run]:
         """The repair runs of ``subject`` (``repair r-…``), oldest first: their records count as its own."""
+        return [run for run in self._after(subject) if run.options.repair_of == subject.id]
+
+    def redrives_of(self, subject: Run) -> builtins.list[Run]:
+        """The redrive runs of ``subject`` (``redrive r-…``), oldest first."""
+        return [run for run in self._after(subject) if run.options.redrive_of == subject.id]
+
+    def _after(self, subject: Run) -> builtins.list[Run]:
+        """Replays into ``subject``'s topic created after it, oldest first (its repairs and redrives)."""
         stmt = (
             select(Run)
             .where(Run.kind == RunKind.REPLAY, Run.source == subject.source, Run.topic == subject.topic)
@@ -195,7 +203,7 @@ class RunRepository(RunDrains, RunQueue, RunReleases):  # RunDrains extends RunL
             .order_by(Run.created_at, Run.id)
         )
         with self._store.session() as session:
-            return [run for run in session.scalars(stmt) if run.options.repair_of == subject.id]
+            return list(session.scalars(stmt))
 
     def unfinished_reconcile(self, subject_id: str) -> Run | None:
         """A reconcile of ``subject_id`` still queued or running, if any (a second request joins it)."""

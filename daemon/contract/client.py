@@ -239,6 +239,10 @@ class DaemonClient:
         """Publish only the ids the run's reconcile found missing; returns the repair run."""
         return self._call(_CREATED, "POST", f"/v1/replays/{run_id}/repair", actor=actor, body=request)
 
+    def redrive(self, actor: str, run_id: str, request: RepairBody) -> RunCreated:
+        """Send the run's dead letters back to its topic; returns the redrive run."""
+        return self._call(_CREATED, "POST", f"/v1/replays/{run_id}/redrive", actor=actor, body=request)
+
     def reconcile(self, actor: str, run_id: str) -> RunOut:
         """Queue a reconcile of a finished run; returns the reconcile run."""
         return self._call(_RUN, "POST", f"/v1/replays/{run_id}/reconcile", actor=actor)

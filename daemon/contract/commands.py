@@ -47,6 +47,7 @@ from daemon.core.grammar import (
     PipelinesCommand,
     PlanCommand,
     ReconcileCommand,
+    RedriveCommand,
     RepairCommand,
     ReplayCommand,
     ResumeCommand,
@@ -309,6 +310,11 @@ def _repair(client: DaemonClient, command: RepairCommand, asker: Asker) -> Resul
     return ReplayCreated(client.repair(asker.actor, command.run_id, body))
 
 
+def _redrive(client: DaemonClient, command: RedriveCommand, asker: Asker) -> Result:
+    body = RepairBody(confirm_live=asker.confirmed, slack_channel=asker.channel)
+    return ReplayCreated(client.redrive(asker.actor, command.run_id, body))
+
+
 def _reconcile(client: DaemonClient, command: ReconcileCommand, asker: Asker) -> Result:
     return ReconcileQueued(command.run_id, client.reconcile(asker.actor, command.run_id))
 
@@ -398,6 +404,7 @@ COMMANDS: Mapping[type[Any], Call] = {
     ResumeRunCommand: _resume_run,
     ReconcileCommand: _reconcile,
     RepairCommand: _repair,
+    RedriveCommand: _redrive,
     ChartCommand: _chart,
     SourcesCommand: _sources,
     ScheduleCommand: _schedule,

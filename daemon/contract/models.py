@@ -473,6 +473,7 @@ class RunOut(BaseModel):
     repair_of: str | None = Field(
         default=None, description="a repair: the run whose missing ids it publishes"
     )
+    redrive_of: str | None = Field(default=None, description="a redrive: the run whose dead letters it sends")
     where: str | None = Field(
         default=None,
         description="where=, keys= and types= as one filter, canonical; None: every row",

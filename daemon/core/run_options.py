@@ -80,6 +80,8 @@ class RunOptions:
     repair_of: str | None = None  # repair r-…: the run whose missing ids this one publishes
     # a repair, or a reconcile of a repaired run: the earlier repairs whose records count as the run's
     repairs: tuple[str, ...] = ()
+    redrive_of: str | None = None  # redrive r-…: the run whose dead letters this one sends back
+    redrives: tuple[str, ...] = ()  # a redrive: the earlier redrives of the same run
 
     def __post_init__(self) -> None:
         _check(self)
@@ -95,7 +97,7 @@ class RunOptions:
         try:
             if "window" in values:
                 values["window"] = WindowKind(values["window"])
-            for name in ("watch", "overrides", "fields", "repairs"):
+            for name in ("watch", "overrides", "fields", "repairs", "redrives"):
                 if name in values:
                     values[name] = tuple(_strings(name, values[name]))
             if values.get("auto") is not None:
@@ -220,11 +222,19 @@ def _check(options: RunOptions) -> None:
         value = getattr(options, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
             raise ValueError(f"run option {name}={value!r}: a number of at least 0, or absent")
-    for name in ("dlq_topic", "approved_by", "where", "erasures", "erasures_as_of", "repair_of"):
+    for name in (
+        "dlq_topic",
+        "approved_by",
+        "where",
+        "erasures",
+        "erasures_as_of",
+        "repair_of",
+        "redrive_of",
+    ):
         value = getattr(options, name)
         if value is not None and not isinstance(value, str):
             raise ValueError(f"run option {name} is text, or absent")
-    for name in ("overrides", "fields", "repairs"):
+    for name in ("overrides", "fields", "repairs", "redrives"):
         value = getattr(options, name)
         if not isinstance(value, tuple) or not all(isinstance(item, str) for item in value):
             raise ValueError(f"run option {name} is a tuple of strings")

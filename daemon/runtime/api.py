@@ -314,6 +314,19 @@ def create_api(
         place = service.queue_positions().get(run.id)
         return RunCreated(**dict(run_out(run, queue_position=place)), created=True)
 
+    @app.post("/v1/replays/{run_id}/redrive", response_model=RunCreated, status_code=201)
+    def redrive(run_id: str, body: RepairBody, who: Actor) -> RunCreated:
+        """Send the run's dead letters back to the topic they were meant for, paced like a replay
+        (only those no earlier redrive landed), and reconcile them; answers with the redrive run."""
+        run = service.redrive(
+            who,
+            run_id,
+            confirm_live=body.confirm_live,
+            slack_channel=body.slack_channel if CREDENTIAL.get() == "service" else None,
+        )
+        place = service.queue_positions().get(run.id)
+        return RunCreated(**dict(run_out(run, queue_position=place)), created=True)
+
     @app.post("/v1/replays/{run_id}/reconcile", response_model=RunOut, status_code=202)
     def reconcile(run_id: str, who: Actor) -> RunOut:
         """Queue a reconcile of a finished run; answers with the reconcile run (kind `reconcile`)."""

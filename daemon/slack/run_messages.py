@@ -219,6 +219,8 @@ def run_parent(run: RunOut, *, redirected: tuple[str, str] | None = None) -> Mes
     )
     if run.repair_of is not None:  # a repair: which run it completes
         footer.insert(0, f"Repairs `{escape(run.repair_of)}`: only the ids its reconcile found missing.")
+    if run.redrive_of is not None:  # a redrive: whose dead letters it sends back
+        footer.insert(0, f"Redrives the dead letters of `{escape(run.redrive_of)}`.")
     return message(text, header(title), fields(pairs), context(*footer))
 
 

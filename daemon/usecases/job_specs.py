@@ -8,6 +8,7 @@ window, a pipeline slot a watermark range or the commits it follows.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 
 from daemon.config.settings import Settings
@@ -23,6 +24,11 @@ from daemon.usecases.catalog import Source as CatalogSource
 from daemon.usecases.dead_letters import dead_letter_options, dead_letter_retention_ms
 from daemon.usecases.pii import decrypt_section
 from spark_job.spec.model import (
+    DEAD_LETTER_HEADERS,
+    DEAD_LETTER_ID,
+    DEAD_LETTER_KEY,
+    DEAD_LETTER_TIME,
+    DEAD_LETTER_VALUE,
     CommitRange,
     Control,
     DayWindow,
@@ -33,6 +39,7 @@ from spark_job.spec.model import (
     Ramp,
     RateChange,
     ReconcileTarget,
+    Redrive,
     Repair,
     Selection,
     Shape,
@@ -124,7 +131,7 @@ def build_spec(
         )
     # recorded when the run was created; None (a pipeline created without on_error=) takes the source's
     dead_letters = dead_letter_options(options.on_error or source.on_error, source.name)
-    return JobSpec(
+    spec = JobSpec(
         run_id=run.id,
         source=Source(
             name=source.name,
@@ -167,6 +174,34 @@ def build_spec(
         where=_row_filter(run),
         erasures=_erasures(run, source),
         repair=_repair(run),
+    )
+    return _as_redrive(spec, run) if run.options.redrive_of is not None else spec
+
+
+def _as_redrive(spec: JobSpec, run: Run) -> JobSpec:
+    """``redrive r-…``: the rows are the subject's dead letters (``spark_job.redrive``), published as
+    the raw bytes they are, at publish time, a record that fails again set aside again; the source's
+    erasure list still applies, by the record's key."""
+    subject = run.options.redrive_of
+    assert subject is not None and spec.dlq_topic is not None, "a redrive reads its subject's dead letters"
+    erasures = spec.erasures
+    return replace(
+        spec,
+        key_column=DEAD_LETTER_KEY,
+        event_id_column=DEAD_LETTER_ID,
+        event_time_column=DEAD_LETTER_TIME,
+        value_format="raw",
+        value_columns=None,
+        value_column=DEAD_LETTER_VALUE,
+        headers_column=DEAD_LETTER_HEADERS,
+        raw_timestamp_column=None,
+        decrypt=None,
+        timestamp="replay",
+        on_error="dlq",
+        where=None,
+        shape=None,
+        erasures=None if erasures is None else replace(erasures, column=DEAD_LETTER_KEY),
+        redrive=Redrive(of=subject, dlq_topic=spec.dlq_topic, runs=(subject, *run.options.redrives)),
     )
 
 

@@ -717,6 +717,94 @@ class ReplayService:
         self._wake_watcher()
         return run
 
+    def redrive(
+        self, actor: str, run_id: str, *, confirm_live: bool = False, slack_channel: str | None = None
+    ) -> Run:
+        """Queue a run that sends ``run_id``'s dead letters back to the topic they were meant for,
+        paced at its rate (only those no earlier redrive landed), and reconciles them; a record that
+        fails again is set aside again with its new reason. Who may, and a live topic's
+        confirmation, as for a repair."""
+
+        def work() -> Run:
+            subject = self.get(run_id)
+            letters = self._check_redrivable(actor, subject)
+            if subject.options.topic_mode == "live":
+                if not confirm_live:
+                    raise Conflict(
+                        f"redriving {run_id} publishes into the live topic '{subject.topic}': it needs an "
+                        "explicit confirmation (confirm_live=true; the CLI's --confirm-live)"
+                    )
+                self._check_approval(actor, self._catalog.get(subject.source), None)
+            self._check_caps(actor)
+            earlier = tuple(run.id for run in self._store.runs.redrives_of(subject))
+            options = replace(
+                subject.options,
+                planned_rows=letters,
+                planned_eta_s=round(self.eta(letters, max(subject.tps, 1)).total_s, 1),
+                request=f"redrive {run_id}",
+                watch=(),
+                auto=None,
+                overrides=(),
+                approved_by=None,
+                where=None,
+                fields=(),
+                speed=None,
+                shaped_s=None,
+                redrive_of=subject.id,
+                redrives=earlier,
+            )
+            return self._store.runs.create(
+                kind=RunKind.REPLAY,
+                source=subject.source,
+                topic=subject.topic,
+                topic_created=False,
+                tps=max(subject.tps, 1),
+                requester=actor,
+                window_start=subject.window_start,
+                window_end=subject.window_end,
+                window_label=subject.window_label,
+                options=options,
+                slack_channel=slack_channel,
+            )
+
+        run = self._audit.refusing(actor, "redrive", run_id, work)
+        letters = run.options.planned_rows
+        self._audit.accepted(actor, "redrive", run_id, redrive_run=run.id, dead_letters=letters)
+        self._wake_watcher()
+        return run
+
+    def _check_redrivable(self, actor: str, subject: Run) -> int:
+        """How many records the subject set aside, once ``actor`` may send them back."""
+        run_id = subject.id
+        if subject.kind == RunKind.RECONCILE:
+            raise BadRequest(f"{run_id} is a reconcile: redrive the run whose records were set aside")
+        if subject.options.redrive_of is not None:
+            raise BadRequest(f"{run_id} is a redrive of {subject.options.redrive_of}: redrive that run")
+        if not RunState(subject.state).terminal:
+            raise Conflict(f"run {run_id} is still {subject.state}: redrive its dead letters once it ended")
+        source = self._catalog.get(subject.source)
+        admins = self._settings.admins
+        if not may_cancel_run(actor, requester=subject.requester, source_owners=source.owners, admins=admins):
+            raise Forbidden("only the requester, the source's owners or an admin may redrive this run")
+        if not subject.options.dlq_topic or not subject.dead_lettered:
+            raise BadRequest(f"run {run_id} set no records aside: there are no dead letters to redrive")
+        if source.encrypted_columns:
+            raise BadRequest(
+                f"the dead letters of '{source.name}' hold its values as stored, PII still encrypted: "
+                f"replay the window again (keys= or where=) instead of redriving {run_id}"
+            )
+        erased_by = source.erasures.column if source.erasures is not None else None
+        if erased_by is not None and erased_by != source.key_column:
+            raise BadRequest(
+                f"'{source.name}' erases by {erased_by}, which a dead letter does not carry: "
+                f"replay the window again (keys= or where=) instead of redriving {run_id}"
+            )
+        redrives = self._store.runs.redrives_of(subject)
+        pending = [run.id for run in redrives if not RunState(run.state).terminal]
+        if pending:
+            raise Conflict(f"{pending[0]} is already redriving {run_id}: wait for it to end")
+        return int(subject.dead_lettered)
+
     def _check_repairable(self, actor: str, subject: Run) -> int:
         """How many ids the subject's reconcile found missing, once it may be repaired by ``actor``."""
         run_id = subject.id

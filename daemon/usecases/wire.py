@@ -50,6 +50,7 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         current_tps=rate.tps,
         where=options.where,
         repair_of=options.repair_of,
+        redrive_of=options.redrive_of,
         fields=list(options.fields),
         ramp_s=options.ramp_s,
         max_mb=options.max_mb,

@@ -82,6 +82,8 @@ from spark_job.spec.row_filter import RowFilter
 
 KafkaValue = str | int | float | bool
 Bound = str | int | float | None
+# sections a spec leaves out when it has none (specs without them stay as they were)
+_OPTIONAL_SECTIONS = ("control", "ramp", "max_bytes_per_s", "shape", "where", "erasures", "repair", "redrive")
 RESERVED_HEADERS = (
     "replay-run-id",
     "replay-source",
@@ -89,6 +91,7 @@ RESERVED_HEADERS = (
     "replay-watermark",
     "replay-filter",
     "replay-repair-of",
+    "replay-redrive-of",
     "replay-event-id",
 )
 EVENT_ID_HEADER = "replay-event-id"  # each record's own event id, after the other provenance headers
@@ -236,6 +239,22 @@ class Repair:
     runs: tuple[str, ...]
 
 
+# A redrive's rows (``spark_job.redrive``): what its spec names as key, value, headers, id and time.
+DEAD_LETTER_KEY, DEAD_LETTER_VALUE, DEAD_LETTER_HEADERS = "key", "value", "headers"
+DEAD_LETTER_ID, DEAD_LETTER_TIME = "event_id", "set_aside_at"
+
+
+@dataclass(frozen=True)
+class Redrive:
+    """``redrive r-…``: the records are ``of``'s dead letters on ``dlq_topic`` meant for the run's
+    topic (set aside by any of ``runs``: the subject and its earlier redrives), not the table's rows;
+    those an earlier redrive landed are left out (``spark_job.redrive``)."""
+
+    of: str
+    dlq_topic: str
+    runs: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class Erasures:
     """The source's erasure list: events whose ``column`` holds a key on it are left out of every read
@@ -305,6 +324,7 @@ class JobSpec:
     where: RowFilter | None = None  # where=: the rows of the selection to keep; None: every row
     erasures: Erasures | None = None  # the source's erasure list; None: the source has none
     repair: Repair | None = None  # repair r-…: only what the repaired run is still missing
+    redrive: Redrive | None = None  # redrive r-…: the subject's dead letters, sent back
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -323,9 +343,11 @@ class JobSpec:
             document["erasures"]["as_of"] = _iso(self.erasures.as_of)
         if self.repair is not None:
             document["repair"]["runs"] = list(self.repair.runs)
+        if self.redrive is not None:
+            document["redrive"]["runs"] = list(self.redrive.runs)
         if self.reconcile is not None and not self.reconcile.also:
             del document["reconcile"]["also"]  # and reconciles of unrepaired runs stay as they were
-        for optional in ("control", "ramp", "max_bytes_per_s", "shape", "where", "erasures", "repair"):
+        for optional in _OPTIONAL_SECTIONS:
             if document[optional] is None:
                 del document[optional]  # and specs without them stay as they were
         if self.mode == "replay":
@@ -546,6 +568,8 @@ def provenance_headers(spec: JobSpec) -> dict[str, str]:
         headers["replay-filter"] = spec.where.fingerprint()
     if spec.repair is not None:  # a repair's records say which run they complete
         headers["replay-repair-of"] = spec.repair.of
+    if spec.redrive is not None:  # a redriven record says whose dead letter it was
+        headers["replay-redrive-of"] = spec.redrive.of
     return headers
 
 

@@ -24,6 +24,7 @@ from spark_job.spec.model import (
     Ramp,
     RateChange,
     ReconcileTarget,
+    Redrive,
     Repair,
     Selection,
     Shape,
@@ -141,6 +142,7 @@ def _parse(doc: _Fields) -> JobSpec:
         where=_parse_where(doc.get("where", dict)),
         erasures=_parse_erasures(doc.nested("erasures")),
         repair=_parse_repair(doc.nested("repair")),
+        redrive=_parse_redrive(doc.nested("redrive")),
     )
     doc.done()
     return spec
@@ -239,6 +241,21 @@ def _run_ids(doc: _Fields, key: str, *, required: bool = False) -> tuple[str, ..
     if not all(isinstance(run_id, str) and run_id for run_id in ids):
         raise SpecError(doc.path(key), "must be a list of run ids")
     return tuple(ids)
+
+
+def _parse_redrive(doc: _Fields | None) -> Redrive | None:
+    """The ``redrive`` section (``None`` when absent): whose dead letters, where, and who set them aside."""
+    if doc is None:
+        return None
+    redrive = Redrive(
+        of=doc.get("of", str, required=True),
+        dlq_topic=doc.get("dlq_topic", str, required=True),
+        runs=_run_ids(doc, "runs", required=True),
+    )
+    doc.done()
+    if redrive.of not in redrive.runs:
+        raise SpecError("redrive.runs", "must name the run whose dead letters are sent back")
+    return redrive
 
 
 def _parse_repair(doc: _Fields | None) -> Repair | None:

@@ -147,7 +147,7 @@ def test_bash_completion_completes_commands_help_topics_and_flags(tmp_path: Path
 
     assert _complete(script, "p") == ["plan", "pipelines", "pipeline", "pause"]
     assert _complete(script, "lo") == ["login", "logout"]
-    assert _complete(script, "help", "re") == ["reconcile", "repair", "resume", "rewind"]
+    assert _complete(script, "help", "re") == ["reconcile", "redrive", "repair", "resume", "rewind"]
     assert _complete(script, "status", "--j") == ["--json"]
     assert _complete(script, "orders", "last=6h") == []
     assert set(command_words()) == {*USAGE, *CLI_COMMANDS} - {"replay"}
@@ -183,7 +183,7 @@ def test_fish_completion_completes_commands_help_topics_and_flags() -> None:
         return [candidate.split("\t")[0] for candidate in result.stdout.splitlines()]
 
     assert complete("replay p") == sorted(word for word in command_words() if word.startswith("p"))
-    assert complete("replay help re") == ["reconcile", "repair", "resume", "rewind"]
+    assert complete("replay help re") == ["reconcile", "redrive", "repair", "resume", "rewind"]
     assert complete("replay completion ") == ["bash", "fish", "zsh"]
     assert complete("replay status --j") == ["--json"]
 

@@ -214,6 +214,17 @@ class RepairCommand:
 
 
 @dataclass(frozen=True)
+class RedriveCommand:
+    """Send a finished run's dead letters back to its topic, paced like a replay, then reconcile them."""
+
+    run_id: str
+
+    def __post_init__(self) -> None:
+        with blaming(None, USAGE["redrive"]):
+            check_id(self.run_id, RUN_ID_PATTERN, "run id")
+
+
+@dataclass(frozen=True)
 class ReconcileCommand:
     """Check a finished run's event ids against its topic again (in a Spark job); publishes nothing."""
 
@@ -350,6 +361,7 @@ Command: TypeAlias = (
     | CancelCommand
     | ReconcileCommand
     | RepairCommand
+    | RedriveCommand
     | ChartCommand
     | HelpCommand
     | ScheduleCommand

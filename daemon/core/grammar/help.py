@@ -19,6 +19,7 @@ USAGE: dict[str, str] = {
     "list": f"{PREFIX} list [mine|running]",
     "cancel": f"{PREFIX} cancel <run-id>",
     "reconcile": f"{PREFIX} reconcile <run-id>",
+    "redrive": f"{PREFIX} redrive <run-id>",
     "repair": f"{PREFIX} repair <run-id>",
     "chart": f"{PREFIX} chart <run-id>",
     "schedule": f'{PREFIX} schedule <source> (every=<duration> | cron="<min hour day month weekday>")'
@@ -44,6 +45,7 @@ SUMMARY: dict[str, str] = {
     "list": "recent runs: everyone's, yours, or the running ones",
     "cancel": "stop a run; what it already published stays on the topic",
     "reconcile": "check a finished run's event ids against its topic again",
+    "redrive": "send a run's dead letters back to its topic once the cause is fixed",
     "repair": "publish only the ids a run's reconcile found missing, then reconcile it whole",
     "chart": "a run's events per second against its target (CLI: -o run.png writes it)",
     "schedule": "an incremental pipeline: on each tick, what changed since its watermark",

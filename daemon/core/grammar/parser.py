@@ -35,6 +35,7 @@ from daemon.core.grammar.commands import (
     PipelinesCommand,
     PlanCommand,
     ReconcileCommand,
+    RedriveCommand,
     RepairCommand,
     ReplayCommand,
     ReplaySpec,
@@ -363,6 +364,9 @@ _COMMANDS: dict[str, Callable[[list[str]], Command]] = {
     ),
     "reconcile": lambda args: ReconcileCommand(
         _id(_exactly_one(args, "run id", USAGE["reconcile"]), "run", USAGE["reconcile"])
+    ),
+    "redrive": lambda args: RedriveCommand(
+        _id(_exactly_one(args, "run id", USAGE["redrive"]), "run", USAGE["redrive"])
     ),
     "repair": lambda args: RepairCommand(
         _id(_exactly_one(args, "run id", USAGE["repair"]), "run", USAGE["repair"])

@@ -17,6 +17,7 @@ from daemon.core.grammar.commands import (
     PipelinesCommand,
     PlanCommand,
     ReconcileCommand,
+    RedriveCommand,
     RepairCommand,
     ReplayCommand,
     ReplaySpec,
@@ -133,6 +134,8 @@ def render(command: Command) -> str:
         return f"reconcile {command.run_id}"
     if isinstance(command, RepairCommand):
         return f"repair {command.run_id}"
+    if isinstance(command, RedriveCommand):
+        return f"redrive {command.run_id}"
     if isinstance(command, ChartCommand):
         return f"chart {command.run_id}"
     if isinstance(command, ListCommand):

@@ -421,7 +421,7 @@ def test_header_bytes_are_capped_per_value_and_in_all() -> None:
 
 def test_command_words_are_not_source_names() -> None:
     """A catalog source named like a command could never be replayed: it is refused as a source."""
-    for word in ("reconcile", "repair", "chart"):
+    for word in ("reconcile", "repair", "redrive", "chart"):
         with pytest.raises(InvalidValue, match="is a command, not a source"):
             check_source(word)
 
