@@ -201,6 +201,9 @@ class ScheduleBody(BaseModel):
     watch: list[str] = Field(
         default_factory=list, description="consumer groups whose drain each run watches after it ends"
     )
+    where: str | None = Field(
+        default=None, max_length=MAX_PREDICATE_CHARS, description="where=: each run sends only these rows"
+    )
     confirm_live: bool = False
     approved_by: str | None = Field(
         default=None,
@@ -233,6 +236,7 @@ class ScheduleBody(BaseModel):
             idle_after_days=command.idle_after_days,
             on_error=command.on_error,
             watch=list(command.watch),
+            where=None if command.where is None else render_predicate(command.where),
             confirm_live=confirm_live,
             approved_by=approved_by,
             slack_channel=slack_channel,
@@ -252,6 +256,7 @@ class ScheduleBody(BaseModel):
             idle_after_days=self.idle_after_days,
             on_error=self.on_error,
             watch=tuple(self.watch),
+            where=None if self.where is None else parse_predicate(self.where),
         )
 
 
@@ -623,6 +628,7 @@ class PipelineOut(BaseModel):
         default="watermark", description="what it follows: a column that only grows, or table commits"
     )
     watermark_column: str | None = Field(description="None: it follows the table's commits")
+    where: str | None = Field(default=None, description="where=: each run sends only these rows")
     watermark: str | None = Field(
         description="the committed watermark: the column's value, or the last snapshot published"
     )

@@ -123,9 +123,12 @@ class PipelineOptions:
     # watermark: rows past the watermark column's committed value; snapshot: the rows each Iceberg or
     # Delta commit appended since the committed snapshot (the pipeline's watermark_value holds it)
     incremental: Incremental = "watermark"
+    where: str | None = None  # where=: each run publishes only the rows this filter keeps (canonical)
 
     def __post_init__(self) -> None:
         _check_common(self)
+        if self.where is not None and not isinstance(self.where, str):
+            raise ValueError("option where is text, or absent")
         if self.incremental not in INCREMENTAL_CHOICES:
             raise ValueError(f"option incremental={self.incremental!r}: one of {INCREMENTAL_CHOICES}")
 

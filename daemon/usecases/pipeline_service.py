@@ -40,6 +40,7 @@ from daemon.core.errors import (
 )
 from daemon.core.grammar import ScheduleCommand, render
 from daemon.core.ids import new_pipeline_id
+from daemon.core.predicates import check_predicate, render_predicate
 from daemon.core.run_options import PipelineOptions, RunOptions, WindowKind
 from daemon.core.schedules import check_schedule, schedule_text
 from daemon.core.states import PipelineState
@@ -78,6 +79,7 @@ def slot_options(
         topic_mode=options.topic_mode,
         headers=dict(options.headers),
         watch=options.watch,
+        where=options.where,  # the ids each run's reconcile expects are the ones it kept
         snapshot=snapshot,
         table_metadata=table_metadata,
         **dead_letter_options(options.on_error or source.on_error, source.name),
@@ -190,6 +192,11 @@ class PipelineService:
                     raise BadRequest(f"'{source.name}' cannot be followed by its commits: {refused}")
             else:
                 self._check_watermark(source, command)
+            if command.where is not None:  # each run reads the table: the filter must fit it now
+                kinds = self._table_stats.column_kinds(source.table)
+                check_predicate(
+                    command.where, kinds, encrypted=frozenset(source.encrypted_columns), source=source.name
+                )
             schedule = schedule_text(every_seconds=command.every_seconds, cron=command.cron)
             check_schedule(schedule)  # a bad cron is refused here, before anything exists
             next_fire(schedule, self._clock())  # and so is one that never fires (`0 0 31 4 *`)
@@ -236,6 +243,7 @@ class PipelineService:
                         watch=tuple(command.watch),  # each run watches these groups drain
                         request=request,  # what an Idempotency-Key stands for
                         incremental=command.incremental,
+                        where=None if command.where is None else render_predicate(command.where),
                     ),
                     idle_after_days=command.idle_after_days,
                     slack_channel=slack_channel,

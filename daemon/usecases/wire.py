@@ -138,6 +138,7 @@ def pipeline_out(pipeline: Pipeline) -> PipelineOut:
         state=PipelineState(pipeline.state),
         incremental=pipeline.options.incremental,
         watermark_column=pipeline.watermark_column,
+        where=pipeline.options.where,
         watermark=pipeline.watermark_value,
         lookback_seconds=pipeline.lookback_seconds,
         tps=pipeline.tps,

@@ -19,12 +19,12 @@ import httpx
 import pyarrow.dataset as ds
 import pytest
 
-from daemon.contract.models import ReplayBody
-from daemon.core.grammar import ReplayCommand, parse
+from daemon.contract.models import ReplayBody, ScheduleBody
+from daemon.core.grammar import ReplayCommand, ScheduleCommand, parse
 from daemon.slack.run_report import rerun_command
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
 from tests.fixtures.kafka import consume_all, headers_of, value_of
-from tests.fixtures.runs import TERMINAL, replay_topics, wait_for
+from tests.fixtures.runs import TERMINAL, fire_pipeline, replay_topics, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -121,6 +121,49 @@ def test_keys_and_types_select_and_fields_project_as_pyarrow_says(
         assert ids == {row["event_id"] for row in expected}
     finally:
         daemon.stop()
+
+
+def test_a_filtered_pipeline_publishes_only_the_rows_its_filter_keeps(
+    replay_daemon: DaemonProcess, kafka_bootstrap: str, sample_table: Path
+) -> None:
+    client = replay_daemon.client()
+    command = parse("schedule orders every=1d watermark=updated_at tps=5000 where=currency = 'GBP'")
+    assert isinstance(command, ScheduleCommand)
+    pipeline = client.schedule(OWNER, ScheduleBody.of(command))
+    assert pipeline.where == "currency = 'GBP'"
+
+    slot = fire_pipeline(client, pipeline.id)
+
+    dataset = ds.dataset(sample_table, format="parquet", partitioning="hive")
+    expected = set(
+        dataset.to_table(columns=["event_id"], filter=ds.field("currency") == "GBP")["event_id"].to_pylist()
+    )
+    assert slot.state == "succeeded" and slot.where == "currency = 'GBP'", slot
+    assert slot.confirmed == len(expected) and slot.reconcile is not None and slot.reconcile.verdict().clean
+    landed = consume_all(kafka_bootstrap, slot.topic, expected=len(expected))
+    assert {json.loads(value_of(m))["event_id"] for m in landed} == expected
+    client.unschedule(OWNER, pipeline.id, confirm=True)
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("amout > 5", "orders has no column `amout`"),
+        ("updated_at > 2024-01-01", "would break the pipeline's watermark"),
+    ],
+)
+def test_a_pipeline_filter_the_table_cannot_answer_is_refused_and_creates_nothing(
+    replay_daemon: DaemonProcess, kafka_bootstrap: str, where: str, message: str
+) -> None:
+    topics_before = replay_topics(kafka_bootstrap)
+    pipelines_before = [p.id for p in replay_daemon.client().list_pipelines(OWNER)]
+    body = {"source": "orders", "every": "1d", "watermark": "updated_at", "where": where}
+
+    response = _refused(replay_daemon, body, "/v1/pipelines")
+
+    assert response.status_code == 400 and message in response.json()["error"], response.text
+    assert [p.id for p in replay_daemon.client().list_pipelines(OWNER)] == pipelines_before
+    assert replay_topics(kafka_bootstrap) == topics_before
 
 
 def _refused(daemon: DaemonProcess, body: dict[str, Any], path: str = "/v1/replays") -> httpx.Response:

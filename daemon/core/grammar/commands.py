@@ -33,7 +33,7 @@ from daemon.core.grammar.values import (
     check_source,
 )
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
-from daemon.core.predicates import Predicate, check_canonical
+from daemon.core.predicates import Predicate, check_canonical, columns_of
 from daemon.core.quantities import MAX_DURATION_SECONDS, MINUTE, InvalidValue
 from daemon.core.rate_shape import MAX_MB, MAX_RAMP_S
 from daemon.core.windows import (
@@ -88,6 +88,7 @@ SCHEDULE_OPTIONS = (
     "idle_after",
     "on_error",
     "watch",
+    "where",
 )
 
 
@@ -273,8 +274,19 @@ class ScheduleCommand:
     idle_after_days: int | None = None
     on_error: OnError | None = None  # None: the source's default (catalog), read at each run
     watch: tuple[str, ...] = ()  # consumer groups each run watches drain after it ends
+    where: Predicate | None = None  # where=: each run publishes only the rows this keeps
 
     def __post_init__(self) -> None:
+        if self.where is not None:
+            check_canonical(self.where)
+            if self.watermark is not None and self.watermark in columns_of(self.where):
+                raise GrammarError(
+                    f"a filter on the watermark column `{self.watermark}` would break the pipeline's "
+                    "watermark (rows it leaves out would move it anyway, or hold it back forever): "
+                    "filter on other columns",
+                    token=self.watermark,
+                    usage=USAGE["schedule"],
+                )
         with blaming(None, USAGE["schedule"]):
             check_source(self.source)
             if (self.every_seconds is None) == (self.cron is None):

@@ -25,7 +25,7 @@ USAGE: dict[str, str] = {
     "schedule": f'{PREFIX} schedule <source> (every=<duration> | cron="<min hour day month weekday>")'
     " (watermark=<column> [lookback=<duration>] | incremental=snapshot) [tps=N] [topic=auto|live]"
     " [headers=k:v,k2:v2]"
-    " [idle_after=<N>d] [on_error=fail|dlq] [watch=<group>[,<group>]]",
+    " [idle_after=<N>d] [on_error=fail|dlq] [watch=<group>[,<group>]] [where=<filter>]",
     "pipelines": f"{PREFIX} pipelines [mine|idle]",
     "pipeline": f"{PREFIX} pipeline <pipeline-id>",
     "tps": f"{PREFIX} tps <run-id> <N>",

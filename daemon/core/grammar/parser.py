@@ -287,6 +287,7 @@ def _parse_schedule(args: list[str], limits: Limits) -> ScheduleCommand:
         idle_after_days=_value(options, "idle_after", _idle_days, usage),
         on_error=cast(OnError | None, _value(options, "on_error", _choice(ON_ERROR_CHOICES), usage)),
         watch=_value(options, "watch", parse_drain_groups, usage) or (),
+        where=parse_predicate(options["where"][1]) if "where" in options else None,
     )
 
 

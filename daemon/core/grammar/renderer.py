@@ -115,6 +115,8 @@ def _render_schedule(command: ScheduleCommand) -> list[str]:
         parts.append(f"on_error={command.on_error}")
     if command.watch:
         parts.append(f"watch={render_drain_groups(command.watch)}")
+    if command.where is not None:  # last, unquoted: the tokenizer reads a filter to the end
+        parts.append(WHERE + render_predicate(command.where))
     return parts
 
 

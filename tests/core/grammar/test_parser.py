@@ -316,7 +316,12 @@ def test_cli_argv_joined_with_shlex_parses_like_slack_text() -> None:
         ("orders last=6h where=amount in () tps=5", ")", "expected a value"),
         ("orders last=6h where=amount ~ 5", "~", "not an operator"),
         ("orders last=6h where=a=1 where=b=2", "where=b=2", "given twice"),
-        ("schedule orders every=1h watermark=ts where=a=1", "where=a=1", "allowed for schedule"),
+        (
+            "schedule orders every=1h watermark=ts where=ts > 2024-01-01",
+            "ts",
+            "would break the pipeline's watermark",
+        ),
+        ("schedule orders every=1h watermark=ts where=", "where=", "the filter is empty"),
         ("schedule orders every=1h watermark=ts ramp=5m", "ramp=5m", "allowed for schedule"),
         ("cancel p-0123456789ab", "p-0123456789ab", "pipeline id"),
         ("cancel r-123", "r-123", "not a run id"),
