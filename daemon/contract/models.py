@@ -416,6 +416,9 @@ class ReconcileOut(BaseModel):
     erasures_as_of: str | None = Field(
         default=None, description="the erasure list's newest erasure the run honoured (its version)"
     )
+    repaired_by: str | None = Field(
+        default=None, description="the repair run whose verdict this is (the run's records and its own)"
+    )
 
     def verdict(self) -> Verdict:
         """What the counts mean (`daemon.core.reconcile`), the one reading every front end shows."""

@@ -374,7 +374,9 @@ class Watcher:
     def _repaired(self, repair: Run, parent_id: str, verdict: dict[str, Any]) -> None:
         """A repair's verdict is its parent's now (the parent's whole selection against every record of
         both): it goes onto the parent, and into the parent's thread."""
-        parent = self._store.runs.update(parent_id, reconcile={**verdict, "on_demand": True})
+        parent = self._store.runs.update(
+            parent_id, reconcile={**verdict, "on_demand": True, "repaired_by": repair.id}
+        )
         if self._store.notifications.record_once(
             f"run:{repair.id}:repaired", run_id=parent.id, kind="reconciled"
         ):

@@ -217,6 +217,8 @@ def run_parent(run: RunOut, *, redirected: tuple[str, str] | None = None) -> Mes
         f"{icon} Replay {run.id}: {escape(run.source)} {escape(run.window or '')} → {escape(run.topic)} "
         f"at {run.tps:,}/s ({count(run.rows)} rows) — {run.state}"
     )
+    if run.reconcile is not None and run.reconcile.repaired_by:  # the repair its verdict came from
+        footer.append(f"Repaired by `{escape(run.reconcile.repaired_by)}`.")
     if run.repair_of is not None:  # a repair: which run it completes
         footer.insert(0, f"Repairs `{escape(run.repair_of)}`: only the ids its reconcile found missing.")
     if run.redrive_of is not None:  # a redrive: whose dead letters it sends back
@@ -316,7 +318,9 @@ def final_reply(run: RunOut, *, zone: tzinfo | None = None) -> Message:
 def reconcile_reply(run: RunOut, *, zone: tzinfo | None = None) -> Message:
     """An on-demand reconcile's verdict, in the run's thread."""
     at = run.reconcile.at if run.reconcile is not None else None
-    head = f":mag: *Reconcile of `{escape(run.id)}`* ({when(at, zone=zone)}), asked after the run:"
+    repair = run.reconcile.repaired_by if run.reconcile is not None else None
+    after = f"after repair `{escape(repair)}`" if repair else "asked after the run"
+    head = f":mag: *Reconcile of `{escape(run.id)}`* ({when(at, zone=zone)}), {after}:"
     text = "\n".join([head, *verdict_lines(run.id, run.reconcile)])
     return message(text, *sections(text))
 

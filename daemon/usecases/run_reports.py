@@ -81,10 +81,17 @@ def report_fields(result: dict[str, Any], *, confirmed_so_far: int | None, now: 
 def reconcile_document(document: dict[str, Any], *, now: datetime, on_demand: bool) -> dict[str, Any]:
     """The job's reconcile document as stored with the run (validated by the wire model)."""
     error = document.get("error")
-    counts = ("selected", "found", "missing", "unexpected", "duplicates")
+
+    def counted(name: str) -> int | None:
+        return None if error else _int(document.get(name))
+
     out = ReconcileOut(
         at=now,
-        **{name: None if error else _int(document.get(name)) for name in counts},
+        selected=counted("selected"),
+        found=counted("found"),
+        missing=counted("missing"),
+        unexpected=counted("unexpected"),
+        duplicates=counted("duplicates"),
         missing_sample=[str(i) for i in document.get("missing_sample") or ()][:_SAMPLE],
         unexpected_sample=[str(i) for i in document.get("unexpected_sample") or ()][:_SAMPLE],
         duplicates_sample=[str(i) for i in document.get("duplicates_sample") or ()][:_SAMPLE],

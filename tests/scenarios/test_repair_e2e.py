@@ -70,6 +70,7 @@ def test_a_repair_publishes_only_what_went_missing_and_the_verdict_is_clean_agai
     assert repaired.reconcile is not None and repaired.reconcile.verdict().clean, repaired.reconcile
     parent = client.get_replay(OWNER, run.id).reconcile
     assert parent is not None and parent.verdict().clean and parent.found == len(on_topic), parent
+    assert parent.repaired_by == repair.id
 
     with pytest.raises(BadRequest, match=f"is a repair of {run.id}"):
         client.repair(OWNER, repair.id, RepairBody())

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.contract.models import RunOut
+from daemon.contract.models import ReconcileOut, RunOut
 from daemon.core.run_options import RunOptions, WindowKind
 from daemon.slack import blocks, run_messages
 from daemon.slack.run_report import report_line, rerun_command
@@ -154,6 +154,19 @@ def test_a_repair_says_which_run_it_completes_while_it_runs_and_after() -> None:
             run_messages.run_parent(run).blocks
         )
     assert "Repairs" not in repr(run_messages.run_parent(RUN).blocks)
+    verdict = ReconcileOut(
+        at=CREATED,
+        selected=9,
+        found=9,
+        missing=0,
+        unexpected=0,
+        duplicates=0,
+        on_demand=True,
+        repaired_by="r-1",
+    )
+    repaired = changed(RUN, state="succeeded", reconcile=verdict)
+    assert "Repaired by `r-1`." in repr(run_messages.run_parent(repaired).blocks)
+    assert "after repair `r-1`" in run_messages.reconcile_reply(repaired).text
 
 
 def test_the_final_parent_shows_the_confirmed_count_rate_and_duration() -> None:
