@@ -32,7 +32,7 @@ from pyspark import SparkContext
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as sf
 
-from spark_job import erasures, redrive, transforms
+from spark_job import erasures, key_files, redrive, transforms
 from spark_job.arrow_map import ArrowMapFunction, map_in_arrow
 from spark_job.errors import SourceError
 from spark_job.kafka_conf import client_config, producer_config
@@ -100,10 +100,19 @@ MAX_BUCKETS = 100_000
 def select(spark: SparkSession, spec: JobSpec) -> DataFrame:
     """The window's rows (a plan: nothing is read), erased keys' events left out; a clear
     ``SourceError`` for unknown columns or an erasure list that cannot be read."""
-    selected = transforms.select_window(transforms.read_source(spark, spec.source, spec.selection), spec)
+    selected = _selection(spark, spec)
     if spec.erasures is None:
         return selected
     return erasures.without_erased(selected, erasures.erased_keys(spark, spec.erasures), spec.erasures.column)
+
+
+def _selection(spark: SparkSession, spec: JobSpec) -> DataFrame:
+    """The window's rows that its filter and its key file keep (before any erasure)."""
+    selected = transforms.select_window(transforms.read_source(spark, spec.source, spec.selection), spec)
+    if spec.keys_file is None:
+        return selected
+    keys = key_files.listed_keys(spark, spec.keys_file)
+    return key_files.only_listed(selected, keys, spec.keys_file.column)
 
 
 def redriven(spark: SparkSession, spec: JobSpec) -> DataFrame:
@@ -122,7 +131,7 @@ def suppressed(spark: SparkSession, spec: JobSpec) -> int | None:
     if spec.redrive is not None:  # a redrive's rows are dead letters, its erasures' column the key
         letters = redrive.dead_letters(spark, spec)
         return erasures.suppressed(letters, erasures.erased_keys(spark, spec.erasures), spec.key_column)
-    window = transforms.select_window(transforms.read_source(spark, spec.source, spec.selection), spec)
+    window = _selection(spark, spec)
     return erasures.suppressed(window, erasures.erased_keys(spark, spec.erasures), spec.erasures.column)
 
 

@@ -14,6 +14,7 @@ from daemon.adapters.arrow_predicates import column_kinds
 from daemon.adapters.delta_table_stats import DeltaTableStats
 from daemon.adapters.erasure_lists import read_version
 from daemon.adapters.iceberg_table_stats import IcebergTableStats
+from daemon.adapters.key_lists import read_key_list
 from daemon.adapters.table_catalogs import TableCatalogs
 from daemon.adapters.table_stats import ParquetTableStats
 from daemon.adapters.time_histogram import histogram
@@ -22,7 +23,7 @@ from daemon.core.errors import BadRequest
 from daemon.core.predicates import Kind
 from daemon.core.watermarks import Value
 from daemon.usecases.catalog import ErasureList, TableRef
-from daemon.usecases.ports import ErasureVersion, TableStats, WindowRows
+from daemon.usecases.ports import ErasureVersion, KeyList, TableStats, WindowRows
 
 
 class LakeTableStats(TableStats):
@@ -65,6 +66,9 @@ class LakeTableStats(TableStats):
 
     def erasure_version(self, erasures: ErasureList) -> ErasureVersion:
         return read_version(erasures)
+
+    def key_list(self, path: str) -> KeyList:
+        return read_key_list(path)
 
     def column_kinds(self, table: TableRef) -> dict[str, Kind]:
         versioned = self._versioned(table)

@@ -158,6 +158,8 @@ def describe_run(run: RunOut) -> str:
 def describe_plan(plan: PlanOut) -> str:
     partitions = f"{plan.partitions} partition{'s' if plan.partitions != 1 else ''}"
     kept = "" if plan.where is None else f" where {plan.where}"
+    if plan.keys_file is not None:
+        kept += f", the {plan.keys_count:,} keys in {plan.keys_file}"
     if plan.erasures is not None:
         kept += f", less the events of {plan.erased_keys:,} erased keys"
     text = (

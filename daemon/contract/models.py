@@ -89,6 +89,9 @@ class ReplayBody(BaseModel):
         description="tps=original: each event at its own time this many times faster; tps the ceiling",
     )
     keys: list[str] = Field(default_factory=list, description="keys=: only these entities' events")
+    keys_file: str | None = Field(
+        default=None, max_length=1_024, description="keys=@<file>: a file of keys (one per line, or Parquet)"
+    )
     types: list[str] = Field(default_factory=list, description="types=: only events of these types")
     fields: list[str] = Field(default_factory=list, description="fields=: only these columns in each value")
     where: str | None = Field(
@@ -132,6 +135,7 @@ class ReplayBody(BaseModel):
             speed=command.speed,
             where=None if command.where is None else render_predicate(command.where),
             keys=list(command.keys),
+            keys_file=command.keys_file,
             types=list(command.types),
             fields=list(command.fields),
             confirm_live=confirm_live,
@@ -162,6 +166,7 @@ class ReplayBody(BaseModel):
             speed=self.speed,
             where=None if self.where is None else parse_predicate(self.where),
             keys=tuple(self.keys),
+            keys_file=self.keys_file,
             types=tuple(self.types),
             fields=tuple(self.fields),
         )
@@ -339,6 +344,8 @@ class PlanOut(BaseModel):
     fields: list[str] = Field(
         default_factory=list, description="fields=: the value's columns; []: the source's"
     )
+    keys_file: str | None = Field(default=None, description="keys=@<file>: the key file read")
+    keys_count: int | None = Field(default=None, description="keys=@<file>: its distinct keys")
     tps: int
     ramp_s: int | None = Field(default=None, description="ramp=: seconds from a tenth of `tps` up to it")
     max_mb: int | None = Field(default=None, description="max_mb=: megabytes a second at most, beside `tps`")
@@ -489,6 +496,7 @@ class RunOut(BaseModel):
     fields: list[str] = Field(
         default_factory=list, description="fields=: the value's columns; []: the source's"
     )
+    keys_file: str | None = Field(default=None, description="keys=@<file>: the key file the run reads")
     ramp_s: int | None = Field(default=None, description="ramp=: seconds from a tenth of `tps` up to it")
     max_mb: int | None = Field(default=None, description="max_mb=: megabytes a second at most, beside `tps`")
     speed: float | None = Field(

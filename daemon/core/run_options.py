@@ -72,6 +72,8 @@ class RunOptions:
     # row of the window. A reconcile of the run keeps the subject's: the expected ids are the filtered.
     where: str | None = None
     fields: tuple[str, ...] = ()  # fields=: the columns of each JSON value; (): the source's
+    keys_file: str | None = None  # keys=@<file>: only the entities listed there
+    keys_digest: str | None = None  # the digest of the keys the plan read: the job refuses others
     # The source's erasure list the plan read, and its version (the newest erasure then, ISO UTC) the
     # run honours: erasures after it were not yet on the list when the run was asked for. None: the
     # source had no list (a run still honours one added since: the job reads the source's).
@@ -229,6 +231,8 @@ def _check(options: RunOptions) -> None:
         "dlq_topic",
         "approved_by",
         "where",
+        "keys_file",
+        "keys_digest",
         "erasures",
         "erasures_as_of",
         "repair_of",

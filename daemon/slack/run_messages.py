@@ -152,7 +152,7 @@ def _window(run: RunOut) -> str:
     pinned = pinned_window(run)
     shown = f"`{escape(run.window or '')}`"
     text = f"{shown} = `{escape(pinned)}`" if pinned != (run.window or "") else f"{shown} (UTC)"
-    return text + _filter(run.where) + _fields(run.fields)
+    return text + _filter(run.where) + _keys_file(run.keys_file, None) + _fields(run.fields)
 
 
 def _erasures(plan: PlanOut) -> str:
@@ -161,6 +161,13 @@ def _erasures(plan: PlanOut) -> str:
         return ""
     version = f" as of {date_time(plan.erasures_as_of, None)}" if plan.erasures_as_of else ""
     return f", less the events of {count(plan.erased_keys)} erased keys (erasure list{version})"
+
+
+def _keys_file(path: str | None, keys: int | None) -> str:
+    if path is None:
+        return ""
+    counted = f"{count(keys)} " if keys is not None else ""
+    return f", the {counted}keys in `{escape(path)}`"
 
 
 def _fields(fields: list[str]) -> str:
@@ -383,7 +390,7 @@ def cancelling(run: RunOut) -> Message:
 
 
 def _plan_fields(plan: PlanOut) -> dict[str, Any]:
-    kept = _filter(plan.where) + _fields(plan.fields)
+    kept = _filter(plan.where) + _keys_file(plan.keys_file, plan.keys_count) + _fields(plan.fields)
     return fields(
         [
             ("Source", _source(plan.source, plan.snapshot)),

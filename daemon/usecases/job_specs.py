@@ -34,6 +34,7 @@ from spark_job.spec.model import (
     DayWindow,
     Erasures,
     JobSpec,
+    KeysFile,
     OffsetRanges,
     Progress,
     Ramp,
@@ -174,6 +175,7 @@ def build_spec(
         where=_row_filter(run),
         erasures=_erasures(run, source),
         repair=_repair(run),
+        keys_file=_keys_file(run, source.key_column),
     )
     return _as_redrive(spec, run) if run.options.redrive_of is not None else spec
 
@@ -199,6 +201,7 @@ def _as_redrive(spec: JobSpec, run: Run) -> JobSpec:
         timestamp="replay",
         on_error="dlq",
         where=None,
+        keys_file=None,
         shape=None,
         erasures=None if erasures is None else replace(erasures, column=DEAD_LETTER_KEY),
         redrive=Redrive(of=subject, dlq_topic=spec.dlq_topic, runs=(subject, *run.options.redrives)),
@@ -228,6 +231,14 @@ def _erasures(run: Run, source: CatalogSource) -> Erasures | None:
         erased_at=listed.erased_at,
         as_of=None if as_of is None else datetime.fromisoformat(as_of),
     )
+
+
+def _keys_file(run: Run, key_column: str) -> KeysFile | None:
+    """``keys=@<file>``: the file, and the digest of the keys the plan read from it."""
+    path, digest = run.options.keys_file, run.options.keys_digest
+    if path is None or digest is None:
+        return None
+    return KeysFile(path=path, column=key_column, digest=digest)
 
 
 def _repair(run: Run) -> Repair | None:

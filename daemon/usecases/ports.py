@@ -230,6 +230,14 @@ class ErasureVersion:
     as_of: datetime | None  # the newest erasure: the list's version; None: the list is empty
 
 
+@dataclass(frozen=True)
+class KeyList:
+    """A key file (``keys=@<file>``) as a plan read it."""
+
+    keys: tuple[str, ...]  # distinct, sorted
+    digest: str  # pins them: the job refuses a file that changed since
+
+
 class TableStats(ABC):
     """Answers within Slack's time budget: metadata and pruned reads, never a scan of the table.
 
@@ -256,6 +264,11 @@ class TableStats(ABC):
     def erasure_version(self, erasures: ErasureList) -> ErasureVersion:
         """How many keys a source's erasure list holds and its newest erasure; DependencyDown when it
         cannot be read (a run must not go without it)."""
+
+    @abstractmethod
+    def key_list(self, path: str) -> KeyList:
+        """A key file's distinct keys and digest; DependencyDown when it cannot be read, BadRequest
+        when it holds none or more than a key file may."""
 
     @abstractmethod
     def column_kinds(self, table: TableRef) -> dict[str, Kind]:

@@ -31,7 +31,7 @@ from daemon.core.errors import (
 )
 from daemon.core.grammar import OnError, Ordering, PlanCommand, ReplayCommand, Timestamp, Topic, render
 from daemon.core.ids import new_run_id
-from daemon.core.predicates import Predicate, render_predicate
+from daemon.core.predicates import And, Predicate, render_predicate
 from daemon.core.quantities import partitions_for_rate
 from daemon.core.run_options import RunOptions, WindowKind
 from daemon.core.states import RunKind, RunState
@@ -41,8 +41,8 @@ from daemon.usecases.catalog import Catalog, Source, TableRef
 from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.eta import Eta, check_execution_limit, estimate, waiting
 from daemon.usecases.live_approval import check_live_approval
-from daemon.usecases.ports import ErasureVersion, TableStats, TopicAdmin, WindowRows
-from daemon.usecases.selection import check_fields, selection_of
+from daemon.usecases.ports import ErasureVersion, KeyList, TableStats, TopicAdmin, WindowRows
+from daemon.usecases.selection import check_fields, key_filter, selection_of
 from daemon.usecases.table_runtime import check_table_runtime
 from spark_job.publish.time_shape import Shaped, bucket_width, shape
 from store import Store
@@ -107,6 +107,8 @@ class Plan:
     fields: tuple[str, ...] = ()  # fields=: the value's columns; (): the source's
     erasures: ErasureVersion | None = None  # the source's erasure list as the plan read it; None: none
     erasures_path: str | None = None  # where that list is
+    keys_file: str | None = None  # keys=@<file>: the key file the plan read
+    keys: KeyList | None = None  # and its keys, pinned by their digest
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,10 @@ def _same_request(run: Run, request: str, key: str) -> Run:
             "send a new key for a new request"
         )
     return run
+
+
+def _parts(predicate: Predicate) -> tuple[Predicate, ...]:
+    return predicate.parts if isinstance(predicate, And) else (predicate,)
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -256,12 +262,19 @@ class ReplayService:
         where = None
         if command.where is not None or command.keys or command.types:
             where = selection_of(source, command, self._table_stats.column_kinds(table))
+        counted = where
+        keys = None
+        if command.keys_file is not None:  # read and pinned now; counted with the rest of the selection
+            keys = self._table_stats.key_list(command.keys_file)
+            listed = key_filter(source, keys.keys, self._table_stats.column_kinds(table))
+            counted = listed if where is None else And((*_parts(where), listed))
         if command.fields:
             check_fields(source, command.fields, self._table_stats.column_names(table))
         erasures = self._erasures(source, table)
-        rows = self._count_rows(source, table, window, snapshot, where)
+        rows = self._count_rows(source, table, window, snapshot, counted)
         if rows == 0:
             kept = "" if where is None else f" that where={render_predicate(where)} keeps"
+            kept += f" of the keys in {command.keys_file}" if command.keys_file else ""
             raise EmptyWindow(f"no rows of '{source.name}' in {written}{kept}; nothing to replay")
         overlapping: tuple[Overlap, ...] = ()
         if command.topic == "live":
@@ -316,6 +329,8 @@ class ReplayService:
             fields=command.fields,
             erasures=erasures,
             erasures_path=source.erasures.path if source.erasures else None,
+            keys_file=command.keys_file,
+            keys=keys,
         )
         return source, plan
 
@@ -540,6 +555,8 @@ class ReplayService:
                     table_metadata=plan.table_metadata,
                     where=None if plan.where is None else render_predicate(plan.where),
                     fields=plan.fields,
+                    keys_file=plan.keys_file,
+                    keys_digest=plan.keys.digest if plan.keys is not None else None,
                     erasures=source.erasures.path if source.erasures else None,
                     erasures_as_of=_iso(plan.erasures.as_of) if plan.erasures else None,
                 ),
@@ -652,6 +669,8 @@ class ReplayService:
                     snapshot=subject.options.snapshot,  # the table as the subject read it, not as now
                     table_metadata=subject.options.table_metadata,
                     where=subject.options.where,  # the ids expected are the ones its filter kept
+                    keys_file=subject.options.keys_file,
+                    keys_digest=subject.options.keys_digest,
                     # the erasures it honoured: the version its job reported, else the one planned
                     erasures=subject.options.erasures,
                     repairs=tuple(run.id for run in self._store.runs.repairs_of(subject)),
@@ -747,6 +766,8 @@ class ReplayService:
                 overrides=(),
                 approved_by=None,
                 where=None,
+                keys_file=None,
+                keys_digest=None,
                 fields=(),
                 speed=None,
                 shaped_s=None,

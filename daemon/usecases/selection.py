@@ -42,6 +42,14 @@ def selection_of(source: Source, command: ReplaySpec, kinds: Mapping[str, Kind])
     return selection
 
 
+def key_filter(source: Source, keys: Sequence[str], kinds: Mapping[str, Kind]) -> In:
+    """A key file's keys over the key column, read as its kind and checked like any filter (it is
+    counted, not stored: the run keeps the file and its digest)."""
+    listed = _listed("keys", source.key_column, keys, kinds)
+    check_predicate(listed, kinds, encrypted=frozenset(source.encrypted_columns), source=source.name)
+    return listed
+
+
 def _listed(name: str, column: str, items: Sequence[str], kinds: Mapping[str, Kind]) -> In:
     kind = kinds.get(column)
     return In(column, tuple(_typed(name, item, kind) for item in items))

@@ -68,6 +68,7 @@ document is ``spark_job.spec.parse``, which imports this module (never the other
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -83,7 +84,17 @@ from spark_job.spec.row_filter import RowFilter
 KafkaValue = str | int | float | bool
 Bound = str | int | float | None
 # sections a spec leaves out when it has none (specs without them stay as they were)
-_OPTIONAL_SECTIONS = ("control", "ramp", "max_bytes_per_s", "shape", "where", "erasures", "repair", "redrive")
+_OPTIONAL_SECTIONS = (
+    "control",
+    "ramp",
+    "max_bytes_per_s",
+    "shape",
+    "where",
+    "erasures",
+    "keys_file",
+    "repair",
+    "redrive",
+)
 RESERVED_HEADERS = (
     "replay-run-id",
     "replay-source",
@@ -256,6 +267,16 @@ class Redrive:
 
 
 @dataclass(frozen=True)
+class KeysFile:
+    """``keys=@<file>``: only rows whose ``column`` is a key in the file, whose keys must still have
+    the ``digest`` the plan recorded (``spark_job.key_files``)."""
+
+    path: str
+    column: str
+    digest: str
+
+
+@dataclass(frozen=True)
 class Erasures:
     """The source's erasure list: events whose ``column`` holds a key on it are left out of every read
     (publish and reconcile alike), whatever else the spec says. ``as_of``: only erasures up to then
@@ -323,6 +344,7 @@ class JobSpec:
     shape: Shape | None = None  # tps=original: the traffic's own timeline, tps its ceiling; None: flat
     where: RowFilter | None = None  # where=: the rows of the selection to keep; None: every row
     erasures: Erasures | None = None  # the source's erasure list; None: the source has none
+    keys_file: KeysFile | None = None  # keys=@<file>: only the entities it lists
     repair: Repair | None = None  # repair r-…: only what the repaired run is still missing
     redrive: Redrive | None = None  # redrive r-…: the subject's dead letters, sent back
 
@@ -564,13 +586,21 @@ def provenance_headers(spec: JobSpec) -> dict[str, str]:
         "replay-source": spec.source.name,
         window_key: spec.selection.describe(),
     }
-    if spec.where is not None:  # which rows of the window: the filter's fingerprint
-        headers["replay-filter"] = spec.where.fingerprint()
+    if spec.where is not None or spec.keys_file is not None:  # which rows: the filter's fingerprint
+        headers["replay-filter"] = _fingerprint(spec)
     if spec.repair is not None:  # a repair's records say which run they complete
         headers["replay-repair-of"] = spec.repair.of
     if spec.redrive is not None:  # a redriven record says whose dead letter it was
         headers["replay-redrive-of"] = spec.redrive.of
     return headers
+
+
+def _fingerprint(spec: JobSpec) -> str:
+    """The filter's own fingerprint, or, with a key file, of the filter and the keys' digest."""
+    where = spec.where.fingerprint() if spec.where is not None else ""
+    if spec.keys_file is None:
+        return where
+    return hashlib.sha256(f"{where}|{spec.keys_file.digest}".encode()).hexdigest()[:16]
 
 
 def record_headers(spec: JobSpec) -> list[tuple[str, bytes]]:

@@ -19,6 +19,7 @@ from spark_job.spec.model import (
     DayWindow,
     Erasures,
     JobSpec,
+    KeysFile,
     OffsetRanges,
     Progress,
     Ramp,
@@ -141,6 +142,7 @@ def _parse(doc: _Fields) -> JobSpec:
         shape=_parse_shape(doc.nested("shape")),
         where=_parse_where(doc.get("where", dict)),
         erasures=_parse_erasures(doc.nested("erasures")),
+        keys_file=_parse_keys_file(doc.nested("keys_file")),
         repair=_parse_repair(doc.nested("repair")),
         redrive=_parse_redrive(doc.nested("redrive")),
     )
@@ -184,6 +186,19 @@ def _parse_shape(doc: _Fields | None) -> Shape | None:
     )
     doc.done()
     return shape
+
+
+def _parse_keys_file(doc: _Fields | None) -> KeysFile | None:
+    """The ``keys_file`` section (``None`` when absent): the file, the column its keys name, the digest."""
+    if doc is None:
+        return None
+    keys_file = KeysFile(
+        path=doc.get("path", str, required=True),
+        column=doc.get("column", str, required=True),
+        digest=doc.get("digest", str, required=True),
+    )
+    doc.done()
+    return keys_file
 
 
 def _parse_erasures(doc: _Fields | None) -> Erasures | None:

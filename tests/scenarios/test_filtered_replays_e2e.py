@@ -123,6 +123,36 @@ def test_keys_and_types_select_and_fields_project_as_pyarrow_says(
         daemon.stop()
 
 
+def test_a_key_file_selects_its_entities_and_pins_them_by_digest(
+    replay_daemon: DaemonProcess, kafka_bootstrap: str, sample_table: Path, tmp_path: Path
+) -> None:
+    keys = ["ord-00387", "ord-00394", "ord-00396"]
+    listed = tmp_path / "keys.txt"
+    listed.write_text("\n".join(["ord-00387", "", "  ord-00394  ", "ord-00396", "ord-00387"]) + "\n")
+    dataset = ds.dataset(sample_table, format="parquet", partitioning="hive")
+    kept = (ds.field("dt") == "2024-01-05") & ds.field("order_id").isin(keys)
+    expected = set(dataset.to_table(columns=["event_id"], filter=kept)["event_id"].to_pylist())
+    client = replay_daemon.client()
+    command = parse(f"orders 2024-01-05 tps=500 keys=@{listed}")
+    assert isinstance(command, ReplayCommand) and command.keys_file == str(listed)
+
+    plan = client.plan(OWNER, ReplayBody.of(command))
+    assert (plan.rows, plan.keys_file, plan.keys_count) == (len(expected), str(listed), 3)
+    run = wait_for(client, client.create_replay(OWNER, ReplayBody.of(command)).id, TERMINAL)
+
+    assert run.state == "succeeded" and run.keys_file == str(listed), run
+    landed = consume_all(kafka_bootstrap, run.topic, expected=len(expected))
+    assert {json.loads(value_of(m))["event_id"] for m in landed} == expected
+    assert (
+        run.reconcile is not None
+        and run.reconcile.verdict().clean
+        and run.reconcile.selected == len(expected)
+    )
+    assert len({headers_of(m)["replay-filter"] for m in landed}) == 1
+    retry = parse(rerun_command(run).removeprefix("/replay "))
+    assert isinstance(retry, ReplayCommand) and retry.keys_file == str(listed)
+
+
 def test_a_filtered_pipeline_publishes_only_the_rows_its_filter_keeps(
     replay_daemon: DaemonProcess, kafka_bootstrap: str, sample_table: Path
 ) -> None:
@@ -185,6 +215,7 @@ def _refused(daemon: DaemonProcess, body: dict[str, Any], path: str = "/v1/repla
         ({"fields": ["dt"]}, 400, "orders has no column `dt`"),
         ({"keys": ["a"], "types": ["b"]}, 400, "names no type_column"),
         ({"keys": ["a"] * 2}, 400, "lists 'a' twice"),
+        ({"keys_file": "/nonexistent/keys.txt"}, 503, "cannot read the key file at /nonexistent/keys.txt"),
         (
             {"where": "amount > 1000000"},
             422,

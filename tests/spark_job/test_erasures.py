@@ -142,3 +142,24 @@ def test_a_list_that_cannot_be_read_fails_the_run_before_anything_is_sent(
 
     assert run.kind == "REPLAY_FAILED" and reason in run.document["reason"], run.document
     assert topic_record_count(kafka_bootstrap, topic) == 0
+
+
+def test_a_key_file_that_changed_since_the_plan_fails_the_run_before_anything_is_sent(
+    spark: SparkSession,
+    sample_table: Path,
+    kafka_bootstrap: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    listed = tmp_path / "keys.txt"
+    listed.write_text("ord-00387\nord-00394\n")
+    topic = unique_topic("replay-keys-changed")
+    create_topic(kafka_bootstrap, topic, partitions=2)
+    planned = {"path": str(listed), "column": "order_id", "digest": "0" * 64}  # not these keys' digest
+
+    run = run_in_process(
+        spark, tmp_path, job_spec(sample_table, kafka_bootstrap, topic, keys_file=planned), capsys
+    )
+
+    assert run.kind == "REPLAY_FAILED" and "changed since the run was planned" in run.document["reason"]
+    assert topic_record_count(kafka_bootstrap, topic) == 0

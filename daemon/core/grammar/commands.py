@@ -16,7 +16,7 @@ from daemon.core.grammar.drain import check_drain_groups
 from daemon.core.grammar.groups import LagCommand, RewindCommand
 from daemon.core.grammar.help import USAGE
 from daemon.core.grammar.run_control import PauseRunCommand, ResumeRunCommand, TpsCommand
-from daemon.core.grammar.selection import check_listed
+from daemon.core.grammar.selection import check_key_file, check_listed
 from daemon.core.grammar.shaped import check_speed
 from daemon.core.grammar.sources import SourcesCommand
 from daemon.core.grammar.values import (
@@ -115,6 +115,7 @@ class ReplaySpec:
     speed: float | None = None
     where: Predicate | None = None  # where=: the rows of the window to replay; None: all of them
     keys: tuple[str, ...] = ()  # keys=: only these entities' events (the source's key column)
+    keys_file: str | None = None  # keys=@<file>: the entities listed in a file (thousands of them)
     types: tuple[str, ...] = ()  # types=: only events of these types (the source's type_column)
     fields: tuple[str, ...] = ()  # fields=: only these columns in each JSON value; (): the source's
 
@@ -151,6 +152,10 @@ class ReplaySpec:
             for name in ("keys", "types", "fields"):
                 if getattr(self, name):
                     check_listed(name, getattr(self, name), columns=name == "fields")
+            if self.keys_file is not None:
+                check_key_file(self.keys_file)
+                if self.keys:
+                    raise InvalidValue(None, "give keys=k1,k2 or keys=@<file>, not both")
             if self.speed is not None:
                 check_speed(self.speed)
                 if self.auto is not None:

@@ -9,7 +9,7 @@ USAGE: dict[str, str] = {
     " [tps=N | tps=auto max=N lag<M group=G | tps=original speed=Nx [max=N]]"
     " [topic=auto|live] [headers=k:v,k2:v2] [workers=N] [ordering=entity|none] [force=yes]"
     " [timestamp=event|replay] [on_error=fail|dlq] [watch=<group>[,<group>]] [ramp=<duration>] [max_mb=N]"
-    " [keys=k1,k2] [types=t1,t2] [fields=f1,f2] [where=<filter>]",
+    " [keys=k1,k2|@<file>] [types=t1,t2] [fields=f1,f2] [where=<filter>]",
     "plan": f"{PREFIX} plan <source> <window> [tz=<zone>]"
     " [tps=N | tps=auto max=N lag<M group=G | tps=original speed=Nx [max=N]]"
     " [topic=auto|live] [headers=k:v,k2:v2] [workers=N] [ordering=entity|none] [force=yes]"

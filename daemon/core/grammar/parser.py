@@ -52,7 +52,7 @@ from daemon.core.grammar.help import GENERAL_USAGE, USAGE
 from daemon.core.grammar.limits import Limits
 from daemon.core.grammar.renderer import render
 from daemon.core.grammar.run_control import parse_tps, run_or_pipeline
-from daemon.core.grammar.selection import parse_listed
+from daemon.core.grammar.selection import parse_key_file, parse_listed
 from daemon.core.grammar.shaped import parse_original
 from daemon.core.grammar.sources import parse_sources
 from daemon.core.grammar.tokenizer import tokenize
@@ -239,7 +239,9 @@ def _parse_spec(cls: type[ReplaySpec], command: str, args: list[str], limits: Li
         ramp_s=_value(options, "ramp", lambda v: parse_duration(v, minimum=1, maximum=MAX_RAMP_S), usage),
         max_mb=_value(options, "max_mb", _bounded("max_mb", MAX_MB), usage),
         where=parse_predicate(options["where"][1]) if "where" in options else None,
-        keys=_value(options, "keys", lambda v: parse_listed("keys", v), usage) or (),
+        keys=_value(options, "keys", lambda v: () if v.startswith("@") else parse_listed("keys", v), usage)
+        or (),
+        keys_file=_value(options, "keys", lambda v: parse_key_file(v) if v.startswith("@") else None, usage),
         types=_value(options, "types", lambda v: parse_listed("types", v), usage) or (),
         fields=_value(options, "fields", lambda v: parse_listed("fields", v, columns=True), usage) or (),
     )

@@ -59,5 +59,25 @@ def parse_listed(name: str, text: str, *, columns: bool = False) -> tuple[str, .
     return items
 
 
+MAX_KEY_FILE_CHARS = 1_024  # the length of a key list's path or URI
+
+
+def parse_key_file(text: str) -> str:
+    """``keys=@<path or URI>``: a file of keys, one per line (or a Parquet file's key column), for
+    more than a list in the command can hold; the daemon reads and pins it when it plans."""
+    path = text.removeprefix("@")
+    if not path:
+        raise InvalidValue(text, "no file after @ (write keys=@s3://bucket/keys.txt or keys=@/path/keys.txt)")
+    check_key_file(path)
+    return path
+
+
+def check_key_file(path: str) -> None:
+    if not isinstance(path, str) or not path or len(path) > MAX_KEY_FILE_CHARS:
+        raise InvalidValue(None, f"keys=@ names a file of at most {MAX_KEY_FILE_CHARS} characters")
+    if any(not char.isprintable() for char in path):
+        raise InvalidValue(None, "keys=@ names a file with an invisible or control character")
+
+
 def render_listed(items: tuple[str, ...]) -> str:
     return ",".join(items)

@@ -300,6 +300,8 @@ def test_cli_argv_joined_with_shlex_parses_like_slack_text() -> None:
         ("orders last=6h max_mb=1.5", "max_mb=1.5", "not a whole number"),
         ("orders last=6h where=", "where=", "the filter is empty"),
         ("orders last=6h keys=", "keys=", "nothing listed"),
+        ("orders last=6h keys=@", "keys=@", "no file after @"),
+        ("orders last=6h keys=@a.txt keys=b", "keys=b", "given twice"),
         ("orders last=6h keys=a,,b", "keys=a,,b", "stray comma"),
         ("orders last=6h keys=a,b,a", "keys=a,b,a", "lists 'a' twice"),
         (
