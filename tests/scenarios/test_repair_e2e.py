@@ -19,7 +19,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from daemon.contract.models import RepairBody, ReplayBody
-from daemon.core.errors import BadRequest
+from daemon.core.errors import BadRequest, Conflict
 from tests.fixtures.daemon import OWNER, DaemonProcess
 from tests.fixtures.kafka import consume_all, headers_of, value_of
 from tests.fixtures.runs import TERMINAL, wait_for, window_event_ids
@@ -77,3 +77,25 @@ def test_a_repair_publishes_only_what_went_missing_and_the_verdict_is_clean_agai
     with pytest.raises(BadRequest, match="found nothing missing"):
         client.repair(OWNER, run.id, RepairBody())
     assert [r.id for r in client.list_replays(OWNER, limit=200).runs].count(repair.id) == 1
+
+
+def test_a_repair_or_redrive_the_run_cannot_take_is_refused_and_creates_nothing(
+    replay_daemon: DaemonProcess,
+) -> None:
+    client = replay_daemon.client()
+    going = client.create_replay(OWNER, ReplayBody(source="orders", window="2024-01-07", tps=50))
+    before = [r.id for r in client.list_replays(OWNER, limit=200).runs]
+
+    with pytest.raises(Conflict, match=f"run {going.id} is still"):
+        client.repair(OWNER, going.id, RepairBody())
+    with pytest.raises(Conflict, match=f"run {going.id} is still"):
+        client.redrive(OWNER, going.id, RepairBody())
+    client.cancel_replay(OWNER, going.id)
+    stopped = wait_for(client, going.id, TERMINAL)
+    assert stopped.reconcile is None  # cancelled before its end: never reconciled
+    with pytest.raises(BadRequest, match="has no reconcile to repair from"):
+        client.repair(OWNER, going.id, RepairBody())
+    with pytest.raises(BadRequest, match="set no records aside"):
+        client.redrive(OWNER, going.id, RepairBody())
+
+    assert [r.id for r in client.list_replays(OWNER, limit=200).runs] == before
