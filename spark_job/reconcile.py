@@ -27,7 +27,7 @@ from dataclasses import replace
 from functools import partial
 
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
@@ -135,12 +135,12 @@ def read_chunks(
             yield from _read_range(kafka, _encoded(runs), idle_timeout_s, topic, partition, lo, hi)
 
 
-def _read_range(
-    kafka: Kafka, runs: frozenset[bytes], idle_timeout_s: float, topic: str, partition: int, lo: int, hi: int
-) -> Iterator[pa.RecordBatch]:
+def records(
+    kafka: Kafka, topic: str, partition: int, lo: int, hi: int, idle_timeout_s: float
+) -> Iterator[Message]:
+    """Every record of ``topic[partition]`` in ``[lo, hi)``, in offset order (fewer when retention
+    removed the oldest); TimeoutError when nothing comes for ``idle_timeout_s``."""
     consumer = _consumer(kafka, eof=True)
-    ids: list[str] = []
-    scanned = 0
     try:
         consumer.assign([TopicPartition(topic, partition, lo)])
         idle_until = time.monotonic() + idle_timeout_s
@@ -162,18 +162,27 @@ def _read_range(
                 if offset is None or offset >= hi:
                     reading = False
                     break
-                scanned += 1
-                event_id = _event_id_of(message.headers(), runs)
-                if event_id is not None:
-                    ids.append(event_id)
+                yield message
                 reading = offset < hi - 1
             if messages:
                 idle_until = time.monotonic() + idle_timeout_s
-            if len(ids) >= _OUT_BATCH:
-                yield _batch(ids, None)
-                ids = []
     finally:
         consumer.close()
+
+
+def _read_range(
+    kafka: Kafka, runs: frozenset[bytes], idle_timeout_s: float, topic: str, partition: int, lo: int, hi: int
+) -> Iterator[pa.RecordBatch]:
+    ids: list[str] = []
+    scanned = 0
+    for message in records(kafka, topic, partition, lo, hi, idle_timeout_s):
+        scanned += 1
+        event_id = _event_id_of(message.headers(), runs)
+        if event_id is not None:
+            ids.append(event_id)
+        if len(ids) >= _OUT_BATCH:
+            yield _batch(ids, None)
+            ids = []
     if ids:
         yield _batch(ids, None)
     yield _batch([None], scanned)

@@ -14,17 +14,15 @@ Dead letters are few (the records a run could not publish), so they are read her
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Message
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType, TimestampType
 
-from spark_job.kafka_conf import client_config
-from spark_job.reconcile import RUN_ID_HEADER, Kafka, read_ids, whole_topic
+from spark_job.reconcile import RUN_ID_HEADER, Kafka, read_ids, records, whole_topic
 from spark_job.spec.model import (
     DEAD_LETTER_HEADERS,
     DEAD_LETTER_ID,
@@ -80,42 +78,8 @@ def dead_letters(spark: SparkSession, spec: JobSpec) -> DataFrame:
 
 def _records(kafka: Kafka, ranges: OffsetRanges) -> Iterator[Message]:
     """Every record in ``ranges``, partition after partition."""
-    consumer = Consumer(
-        {
-            **client_config(kafka),
-            "group.id": f"replay-redrive-{uuid.uuid4().hex}",  # assign() only: never joins or commits
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-        }
-    )
-    try:
-        for partition, (lo, hi) in sorted(ranges.partitions.items()):
-            if lo >= hi:
-                continue
-            consumer.assign([TopicPartition(ranges.topic, partition, lo)])
-            reading = True
-            while reading:
-                messages = consumer.consume(num_messages=1000, timeout=READ_TIMEOUT_S)
-                if not messages:
-                    raise TimeoutError(f"nothing read from {ranges.topic}[{partition}] at {lo}..{hi}")
-                for message in messages:
-                    error = message.error()
-                    if error is not None:
-                        if error.code() == KafkaError._PARTITION_EOF:
-                            reading = False
-                            break
-                        raise KafkaException(error)
-                    offset = message.offset()
-                    if offset is None or offset >= hi:
-                        reading = False
-                        break
-                    yield message
-                    if offset >= hi - 1:
-                        reading = False
-                        break
-    finally:
-        consumer.close()
+    for partition, (lo, hi) in sorted(ranges.partitions.items()):
+        yield from records(kafka, ranges.topic, partition, lo, hi, READ_TIMEOUT_S)
 
 
 def _bytes(value: str | bytes | None) -> bytes:

@@ -68,7 +68,7 @@ from daemon.usecases.wire import (
     run_out,
     source_out,
 )
-from store.models import Pipeline
+from store.models import Pipeline, Run
 from store.pagination import page_oldest_first
 
 
@@ -301,31 +301,24 @@ def create_api(
     def cancel(run_id: str, who: Actor) -> RunOut:
         return run_out(service.cancel(who, run_id))
 
+    def follow_up(ask: Callable[..., Run], run_id: str, body: RepairBody, who: str) -> RunCreated:
+        """A repair or a redrive: the channel only from the service credential (the bot saw it)."""
+        channel = body.slack_channel if CREDENTIAL.get() == "service" else None
+        run = ask(who, run_id, confirm_live=body.confirm_live, slack_channel=channel)
+        place = service.queue_positions().get(run.id)
+        return RunCreated(**dict(run_out(run, queue_position=place)), created=True)
+
     @app.post("/v1/replays/{run_id}/repair", response_model=RunCreated, status_code=201)
     def repair(run_id: str, body: RepairBody, who: Actor) -> RunCreated:
         """Publish only the ids the run's reconcile found missing, into the same topic, then reconcile
         the run's whole selection; answers with the repair run."""
-        run = service.repair(
-            who,
-            run_id,
-            confirm_live=body.confirm_live,
-            slack_channel=body.slack_channel if CREDENTIAL.get() == "service" else None,
-        )
-        place = service.queue_positions().get(run.id)
-        return RunCreated(**dict(run_out(run, queue_position=place)), created=True)
+        return follow_up(service.repair, run_id, body, who)
 
     @app.post("/v1/replays/{run_id}/redrive", response_model=RunCreated, status_code=201)
     def redrive(run_id: str, body: RepairBody, who: Actor) -> RunCreated:
         """Send the run's dead letters back to the topic they were meant for, paced like a replay
         (only those no earlier redrive landed), and reconcile them; answers with the redrive run."""
-        run = service.redrive(
-            who,
-            run_id,
-            confirm_live=body.confirm_live,
-            slack_channel=body.slack_channel if CREDENTIAL.get() == "service" else None,
-        )
-        place = service.queue_positions().get(run.id)
-        return RunCreated(**dict(run_out(run, queue_position=place)), created=True)
+        return follow_up(service.redrive, run_id, body, who)
 
     @app.post("/v1/replays/{run_id}/reconcile", response_model=RunOut, status_code=202)
     def reconcile(run_id: str, who: Actor) -> RunOut:

@@ -693,48 +693,12 @@ class ReplayService:
         (the run's records and every repair's). The requester, the source's owners or an admin; a
         live topic needs the confirmation (and the approvals) a live replay does."""
 
-        def work() -> Run:
-            subject = self.get(run_id)
+        def options(subject: Run) -> tuple[int, RunOptions]:
             missing = self._check_repairable(actor, subject)
-            if subject.options.topic_mode == "live":
-                if not confirm_live:
-                    raise Conflict(
-                        f"repairing {run_id} publishes into the live topic '{subject.topic}': it needs an "
-                        "explicit confirmation (confirm_live=true; the CLI's --confirm-live)"
-                    )
-                self._check_approval(actor, self._catalog.get(subject.source), None)
-            self._check_caps(actor)
             earlier = tuple(run.id for run in self._store.runs.repairs_of(subject))
-            options = replace(
-                subject.options,
-                planned_rows=missing,
-                planned_eta_s=round(self.eta(missing, max(subject.tps, 1)).total_s, 1),
-                request=f"repair {run_id}",
-                watch=(),
-                auto=None,
-                overrides=(),
-                approved_by=None,
-                repair_of=subject.id,
-                repairs=earlier,
-            )
-            return self._store.runs.create(
-                kind=RunKind.REPLAY,
-                source=subject.source,
-                topic=subject.topic,
-                topic_created=False,
-                tps=subject.tps,
-                requester=actor,
-                window_start=subject.window_start,
-                window_end=subject.window_end,
-                window_label=subject.window_label,
-                options=options,
-                slack_channel=slack_channel,
-            )
+            return missing, replace(subject.options, repair_of=subject.id, repairs=earlier)
 
-        run = self._audit.refusing(actor, "repair", run_id, work)
-        self._audit.accepted(actor, "repair", run_id, repair_run=run.id, missing=run.options.planned_rows)
-        self._wake_watcher()
-        return run
+        return self._follow_up(actor, run_id, "repair", options, confirm_live, slack_channel)
 
     def redrive(
         self, actor: str, run_id: str, *, confirm_live: bool = False, slack_channel: str | None = None
@@ -744,35 +708,48 @@ class ReplayService:
         fails again is set aside again with its new reason. Who may, and a live topic's
         confirmation, as for a repair."""
 
+        def options(subject: Run) -> tuple[int, RunOptions]:
+            letters = self._check_redrivable(actor, subject)
+            earlier = tuple(run.id for run in self._store.runs.redrives_of(subject))
+            # its rows are dead letters: no filter, key file, projection or timeline of the table's
+            plain = replace(subject.options, where=None, keys_file=None, keys_digest=None, fields=())
+            plain = replace(plain, speed=None, shaped_s=None)
+            return letters, replace(plain, redrive_of=subject.id, redrives=earlier)
+
+        return self._follow_up(actor, run_id, "redrive", options, confirm_live, slack_channel)
+
+    def _follow_up(
+        self,
+        actor: str,
+        run_id: str,
+        action: str,
+        options: Callable[[Run], tuple[int, RunOptions]],
+        confirm_live: bool,
+        slack_channel: str | None,
+    ) -> Run:
+        """A run that finishes what ``run_id`` started (a repair, a redrive): its topic, its rate, its
+        window, and ``options(subject)``'s rows and options once they were allowed."""
+
         def work() -> Run:
             subject = self.get(run_id)
-            letters = self._check_redrivable(actor, subject)
+            rows, chosen = options(subject)
             if subject.options.topic_mode == "live":
                 if not confirm_live:
                     raise Conflict(
-                        f"redriving {run_id} publishes into the live topic '{subject.topic}': it needs an "
-                        "explicit confirmation (confirm_live=true; the CLI's --confirm-live)"
+                        f"the {action} of {run_id} publishes into the live topic '{subject.topic}': it "
+                        "needs an explicit confirmation (confirm_live=true; the CLI's --confirm-live)"
                     )
                 self._check_approval(actor, self._catalog.get(subject.source), None)
             self._check_caps(actor)
-            earlier = tuple(run.id for run in self._store.runs.redrives_of(subject))
-            options = replace(
-                subject.options,
-                planned_rows=letters,
-                planned_eta_s=round(self.eta(letters, max(subject.tps, 1)).total_s, 1),
-                request=f"redrive {run_id}",
+            follow_up = replace(
+                chosen,
+                planned_rows=rows,
+                planned_eta_s=round(self.eta(rows, max(subject.tps, 1)).total_s, 1),
+                request=f"{action} {run_id}",
                 watch=(),
                 auto=None,
                 overrides=(),
                 approved_by=None,
-                where=None,
-                keys_file=None,
-                keys_digest=None,
-                fields=(),
-                speed=None,
-                shaped_s=None,
-                redrive_of=subject.id,
-                redrives=earlier,
             )
             return self._store.runs.create(
                 kind=RunKind.REPLAY,
@@ -784,13 +761,12 @@ class ReplayService:
                 window_start=subject.window_start,
                 window_end=subject.window_end,
                 window_label=subject.window_label,
-                options=options,
+                options=follow_up,
                 slack_channel=slack_channel,
             )
 
-        run = self._audit.refusing(actor, "redrive", run_id, work)
-        letters = run.options.planned_rows
-        self._audit.accepted(actor, "redrive", run_id, redrive_run=run.id, dead_letters=letters)
+        run = self._audit.refusing(actor, action, run_id, work)
+        self._audit.accepted(actor, action, run_id, run=run.id, rows=run.options.planned_rows)
         self._wake_watcher()
         return run
 
