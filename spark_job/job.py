@@ -202,7 +202,7 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
     rows = counted.rows
     phase.mark("count")
     log.info("selected %d rows from %s", rows, spec.selection.describe())
-    if watermark is not None:  # headers name the real range; rows landing later wait for the next run
+    if watermark is not None and spec.redrive is None:  # headers name the real range; later rows wait
         high = watermark.high if watermark.high is not None else counted.high
         spec = replace(spec, selection=replace(watermark, high=high if high is not None else watermark.low))
         selected = select(spark, spec) if rows else selected

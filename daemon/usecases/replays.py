@@ -775,6 +775,11 @@ class ReplayService:
         run_id = subject.id
         if subject.kind == RunKind.RECONCILE:
             raise BadRequest(f"{run_id} is a reconcile: redrive the run whose records were set aside")
+        if subject.kind != RunKind.REPLAY:
+            raise BadRequest(
+                f"{run_id} is a pipeline's run: its dead letters are redriven by replaying its slot's "
+                "rows again (a redrive takes a replay's)"
+            )
         if subject.options.redrive_of is not None:
             raise BadRequest(f"{run_id} is a redrive of {subject.options.redrive_of}: redrive that run")
         if not RunState(subject.state).terminal:
