@@ -21,7 +21,8 @@ import pytest
 
 from daemon.cli.main import describe_run
 from daemon.contract.client import DaemonClient
-from daemon.contract.models import ReplayBody, RunOut, ScheduleBody
+from daemon.contract.models import RepairBody, ReplayBody, RunOut, ScheduleBody
+from daemon.core.errors import BadRequest
 from daemon.slack.run_messages import final_reply
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
 from tests.fixtures.kafka import consume_all, headers_of
@@ -133,3 +134,5 @@ def test_a_pipeline_run_sets_the_record_aside_and_still_commits_its_watermark(
     assert (run.confirmed, run.dead_lettered, run.rows_selected) == (everything - 1, 1, everything)
     assert run.dlq_topic == "replay.dlq.orders"
     assert client.get_pipeline(OWNER, pipeline.id).watermark is not None  # set aside is not a failure
+    with pytest.raises(BadRequest, match="is a pipeline's run"):  # a redrive takes a replay's
+        client.redrive(OWNER, run.id, RepairBody())
