@@ -39,7 +39,7 @@ def erased_keys(spark: SparkSession, erasures: Erasures) -> DataFrame:
             erased_at = sf.col(erasures.erased_at).cast("timestamp")
             listed = listed.where(erased_at <= sf.lit(erasures.as_of.astimezone(UTC)).cast("timestamp"))
         keys = listed.select(sf.col(erasures.key).cast("string").alias(KEY)).where(sf.col(KEY).isNotNull())
-        return keys.distinct()
+        return keys.distinct().localCheckpoint()  # read once: every action on the selection reuses it
     except AnalysisException as exc:
         raise SourceError(f"cannot read the erasure list at {erasures.path}: {exc}") from exc
 

@@ -115,21 +115,21 @@ def _selection(spark: SparkSession, spec: JobSpec) -> DataFrame:
     return key_files.only_listed(selected, keys, spec.keys_file.column)
 
 
-def redriven(spark: SparkSession, spec: JobSpec) -> DataFrame:
-    """A redrive's records: the subject's dead letters not landed yet, erased keys' left out."""
-    letters = redrive.dead_letters(spark, spec)
+def redriven(spark: SparkSession, spec: JobSpec, letters: DataFrame) -> DataFrame:
+    """A redrive's records: the subject's dead letters not landed yet (``letters``), erased keys' left
+    out."""
     if spec.erasures is None:
         return letters
     keys = erasures.erased_keys(spark, spec.erasures)
     return erasures.without_erased(letters, keys, spec.key_column)
 
 
-def suppressed(spark: SparkSession, spec: JobSpec) -> int | None:
-    """The erased keys' events the selection left out; None without an erasure list."""
+def suppressed(spark: SparkSession, spec: JobSpec, letters: DataFrame | None = None) -> int | None:
+    """The erased keys' events the selection left out (of a redrive's ``letters``, by their key);
+    None without an erasure list."""
     if spec.erasures is None:
         return None
-    if spec.redrive is not None:  # a redrive's rows are dead letters, its erasures' column the key
-        letters = redrive.dead_letters(spark, spec)
+    if letters is not None:
         return erasures.suppressed(letters, erasures.erased_keys(spark, spec.erasures), spec.key_column)
     window = _selection(spark, spec)
     return erasures.suppressed(window, erasures.erased_keys(spark, spec.erasures), spec.erasures.column)
@@ -166,11 +166,13 @@ def run_reconcile(spark: SparkSession, spec: JobSpec) -> ReconcileResult:
     return ReconcileResult(spec.run_id, _with_erasures(reconciled, spark, spec))
 
 
-def _with_erasures(reconciled: Reconciliation, spark: SparkSession, spec: JobSpec) -> Reconciliation:
+def _with_erasures(
+    reconciled: Reconciliation, spark: SparkSession, spec: JobSpec, letters: DataFrame | None = None
+) -> Reconciliation:
     """The verdict also says what the erasure list left out (never expected, so never missing)."""
     if spec.erasures is None:
         return reconciled
-    left_out = suppressed(spark, spec)
+    left_out = suppressed(spark, spec, letters)
     return replace(reconciled, suppressed=left_out, erasures_as_of=erasures.version(spec.erasures))
 
 
@@ -193,7 +195,9 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
     assert context.master is not None, "a running SparkContext has a master"
     slots = task_slots(context.master, dict(context.getConf().getAll()))
     spec = erasures.pinned(spark, spec)  # read before anything is sent: a run never goes without it
-    selected = whole = redriven(spark, spec) if spec.redrive is not None else select(spark, spec)
+    # a redrive's rows are its subject's dead letters, read once on the driver
+    letters = redrive.dead_letters(spark, spec) if spec.redrive is not None else None
+    selected = whole = redriven(spark, spec, letters) if letters is not None else select(spark, spec)
     if spec.repair is not None:  # only what no record of the repaired run (or its repairs) carries
         selected = _still_missing(spark, spec, whole)
     phase.mark("select")  # listing the source, resolving its columns
@@ -202,7 +206,7 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
     rows = counted.rows
     phase.mark("count")
     log.info("selected %d rows from %s", rows, spec.selection.describe())
-    if watermark is not None and spec.redrive is None:  # headers name the real range; later rows wait
+    if watermark is not None:  # headers name the real range; rows landing later wait for the next run
         high = watermark.high if watermark.high is not None else counted.high
         spec = replace(spec, selection=replace(watermark, high=high if high is not None else watermark.low))
         selected = select(spark, spec) if rows else selected
@@ -237,7 +241,7 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
             reconciled = _reconcile_repaired(spark, spec, whole)
         else:
             reconciled = _reconcile(spark, spec, selected, rows, published.offsets)
-        reconciled = _with_erasures(reconciled, spark, spec)
+        reconciled = _with_erasures(reconciled, spark, spec, letters)
         phase.mark("reconcile")
         return _result(spec, started_at, rows, published, slots, failed=failed, reconciled=reconciled)
     except Exception as exc:  # counted, then failed: the tasks' own counts are known
@@ -273,7 +277,8 @@ def _still_missing(spark: SparkSession, spec: JobSpec, selected: DataFrame) -> D
     assert spec.repair is not None, "only a repair leaves out what landed"
     ranges = whole_topic(spec.kafka, spec.topic)
     found = read_ids(spark, spec.kafka, ranges, spec.repair.runs).where(sf.col("scanned").isNull())
-    landed = found.select(sf.col("event_id").alias("__landed_id")).distinct()
+    # read once: the count, the sizes and the publish all use the selection
+    landed = found.select(sf.col("event_id").alias("__landed_id")).distinct().localCheckpoint()
     matches = selected[spec.event_id_column].cast("string") == landed["__landed_id"]
     return selected.join(landed, matches, "left_anti")
 

@@ -12,6 +12,7 @@ import builtins
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import cache
 
 import structlog
 from sqlalchemy.exc import IntegrityError
@@ -258,15 +259,16 @@ class ReplayService:
         table_metadata = self._table_stats.metadata_file(source.table)  # the one ask of a catalog
         table = source.table.read_at(table_metadata)
         snapshot = self._table_stats.snapshot(table)
-        # before any count: a selection the table cannot answer says so
+        # before any count: a selection the table cannot answer says so (its schema read once)
+        kinds = cache(lambda: self._table_stats.column_kinds(table))
         where = None
         if command.where is not None or command.keys or command.types:
-            where = selection_of(source, command, self._table_stats.column_kinds(table))
-        counted = where
+            where = selection_of(source, command, kinds())
+        counted = where  # and a key file's keys: what the plan counts and the shape follows
         keys = None
         if command.keys_file is not None:  # read and pinned now; counted with the rest of the selection
             keys = self._table_stats.key_list(command.keys_file)
-            listed = key_filter(source, keys.keys, self._table_stats.column_kinds(table))
+            listed = key_filter(source, keys.keys, kinds())
             counted = listed if where is None else And((*_parts(where), listed))
         if command.fields:
             check_fields(source, command.fields, self._table_stats.column_names(table))
@@ -287,7 +289,7 @@ class ReplayService:
             overlapping = self._overlapping(source.name, topic, start, end, where)
         else:
             topic, partitions = auto_topic_name(source.name, "<run id>"), self._auto_partitions(source, tps)
-        shaped = self._shaped(source, table, window, snapshot, command, tps, where)
+        shaped = self._shaped(source, table, window, snapshot, command, tps, counted)
         eta = self.eta(rows, tps, ramp_s=command.ramp_s, publish_s=shaped.last_s if shaped else None)
         limit_s, setting = self._execution_limit()
         check_execution_limit(eta, rows=rows, tps=tps, limit_s=limit_s, setting=setting)

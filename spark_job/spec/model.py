@@ -462,6 +462,7 @@ def _validate(spec: JobSpec) -> None:
     if spec.dlq_retention_ms is not None and spec.dlq_retention_ms <= 0:
         raise SpecError("dlq_retention_ms", "must be > 0")
     _validate_mode(spec)
+    _validate_redrive(spec)
     _validate_control(spec)
     _validate_ramp(spec)
     _validate_byte_ceiling(spec)
@@ -469,6 +470,13 @@ def _validate(spec: JobSpec) -> None:
     if spec.decrypt is not None:
         protected = (spec.key_column, spec.event_id_column)
         validate_decrypt(spec.decrypt, value_format=spec.value_format, protected=protected)
+
+
+def _validate_redrive(spec: JobSpec) -> None:
+    """A redrive's records are dead letters, labelled with its subject's window, never a pipeline's
+    slot (the job would select the table again for a slot's real range)."""
+    if spec.redrive is not None and not isinstance(spec.selection, DayWindow | TimeWindow):
+        raise SpecError("redrive", "needs a window of days or times, not a pipeline's slot")
 
 
 def _validate_mode(spec: JobSpec) -> None:

@@ -364,3 +364,11 @@ def test_a_sources_erasure_list_reaches_every_runs_spec_pinned_to_the_planned_ve
     assert spec_from_json(pinned.to_json()).erasures == pinned.erasures
     assert unpinned.erasures is not None and unpinned.erasures.as_of is None  # the job pins what it finds
     assert spec_from_json(unpinned.to_json()).erasures == unpinned.erasures
+
+
+def test_a_redrive_spec_takes_a_window_never_a_pipelines_slot() -> None:
+    redrive = {"of": "r-1", "dlq_topic": "replay.dlq.orders", "runs": ["r-1"]}
+    assert spec_from_dict(document(redrive=redrive)).redrive is not None
+    with pytest.raises(SpecError) as raised:
+        spec_from_dict(document(redrive=redrive, window=None, watermark={"column": "updated_at"}))
+    assert raised.value.field == "redrive"
