@@ -43,6 +43,12 @@ def check_listed(name: str, items: tuple[str, ...], *, columns: bool = False) ->
         if item in seen:
             raise InvalidValue(None, f"{name}= lists '{item}' twice")
         seen.add(item)
+    if name == "keys" and items[0].startswith("@"):
+        # keys=@x names a file of keys, so a list cannot open with a key that begins with @
+        raise InvalidValue(
+            None,
+            f"keys=@… names a file of keys; select the key '{items[0]}' with where= or list it second",
+        )
 
 
 def parse_listed(name: str, text: str, *, columns: bool = False) -> tuple[str, ...]:

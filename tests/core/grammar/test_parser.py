@@ -454,6 +454,17 @@ def test_commands_validate_themselves() -> None:
         CancelCommand("r-nothex")
 
 
+def test_a_key_list_never_opens_with_a_key_that_reads_as_a_file() -> None:
+    # keys=@x names a file of keys, so the command that would render as keys=@a cannot be built
+    with pytest.raises(GrammarError, match="names a file of keys"):
+        ReplayCommand("orders", WEEK, keys=("@a",))
+    command = parse("orders last=6h keys=a,@b")
+
+    assert isinstance(command, ReplayCommand)
+    assert command.keys == ("a", "@b") and command.keys_file is None
+    assert parse(render(command)) == command
+
+
 def test_help_text_lists_every_usage_line_and_examples() -> None:
     text = help_text()
 

@@ -230,7 +230,7 @@ def _spec(cls: type[ReplayCommand] | type[PlanCommand]) -> st.SearchStrategy[Com
         watch=watched,
         max_mb=st.none() | st.integers(min_value=1, max_value=MAX_MB),
         where=st.none() | predicates,
-        keys=listed,
+        keys=listed.filter(lambda items: not items or not items[0].startswith("@")),  # @ opens a file
         types=listed,
         fields=st.lists(
             st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True), max_size=4, unique=True
