@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from daemon.core.auto_rate import AutoRate
@@ -325,6 +325,8 @@ def test_zoned_and_recent_day_windows_round_trip(command: Command, tz: str | Non
     """tz= keeps the window's meaning through render and parse, DST folds and gaps included."""
     assert isinstance(command, ReplayCommand | PlanCommand)
     window = RecentDayWindow(0) if recent else command.window
+    # the first day of 1970 in a zone east of UTC begins before the epoch, which the grammar refuses
+    assume(tz is None or not isinstance(window, DayWindow) or window.start > date(1970, 1, 1))
     zoned = replace(command, window=window, tz=tz)
 
     assert parse(render(zoned), CEILINGS) == zoned
