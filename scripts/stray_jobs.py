@@ -32,10 +32,12 @@ def interrupt_on_sigterm() -> None:
 
 
 def job_pids(runs_dir: Path) -> list[int]:
-    """The live local jobs recorded under ``runs_dir``: a pid file's pid whose start ticks still match
-    (a recycled pid is some other process, never signalled)."""
+    """The live local jobs recorded under ``runs_dir``, and the standby drivers beside it: a pid file's
+    pid whose start ticks still match (a recycled pid is some other process, never signalled)."""
     alive = []
-    for pid_file in runs_dir.glob("r-*/pid"):
+    standbys = runs_dir.parent / "standby"
+    pid_files = [*runs_dir.glob("r-*/pid"), *standbys.glob("s-*/pid")]
+    for pid_file in sorted(set(pid_files)):
         with contextlib.suppress(OSError, ValueError):
             pid, ticks = pid_file.read_text().split()[:2]
             if process_start_ticks(int(pid)) == int(ticks):

@@ -1,5 +1,8 @@
 """Entry point: ``spark-submit [--master local[2,2]] spark_job/main.py SPEC_URI``.
 
+``main.py --standby DIR OWNER MAX_WAIT_S`` starts a standby driver instead: session first, spec later
+(``spark_job.standby``); the run it is given then goes exactly as below.
+
 The same command runs locally and on EMR Serverless. It parses the spec, builds the SparkSession
 (app ``replay-<run id>``, no speculation: a speculative copy would publish a partition twice), runs
 the job (a replay, or with ``mode: "reconcile"`` only the reconcile of an earlier run) and prints
@@ -67,16 +70,26 @@ FORMAT_CONF = {
 }
 
 
+ANY_FORMAT = "any"  # a standby's session: every format whose runtime was given with --jars
+FORMAT_JARS = {"delta": "delta-spark"}  # the jar a format's session settings need loaded
+
+
 def configure(builder: SparkSession.Builder, table_format: str = "parquet") -> SparkSession.Builder:
     """Apply the job's Spark settings to a session builder (tests use the same settings), with what
-    reading ``table_format`` needs."""
+    reading ``table_format`` needs (``ANY_FORMAT``: what each format given a runtime needs)."""
     from pyspark import SparkConf
 
     submitted = SparkConf()
     for key, value in DEFAULT_CONF.items():
         if not submitted.contains(key):
             builder = builder.config(key, value)
-    for key, value in {**REQUIRED_CONF, **FORMAT_CONF.get(table_format, {})}.items():
+    if table_format == ANY_FORMAT:
+        jars = submitted.get("spark.jars", "") or ""
+        formats = [name for name, jar in FORMAT_JARS.items() if jar in jars]
+    else:
+        formats = [table_format]
+    settings = {key: value for name in formats for key, value in FORMAT_CONF.get(name, {}).items()}
+    for key, value in {**REQUIRED_CONF, **settings}.items():
         builder = builder.config(key, value)
     return builder
 
@@ -109,11 +122,11 @@ def _ship_package(spark: SparkSession) -> None:
     spark.sparkContext.addPyFile(str(bundle_package(package, archive)))
 
 
-def _session(spec: JobSpec) -> SparkSession:
+def _session(name: str, table_format: str) -> SparkSession:
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName(f"replay-{spec.run_id}")
-    spark = configure(builder, spec.source.format).getOrCreate()
+    builder = SparkSession.builder.appName(name)
+    spark = configure(builder, table_format).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     _ship_package(spark)
     return spark
@@ -137,17 +150,44 @@ def main(argv: list[str] | None = None, *, spark: SparkSession | None = None) ->
     logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(name)s %(message)s", force=True)
     log.setLevel(logging.INFO)  # ours only: py4j chatters at INFO, even after the final line
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--standby"]:
+        return _standby(args[1:])
+    return run(args, spark=spark, stop=spark is None)
+
+
+def _standby(args: list[str]) -> int:
+    """Build the session now and run the spec a launcher claims this process for later, if any."""
+    from spark_job import standby
+
+    if len(args) != 3:
+        print("usage: main.py --standby DIR OWNER_PID:START_TICKS|- MAX_WAIT_S", file=sys.stderr)
+        return 2
+    directory, owner_text, max_wait = Path(args[0]), args[1], float(args[2])
+    owner = None if owner_text == "-" else standby.Owner(*map(int, owner_text.split(":")))
+    session = _session(f"replay-standby-{directory.name}", ANY_FORMAT)
+    claim = standby.serve(directory, session, owner, max_wait_s=max_wait)
+    if claim is None:
+        session.stop()
+        return 0
+    return run([claim.spec_uri], spark=session, stop=True, origin=claim.claimed_at)
+
+
+def run(
+    args: list[str], *, spark: SparkSession | None = None, stop: bool = True, origin: float | None = None
+) -> int:
+    """One run's spec: run it on ``spark`` (else a session built for it), print the final line.
+    ``origin``: when the run was handed over (a standby's claim), else the spark-submit's start."""
     started_at = utc_now()
     spec: JobSpec | None = None
-    phase = Phase()
+    phase = Phase() if origin is None else Phase(origin=origin)
     try:
         if len(args) != 1:
             raise SpecError("<argv>", "usage: main.py SPEC_URI (a path, file:// or s3:// URI)")
         spec = load_spec(args[0])
         from spark_job.job import run_reconcile, run_replay
 
-        phase.mark("start")  # from spark-submit to the driver's Python, then reading the spec
-        session = spark or _session(spec)
+        phase.mark("start")  # from spark-submit (or the claim) to the driver's Python, then the spec
+        session = spark or _session(f"replay-{spec.run_id}", spec.source.format)
         phase.mark("session")
         try:
             if spec.mode == "reconcile":
@@ -156,7 +196,7 @@ def main(argv: list[str] | None = None, *, spark: SparkSession | None = None) ->
                 result = run_replay(session, spec, phase)
         finally:
             _log_peak_heap(session)
-            if spark is None:
+            if stop:
                 session.stop()  # before the final line, so nothing Spark prints can follow it
             phase.mark("stop")
     except JobFailed as failed:

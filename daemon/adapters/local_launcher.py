@@ -14,6 +14,11 @@ Admission: the machine paces only so many jobs at once (`max_concurrent_runs`, d
 wakes the watcher the moment the job prints its result line and again when its process exits, so a
 finished run is concluded at once, not at the watcher's next poll.
 
+Warm start: with `standby_workers` set, the launcher keeps a standby driver (`local_standby`) within the
+admission limit, and a run with that many workers takes it instead of starting a JVM of its own. The
+run's pid file then names the standby's process, and the standby's logs are hard-linked as the run's,
+so watching, cancelling, re-attaching and failure reasons work the same for both.
+
 Secrets: the spec carries the Kafka SASL password, so the run directory is 0700, the spec, pid and
 logs are created 0600, and `release` deletes the spec once the run has ended (the job reads it only at
 start-up; re-attaching needs only the pid file and the logs). The job inherits only the variables named
@@ -38,6 +43,7 @@ from pathlib import Path
 import structlog
 
 import spark_job
+from daemon.adapters.local_standby import Standby, StandbyDrivers
 from daemon.core.errors import Unavailable
 from daemon.core.retry import Clock, Sleep, poll
 from daemon.usecases.ports import (
@@ -191,6 +197,8 @@ class LocalSparkLauncher(Launcher):
         extra_conf: dict[str, str] | None = None,
         max_concurrent_runs: int | None = None,
         jars: tuple[Path, ...] = (),
+        standby_workers: int | None = None,
+        standby_max_idle_s: float = 600.0,
         clock: Clock = time.monotonic,
         sleep: Sleep = time.sleep,
     ) -> None:
@@ -203,7 +211,21 @@ class LocalSparkLauncher(Launcher):
         self.max_concurrent_runs = max_concurrent_runs or default_max_concurrent_runs()
         self._wake: Callable[[], None] | None = None
         self._monitored: set[str] = set()  # run ids with a monitor thread (jobs of a restarted daemon too)
+        self._live_at_start: list[Handle] = []  # jobs an earlier daemon started, until they are followed
         self._delete_specs_of_ended_jobs()
+        self._standbys = (
+            StandbyDrivers(
+                directory=runs_dir.parent / "standby",
+                workers=standby_workers,
+                command=self.standby_command,
+                environment=lambda: job_environment(os.environ),
+                room=self._room_for_standbys,
+                max_idle_s=standby_max_idle_s,
+                clock=clock,
+            )
+            if standby_workers is not None
+            else None
+        )
 
     def _delete_specs_of_ended_jobs(self) -> None:
         """At start-up: a spec whose job has ended is never read again, yet stays when the daemon stopped
@@ -217,6 +239,13 @@ class LocalSparkLauncher(Launcher):
             if ended:
                 spec.unlink(missing_ok=True)
                 log.info("job spec deleted", run_id=run_id, reason="its job had ended")
+            else:
+                self._live_at_start.append(self._recorded(run_id))
+
+    def _room_for_standbys(self) -> int:
+        """The admission limit less the jobs alive now (followed ones, and an earlier daemon's)."""
+        earlier = {h["run_id"] for h in self._live_at_start if self._alive(h)} - self._monitored
+        return (self.max_concurrent_runs or 1) - len(self._monitored) - len(earlier)
 
     def _recorded(self, run_id: str) -> Handle:
         """The handle of the job the run's pid file names (`OSError`, `ValueError`: none recorded)."""
@@ -247,6 +276,21 @@ class LocalSparkLauncher(Launcher):
 
     def notify_on_change(self, wake: Callable[[], None]) -> None:
         self._wake = wake
+
+    def keep_warm(self) -> None:
+        if self._standbys is not None:
+            self._standbys.start()
+
+    def close(self) -> None:
+        """Stop the idle standbys (a run's driver, claimed, goes on)."""
+        if self._standbys is not None:
+            self._standbys.close()
+
+    def standby_command(self, directory: Path, owner: str, max_wait_s: float) -> list[str]:
+        """A standby's `spark-submit`: the run's command, with the standby's arguments for a spec."""
+        assert self._standbys is not None
+        command = self.submit_command(directory.name, directory, workers=self._standbys.workers)
+        return [*command[:-1], "--standby", str(directory), owner, f"{max_wait_s:.0f}"]
 
     def _monitor(self, handle: Handle, process: subprocess.Popen[bytes] | None = None) -> None:
         """Follow the job in a daemon thread (our own child by `poll`, a re-attached one by its pid)."""
@@ -290,6 +334,12 @@ class LocalSparkLauncher(Launcher):
                 return self._reattach_starting(run_id)
             if pid_file.exists():  # a job wrote it and ended between our two looks
                 return self._reattach(run_id)
+            warm = self._start_on_standby(run_id, spec_json, workers=workers)
+            if warm is not None:
+                log.info("job started on a standby driver", run_id=run_id, pid=warm.pid, workers=workers)
+                handle = {**self._handle(run_id, warm.pid, warm.ticks), "standby": True}
+                self._monitor(handle, warm.process)
+                return handle
             process = self._start(run_id, spec_json, workers=workers, lock=lock)
         finally:
             os.close(lock)  # the job keeps the lock through its own copy of the descriptor
@@ -304,6 +354,31 @@ class LocalSparkLauncher(Launcher):
         handle = self._handle(run_id, process.pid, process_start_ticks(process.pid))
         self._monitor(handle, process)
         return handle
+
+    def _start_on_standby(self, run_id: str, spec_json: str, *, workers: int) -> Standby | None:
+        """Hand the run to a standby: its spec, logs (hard links) and pid file first, the claim last, so
+        a restarted daemon finds the pid file of any standby that may have the run. None: start cold."""
+        standby = self._standbys.take(workers) if self._standbys is not None else None
+        if standby is None:
+            return None
+        directory = self.run_dir(run_id)
+        spec_path = directory / "spec.json"
+        logs = [directory / name for name in ("stdout.log", "stderr.log")]
+        if any(path.exists() for path in logs):  # an earlier attempt's logs: keep them, start cold
+            standby.stop()
+            return None
+        _write_private(spec_path, spec_json)
+        for path in logs:
+            os.link(standby.directory / path.name, path)
+        pending = directory / "pid.tmp"
+        _write_private(pending, f"{standby.pid} {standby.ticks}\n")
+        pending.rename(directory / "pid")
+        if self._standbys is not None and self._standbys.claim(standby, spec_path):
+            return standby
+        for path in (directory / "pid", *logs):  # it expired a moment ago: as if never offered
+            path.unlink(missing_ok=True)
+        standby.stop()
+        return None
 
     def submit_command(self, run_id: str, spec_path: Path, *, workers: int) -> list[str]:
         """The `spark-submit` of one run's job: `workers` slots, no speculation, the configured jars."""

@@ -117,6 +117,14 @@ class Settings(BaseSettings):
         description="jars every local job gets with --jars, comma-separated: the Iceberg and Delta "
         "runtimes of the EMR release (`scripts/lake-jars` fetches them and prints the list)",
     )
+    local_standby: bool = Field(
+        default=True,
+        description="keep a standby driver (past its JVM and SparkSession) for the next run of "
+        "local_workers slots, within the admission limit (daemon.adapters.local_standby)",
+    )
+    local_standby_max_idle_s: float = Field(
+        default=600.0, ge=10, description="a standby driver unused this long is replaced by a fresh one"
+    )
     local_max_concurrent_runs: int | None = Field(
         default=None,
         ge=1,

@@ -90,6 +90,7 @@ class Daemon:
     pipelines: PipelineService
     scheduler: PipelineScheduler
     catalog: Catalog
+    launcher: Launcher
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -98,6 +99,7 @@ class Daemon:
         self._thread = threading.Thread(target=self.watcher.run_forever, args=(self._stop,), daemon=True)
         self._thread.start()
         self.scheduler.start()
+        self.launcher.keep_warm()
 
     def stop(self) -> None:
         self.scheduler.stop()
@@ -105,6 +107,7 @@ class Daemon:
         self.watcher.wake()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self.launcher.close()
         self.progress.close()
         self.store.close()
 
@@ -116,6 +119,8 @@ def build_launcher(settings: Settings) -> Launcher:
             spark_submit=settings.spark_submit or None,
             max_concurrent_runs=settings.local_max_concurrent_runs,
             jars=tuple(settings.local_jars),
+            standby_workers=settings.local_workers if settings.local_standby else None,
+            standby_max_idle_s=settings.local_standby_max_idle_s,
         )
     emr = settings.emr
     kwargs = emr.client_kwargs()
@@ -327,6 +332,7 @@ def build_daemon(
         pipelines=pipelines,
         scheduler=scheduler,
         catalog=catalog,
+        launcher=launcher,
     )
 
 

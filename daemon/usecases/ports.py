@@ -89,6 +89,12 @@ class Launcher(ABC):
         rather than at its next poll; a launcher that cannot tell is polled."""
         del wake  # this launcher cannot tell: the watcher's poll finds its jobs' ends
 
+    def keep_warm(self) -> None:  # noqa: B027 - optional: a launcher with nothing to warm does nothing
+        """The daemon's background work has started: keep whatever makes the next launch faster."""
+
+    def close(self) -> None:  # noqa: B027 - optional: a launcher holding nothing does nothing
+        """The daemon is stopping: release what the launcher holds beside its jobs (jobs go on)."""
+
     @abstractmethod
     def submit(
         self, run_id: str, spec_json: str, *, workers: int, application_id: str | None = None

@@ -52,7 +52,11 @@ def daemon(
         root,
         sample_table=sample_table,
         bootstrap=kafka_bootstrap,
-        extra={"REPLAY_SPARK_SUBMIT": str(waiting), "REPLAY_LOCAL_MAX_CONCURRENT_RUNS": "1"},
+        extra={
+            "REPLAY_SPARK_SUBMIT": str(waiting),
+            "REPLAY_LOCAL_MAX_CONCURRENT_RUNS": "1",
+            "REPLAY_LOCAL_STANDBY": "false",  # a sleeping stand-in is no standby driver
+        },
     )
     try:
         yield started

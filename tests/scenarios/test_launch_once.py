@@ -43,7 +43,10 @@ def test_a_daemon_killed_right_after_starting_a_job_re_attaches_and_never_starts
         tmp_path,
         sample_table=sample_table,
         bootstrap=kafka_bootstrap,
-        extra={"REPLAY_SPARK_SUBMIT": str(_recording_spark_submit(tmp_path))},
+        extra={  # the cold start under test: a standby would take the run without a spawn
+            "REPLAY_SPARK_SUBMIT": str(_recording_spark_submit(tmp_path)),
+            "REPLAY_LOCAL_STANDBY": "false",
+        },
         crash_point="after-job-spawn",
     )
     try:

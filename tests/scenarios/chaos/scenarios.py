@@ -353,7 +353,8 @@ def launch_kill(world: World, sizes: Sizes, rng: random.Random) -> Tally:
     """SIGKILL the daemon the instant it spawned a run's Spark job, before it recorded anything; the
     daemon that comes back must find that job, not start a second (ADR 0030)."""
     tally = Tally("kill at launch")
-    daemon = world.daemon("launch-kill", crash_point=CRASH_AT_LAUNCH)
+    # the cold spawn is under test: a standby driver would take the run without one
+    daemon = world.daemon("launch-kill", crash_point=CRASH_AT_LAUNCH, extra={"REPLAY_LOCAL_STANDBY": "false"})
     client = daemon.client()
     run_ids: list[str] = []
     for index in range(sizes.launch_kills):
