@@ -277,9 +277,9 @@ class LocalSparkLauncher(Launcher):
     def notify_on_change(self, wake: Callable[[], None]) -> None:
         self._wake = wake
 
-    def keep_warm(self) -> None:
+    def keep_warm(self, busy: Callable[[], bool]) -> None:
         if self._standbys is not None:
-            self._standbys.start()
+            self._standbys.start(busy)
 
     def close(self) -> None:
         """Stop the idle standbys (a run's driver, claimed, goes on)."""

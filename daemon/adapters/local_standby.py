@@ -1,11 +1,13 @@
 """Standby drivers for the local launcher: `spark-submit … main.py --standby DIR` processes already past
 their JVM, imports and SparkSession, one of which the next run takes (ADR 0049).
 
-Still one job per capacity: standbys and running jobs together never exceed the launcher's admission
-limit (`room`), a standby serves exactly one run and exits with it, and the keeper starts the next
-one as soon as there is room. A standby that waited longer than `max_idle_s` is recycled (its JVM has
-grown stale, its code may be older than the daemon's); one that died is replaced, after a pause that
-doubles while standbys keep dying before they are ready (a broken Spark install must not spin).
+Still one job per capacity: standbys and this launcher's running jobs together never exceed the
+admission limit (`room`), none starts while every slot is held across the daemons sharing the store
+(`busy`: a spare's start-up takes cores a job at the cap is paced on), a standby serves exactly one
+run and exits with it, and the keeper starts the next one as soon as there is room. A standby that
+waited longer than `max_idle_s` is recycled (its JVM has grown stale, its code may be older than the
+daemon's); one that died is replaced, after a pause that doubles while standbys keep dying before
+they are ready (a broken Spark install must not spin).
 
 The conversation with a standby is its directory (`spark_job.standby`): it writes `ready`, the
 launcher renames `claim` into place. A standby exits by itself when the daemon that started it is gone,
@@ -41,6 +43,7 @@ SELF_EXPIRY_GRACE_S = 60.0  # a standby gives up this long after the keeper woul
 FIRST_PAUSE_S = 5.0  # after a standby died before it was ready; doubles up to MAX_PAUSE_S
 MAX_PAUSE_S = 300.0
 KILL_GRACE_S = 5.0
+FAILED_ROUND_PAUSE_S = 10.0  # e.g. the store is unreachable: try again, without a log line per round
 
 
 def start_ticks(pid: int) -> int | None:
@@ -88,6 +91,7 @@ class StandbyDrivers:
     command: Callable[[Path, str, float], list[str]]  # (standby dir, owner, max wait) -> argv
     environment: Callable[[], Mapping[str, str]]
     room: Callable[[], int]  # standbys there may be now: the admission limit less the running jobs
+    busy: Callable[[], bool] = lambda: False  # every slot held across daemons: start nothing now
     max_idle_s: float = 600.0
     clock: Clock = time.monotonic
     _standbys: list[Standby] = field(default_factory=list)
@@ -97,10 +101,13 @@ class StandbyDrivers:
     _pause_s: float = 0.0
     _not_before: float = 0.0
 
-    def start(self) -> None:
-        """Clear what an earlier daemon left, then keep the spares in a daemon thread."""
+    def start(self, busy: Callable[[], bool] | None = None) -> None:
+        """Clear what an earlier daemon left, then keep the spares in a daemon thread; ``busy`` says
+        when every launcher slot is held (by any daemon on the store), when no spare may start."""
         if self._thread is not None:
             return
+        if busy is not None:
+            self.busy = busy
         self._clear_leftovers()
         self._thread = threading.Thread(target=self._keep, name="standby-keeper", daemon=True)
         self._thread.start()
@@ -116,11 +123,13 @@ class StandbyDrivers:
 
     def _keep(self) -> None:
         while not self._stop.is_set():
+            pause_s = KEEP_EVERY_S
             try:
                 self.keep()
             except Exception:  # never let the keeper die: runs still start cold without it
                 log.exception("standby keeper failed a round")
-            self._stop.wait(KEEP_EVERY_S)
+                pause_s = FAILED_ROUND_PAUSE_S
+            self._stop.wait(pause_s)
 
     def keep(self) -> None:
         """One round: drop the dead, recycle the stale, trim to the room there is, start what fits."""
@@ -140,7 +149,8 @@ class StandbyDrivers:
                 extra = self._standbys.pop()
                 extra.stop()
                 log.info("standby driver stopped", pid=extra.pid, reason="a job needs its capacity")
-            if len(self._standbys) < room and now >= self._not_before and not self._stop.is_set():
+            wanted = len(self._standbys) < room and now >= self._not_before and not self._stop.is_set()
+            if wanted and not self.busy():  # a spare's start-up takes cores: never beside a job at the cap
                 self._standbys.append(self._spawn(now))
 
     def _sweep_handed_over(self) -> None:

@@ -99,7 +99,8 @@ class Daemon:
         self._thread = threading.Thread(target=self.watcher.run_forever, args=(self._stop,), daemon=True)
         self._thread.start()
         self.scheduler.start()
-        self.launcher.keep_warm()
+        cap = self.launcher.max_concurrent_runs
+        self.launcher.keep_warm(lambda: cap is not None and self.store.runs.jobs_in_flight() >= cap)
 
     def stop(self) -> None:
         self.scheduler.stop()

@@ -89,8 +89,10 @@ class Launcher(ABC):
         rather than at its next poll; a launcher that cannot tell is polled."""
         del wake  # this launcher cannot tell: the watcher's poll finds its jobs' ends
 
-    def keep_warm(self) -> None:  # noqa: B027 - optional: a launcher with nothing to warm does nothing
-        """The daemon's background work has started: keep whatever makes the next launch faster."""
+    def keep_warm(self, busy: Callable[[], bool]) -> None:
+        """The daemon's background work has started: keep whatever makes the next launch faster, never
+        taking cores while ``busy()`` (every launcher slot held, counted across daemons)."""
+        del busy  # this launcher has nothing to keep warm
 
     def close(self) -> None:  # noqa: B027 - optional: a launcher holding nothing does nothing
         """The daemon is stopping: release what the launcher holds beside its jobs (jobs go on)."""

@@ -144,7 +144,9 @@ def _alive(pid: int) -> bool:
 def make_launcher(tmp_path: Path) -> Iterator[Callable[..., LocalSparkLauncher]]:
     made: list[LocalSparkLauncher] = []
 
-    def make(spark_submit: Path | None = None, **options: object) -> LocalSparkLauncher:
+    def make(
+        spark_submit: Path | None = None, busy: Callable[[], bool] = lambda: False, **options: object
+    ) -> LocalSparkLauncher:
         settings: dict[str, object] = {"max_concurrent_runs": 1, "standby_workers": 2, **options}
         launcher = LocalSparkLauncher(
             runs_dir=tmp_path / "runs",
@@ -152,7 +154,7 @@ def make_launcher(tmp_path: Path) -> Iterator[Callable[..., LocalSparkLauncher]]
             **settings,  # type: ignore[arg-type]
         )
         launcher.notify_on_change(lambda: None)
-        launcher.keep_warm()
+        launcher.keep_warm(busy)
         made.append(launcher)
         return launcher
 
@@ -272,3 +274,16 @@ def test_closing_stops_the_idle_standby_but_not_a_run_on_one(
     assert idle and not any(_alive(pid) for pid in idle)
     assert launcher.state(handle) is JobState.RUNNING
     launcher.cancel(handle, grace_s=5)
+
+
+def test_no_standby_starts_while_every_slot_is_held_across_daemons(
+    tmp_path: Path, make_launcher: Callable[..., LocalSparkLauncher]
+) -> None:
+    held = [True]
+    make_launcher(busy=lambda: held[0])
+
+    time.sleep(1.5)  # three keeper rounds: another daemon's job has the cores
+    assert _standbys(tmp_path) == []
+
+    held[0] = False
+    _wait(lambda: _standbys(tmp_path))
