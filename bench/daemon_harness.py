@@ -77,9 +77,10 @@ def replayd(
     max_tps: int | None = None,
     lake: dict[str, Path] | None = None,
     jars: list[Path] | None = None,
+    standby: bool = True,
 ) -> Iterator[Daemon]:
     """`python -m daemon.runtime.server` on a free port until the block ends (with `lake`, its copies
-    of the table as sources too, read with `jars`)."""
+    of the table as sources too, read with `jars`; `standby=False`: no standby driver, every run cold)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     token = secrets.token_hex(16)
@@ -99,6 +100,8 @@ def replayd(
         env["REPLAY_MAX_TPS"] = str(max_tps)
     if jars:
         env["REPLAY_LOCAL_JARS"] = ",".join(str(jar) for jar in jars)
+    if not standby:
+        env["REPLAY_LOCAL_STANDBY"] = "false"
     with (state_dir / "replayd.log").open("ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "daemon.runtime.server"], cwd=REPO, env=env, stdout=log, stderr=log
@@ -122,6 +125,18 @@ def replayd(
             process.kill()
             process.wait()
         stop_jobs(state_dir / "runs")  # a local job outlives its daemon by design: not the bench's
+
+
+def wait_for_standby(daemon: Daemon, timeout_s: float = 120.0) -> float:
+    """Wait until the daemon's local launcher has a standby driver ready (what a person finds on an idle
+    daemon); the seconds waited."""
+    began = time.monotonic()
+    while time.monotonic() - began < timeout_s:
+        standbys = daemon.state_dir / "standby"
+        if any((d / "ready").exists() and not (d / "claim").exists() for d in standbys.glob("s-*")):
+            return time.monotonic() - began
+        time.sleep(0.1)
+    raise SystemExit(f"no standby driver got ready within {timeout_s:.0f} s")
 
 
 def memory_mb(pid: int) -> dict[str, float]:

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/e2e.py [--rows 15000] [--tps 1000] [--ordering entity|none] [--runs N]
         [--workers W]                                     # slots: the run's workers= (default: the daemon's)
+        [--start warm|cold|both]                          # a ready standby driver, none, or one of each
     .venv/bin/python bench/e2e.py --max [--rows 1000000]  # unthrottled: vs a bare loop and Spark's sink
     .venv/bin/python bench/e2e.py --concurrent 3 --tps 3000 --rows 90000  # admission: N at once
     .venv/bin/python bench/e2e.py --formats parquet,iceberg,delta  # the same rows from each table format
@@ -18,14 +19,15 @@ figure is taken from the broker's stamps of the records read back, and one line 
 
     e2e rows= tps= achieved= ratio= p95_dev= max_second_ratio= tail= whole_run= span_ratio= first_event_s=
         done_after_last_s= eta_error= daemon_rss_mb_before= daemon_rss_mb_after= job_peak_mb=
-        job_rss_peak_mb= ordering= workers= run=
+        job_rss_peak_mb= ordering= workers= start= run=
 
 Seconds are bucketed as in bench/seconds.py: achieved/ratio/p95_dev/tail leave out the first and the
 last (partial) second, max_second_ratio is over every second, and a line `e2e-all-seconds` gives the
 untrimmed figures. whole_run is rows / (last - first stamp) and span_ratio whole_run / T: how much of
 the promised speed the whole run delivered, its partial first and last seconds included (what the
 rate contract promises on small windows too). first_event_s runs from the CLI command to the first
-record's broker stamp,
+record's broker stamp (start=warm: the command was given once the daemon's standby driver was ready,
+as a person finds an idle daemon; start=cold: the daemon keeps no standby, ADR 0049),
 done_after_last_s from the last record's stamp to the run's ``ended_at``, eta_error is
 |ETA - actual| / actual with actual = command to ``ended_at`` and the ETA the run was created with
 (its card's: a queued run's counts its wait for the runs ahead). job_peak_mb is what the job itself
@@ -78,6 +80,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import contextlib
 import json
 import os
 import re
@@ -116,6 +119,7 @@ from bench.daemon_harness import (
     memory_mb,
     replay_cli,
     replayd,
+    wait_for_standby,
 )
 from bench.seconds import Figures, per_second, span_rate, summary
 from bench.throttle import sample_table
@@ -463,6 +467,7 @@ def report_run(
     ordering: str,
     with_bytes: bool,
     workers: int | None = None,
+    start: str = "warm",
 ) -> tuple[list[int], list[Record], Figures]:
     """Print the run's lines from its topic's broker stamps; its stamps (records when asked), figures."""
     topic = run["topic"]
@@ -499,7 +504,7 @@ def report_run(
         f"daemon_rss_mb_before={timings['rss_before']:.0f} daemon_rss_mb_after={timings['rss_after']:.0f} "
         f"job_peak_mb={job_peak_mb(daemon.state_dir / 'runs' / run['id'])} "
         f"job_rss_peak_mb={timings['job_rss_peak']:.0f} ordering={ordering} "
-        f"workers={workers or 'default'} run={run['id']}",
+        f"workers={workers or 'default'} start={start} run={run['id']}",
         flush=True,
     )
     return stamps, back.records, whole
@@ -635,6 +640,13 @@ def main() -> int:
         "--formats",
         help="comma-separated of parquet, iceberg, delta: the same rows replayed from each table format",
     )
+    parser.add_argument(
+        "--start",
+        choices=["warm", "cold", "both"],
+        default="warm",
+        help="warm: each command finds a ready standby driver (an idle daemon's default); cold: the "
+        "daemon keeps none; both: a warm and a cold run in turn, one daemon each",
+    )
     args = parser.parse_args()
     if args.concurrent < 0 or (args.concurrent and (args.max or args.runs != 1)):
         parser.error("--concurrent takes N >= 1 and goes without --max and --runs")
@@ -653,33 +665,62 @@ def main() -> int:
             if not names or set(names) - {"parquet", "iceberg", "delta"}:
                 parser.error("--formats takes parquet, iceberg and/or delta")
             return 1 if formats(bootstrap, directory, table, names, tps, args.ordering) else 0
-        state = directory / "state"
-        state.mkdir()
-        with replayd(state, bootstrap, table, max_tps=tps if args.max else None) as daemon:
+        starts = ["warm", "cold"] if args.start == "both" else [args.start]
+        with contextlib.ExitStack() as daemons:
+            started = {
+                start: daemons.enter_context(
+                    replayd(
+                        _state(directory, start),
+                        bootstrap,
+                        table,
+                        max_tps=tps if args.max else None,
+                        standby=start == "warm",
+                    )
+                )
+                for start in starts
+            }
             if args.concurrent:
+                daemon = started[starts[0]]
                 return 1 if concurrent(bootstrap, daemon, args.concurrent, tps, args.ordering) else 0
             for _ in range(args.runs):
-                run, timings = run_once(daemon, tps, args.ordering, workers=args.workers)
-                if run["state"] != "succeeded":
-                    failed += 1
-                    print(f"e2e run={run['id']} state={run['state']} reason={run.get('failure_reason')}")
-                    continue
-                try:
-                    stamps, records, _ = report_run(
-                        bootstrap,
-                        daemon,
-                        run,
-                        timings,
-                        ordering=args.ordering,
-                        with_bytes=args.max,
-                        workers=args.workers,
-                    )
-                    if args.max:
-                        partitions = partition_count(bootstrap, run["topic"])
-                        unthrottled(bootstrap, table, stamps, records, partitions, args.no_spark_sink)
-                finally:
-                    delete_topic(bootstrap, run["topic"])
+                for start, daemon in started.items():
+                    failed += not one_run(daemon, bootstrap, table, args, tps, start)
     return 1 if failed else 0
+
+
+def _state(directory: Path, start: str) -> Path:
+    state = directory / f"state-{start}"
+    state.mkdir()
+    return state
+
+
+def one_run(
+    daemon: Daemon, bootstrap: str, table: Path, args: argparse.Namespace, tps: int, start: str
+) -> bool:
+    """One replay of the main bench and its lines; a warm one waits for a ready standby first."""
+    if start == "warm":
+        wait_for_standby(daemon)
+    run, timings = run_once(daemon, tps, args.ordering, workers=args.workers)
+    if run["state"] != "succeeded":
+        print(f"e2e run={run['id']} state={run['state']} reason={run.get('failure_reason')}")
+        return False
+    try:
+        stamps, records, _ = report_run(
+            bootstrap,
+            daemon,
+            run,
+            timings,
+            ordering=args.ordering,
+            with_bytes=args.max,
+            workers=args.workers,
+            start=start,
+        )
+        if args.max:
+            partitions = partition_count(bootstrap, run["topic"])
+            unthrottled(bootstrap, table, stamps, records, partitions, args.no_spark_sink)
+    finally:
+        delete_topic(bootstrap, run["topic"])
+    return True
 
 
 if __name__ == "__main__":
