@@ -127,14 +127,16 @@ def replayd(
         stop_jobs(state_dir / "runs")  # a local job outlives its daemon by design: not the bench's
 
 
-def wait_for_standby(daemon: Daemon, timeout_s: float = 120.0) -> float:
+def wait_for_standby(daemon: Daemon, timeout_s: float = 120.0) -> tuple[float, float]:
     """Wait until the daemon's local launcher has a standby driver ready (what a person finds on an idle
-    daemon); the seconds waited."""
+    daemon); the seconds waited and the idle standby's RSS (its whole process session), in MB."""
     began = time.monotonic()
     while time.monotonic() - began < timeout_s:
-        standbys = daemon.state_dir / "standby"
-        if any((d / "ready").exists() and not (d / "claim").exists() for d in standbys.glob("s-*")):
-            return time.monotonic() - began
+        for directory in (daemon.state_dir / "standby").glob("s-*"):
+            if (directory / "ready").exists() and not (directory / "claim").exists():
+                time.sleep(1.0)  # settled: its warm-up job is done
+                pid = int((directory / "pid").read_text().split()[0])
+                return time.monotonic() - began, _session_rss_kb(pid) / 1024
         time.sleep(0.1)
     raise SystemExit(f"no standby driver got ready within {timeout_s:.0f} s")
 

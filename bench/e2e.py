@@ -699,7 +699,8 @@ def one_run(
 ) -> bool:
     """One replay of the main bench and its lines; a warm one waits for a ready standby first."""
     if start == "warm":
-        wait_for_standby(daemon)
+        waited_s, rss_mb = wait_for_standby(daemon)
+        print(f"standby waited_s={waited_s:.1f} idle_rss_mb={rss_mb:.0f}")
     run, timings = run_once(daemon, tps, args.ordering, workers=args.workers)
     if run["state"] != "succeeded":
         print(f"e2e run={run['id']} state={run['state']} reason={run.get('failure_reason')}")

@@ -21,11 +21,13 @@ import json
 import logging
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import SparkSession
 
 log = logging.getLogger("spark_job")
@@ -65,20 +67,34 @@ def read_claim(directory: Path) -> Claim | None:
     return Claim(spec_uri=str(document["spec"]), claimed_at=float(document["claimed_at"]))
 
 
-def warm(spark: SparkSession) -> None:
-    """Start the Python workers and import in them what a run's tasks import, with one small job:
-    workers are reused (``spark.python.worker.reuse``), so the run's first tasks find them ready."""
-    slots = spark.sparkContext.defaultParallelism
+def warm(spark: SparkSession, directory: Path) -> None:
+    """Take a tiny table through the paths a run takes first, so its first query finds them compiled
+    and loaded: a Parquet scan, the counting pass's hash buckets, the shuffle and the per-partition
+    sort, and the Arrow hand-over to the Python workers, which import what a run's tasks import.
+    Workers are reused (``spark.python.worker.reuse``): the run's first tasks find them ready."""
+    import pyarrow as pa
+    from pyspark.sql import functions as sf
 
-    def imports(_: object) -> list[int]:
+    from spark_job.arrow_map import map_in_arrow
+
+    slots = spark.sparkContext.defaultParallelism
+    table = str(directory / "warm-up.parquet")
+    rows = spark.range(0, 2_000, 1, slots).select(
+        sf.col("id").cast("string").alias("key"), (sf.col("id") % 7).alias("day")
+    )
+    rows.write.mode("overwrite").partitionBy("day").parquet(table)
+    read = spark.read.parquet(table).where(sf.col("day") < 5)
+    read.groupBy(sf.pmod(sf.hash("key"), sf.lit(slots)).alias("bucket")).count().collect()
+
+    def imports(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import confluent_kafka  # noqa: F401
-        import pyarrow  # noqa: F401
 
         import spark_job.publish  # noqa: F401
 
-        return [os.getpid()]
+        yield pa.RecordBatch.from_pydict({"rows": [sum(batch.num_rows for batch in batches)]})
 
-    spark.sparkContext.parallelize(range(slots), slots).mapPartitions(imports).collect()
+    spread = read.repartition(slots, "key").sortWithinPartitions("day", "key")
+    map_in_arrow(spread, imports, "rows long").collect()
 
 
 def wait_for_claim(directory: Path, owner: Owner | None, *, max_wait_s: float) -> tuple[Path, Claim] | None:
@@ -108,7 +124,7 @@ def wait_for_claim(directory: Path, owner: Owner | None, *, max_wait_s: float) -
 def serve(directory: Path, session: SparkSession, owner: Owner | None, *, max_wait_s: float) -> Claim | None:
     """Warm up, say ready, and wait: the claim to run, or None (the caller exits without a run)."""
     began = time.monotonic()
-    warm(session)
+    warm(session, directory)
     ready = directory / READY
     ready.with_suffix(".tmp").write_text(f"{os.getpid()}\n")
     ready.with_suffix(".tmp").rename(ready)

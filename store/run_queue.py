@@ -14,7 +14,7 @@ wait for a slot from.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import ColumnElement, func, or_, select, text, tuple_
 from sqlalchemy.orm import Session
@@ -23,11 +23,16 @@ from daemon.core.states import TERMINAL_RUN_STATES, RunKind, RunState
 from store.models import Run
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from store.db import Store
 
 # A run in these states holds a launcher slot once it has a job (a cancelled queued run never had one).
 _HOLDING = (RunState.SUBMITTED, RunState.RUNNING, RunState.CANCELLING)
 ADMISSION_LOCK = 0x7265706C6179  # "replay": the advisory lock key admissions take on PostgreSQL
+
+
+WARM_LOOKBACK = 5  # runs read per run wanted when only warm (or cold) starts count
 
 
 @dataclass(frozen=True)
@@ -98,10 +103,20 @@ class RunQueue:
         with self._store.session() as session:
             return int(session.scalar(stmt) or 0)
 
-    def launch_timings(self, launcher_kind: str, limit: int) -> list[LaunchTiming]:
-        """The latest ``limit`` succeeded publishing runs of this launcher that measured their span."""
+    def launch_timings(
+        self, launcher_kind: str, limit: int, *, warm: bool | None = None
+    ) -> list[LaunchTiming]:
+        """The latest ``limit`` succeeded publishing runs of this launcher that measured their span;
+        with ``warm``, only those that started warm (their handle says so: a standby driver that was
+        ready) or only cold ones."""
         stmt = (
-            select(Run.submitted_at, Run.first_delivery_at, Run.last_delivery_at, Run.ended_at)
+            select(
+                Run.submitted_at,
+                Run.first_delivery_at,
+                Run.last_delivery_at,
+                Run.ended_at,
+                Run.launcher_handle,
+            )
             .where(
                 Run.launcher_kind == launcher_kind,
                 Run.state == RunState.SUCCEEDED,
@@ -112,18 +127,22 @@ class RunQueue:
                 Run.ended_at.is_not(None),
             )
             .order_by(Run.ended_at.desc(), Run.id.desc())
-            .limit(limit)
+            .limit(limit if warm is None else limit * WARM_LOOKBACK)
         )
         with self._store.session() as session:
             rows = session.execute(stmt).all()
-        return [
-            LaunchTiming(
-                startup_s=max((first - submitted).total_seconds(), 0.0),
-                finish_s=max((ended - last).total_seconds(), 0.0),
-            )
-            for submitted, first, last, ended in rows
-            if submitted and first and last and ended  # filtered above; this tells the type checker
-        ]
+        timings: list[LaunchTiming] = []
+        for row in rows:
+            submitted, first, last, ended = (cast("datetime | None", value) for value in row[:4])
+            handle = cast("dict[str, Any] | None", row[4])
+            if not (submitted and first and last and ended):  # filtered above; this tells the type checker
+                continue
+            if warm is not None and bool((handle or {}).get("warm")) != warm:
+                continue
+            startup_s = max((first - submitted).total_seconds(), 0.0)
+            finish_s = max((ended - last).total_seconds(), 0.0)
+            timings.append(LaunchTiming(startup_s=startup_s, finish_s=finish_s))
+        return timings[:limit]
 
 
 def _holds_slot() -> ColumnElement[bool]:

@@ -277,6 +277,9 @@ class LocalSparkLauncher(Launcher):
     def notify_on_change(self, wake: Callable[[], None]) -> None:
         self._wake = wake
 
+    def warm(self, workers: int) -> bool | None:
+        return None if self._standbys is None else self._standbys.ready_for(workers)
+
     def keep_warm(self, busy: Callable[[], bool]) -> None:
         if self._standbys is not None:
             self._standbys.start(busy)
@@ -334,10 +337,11 @@ class LocalSparkLauncher(Launcher):
                 return self._reattach_starting(run_id)
             if pid_file.exists():  # a job wrote it and ended between our two looks
                 return self._reattach(run_id)
-            warm = self._start_on_standby(run_id, spec_json, workers=workers)
-            if warm is not None:
-                log.info("job started on a standby driver", run_id=run_id, pid=warm.pid, workers=workers)
-                handle = {**self._handle(run_id, warm.pid, warm.ticks), "standby": True}
+            taken = self._start_on_standby(run_id, spec_json, workers=workers)
+            if taken is not None:  # warm: it was ready; else still starting, so barely warmer than cold
+                warm, ready = taken
+                log.info("job started on a standby driver", run_id=run_id, pid=warm.pid, ready=ready)
+                handle = {**self._handle(run_id, warm.pid, warm.ticks), "standby": True, "warm": ready}
                 self._monitor(handle, warm.process)
                 return handle
             process = self._start(run_id, spec_json, workers=workers, lock=lock)
@@ -355,9 +359,10 @@ class LocalSparkLauncher(Launcher):
         self._monitor(handle, process)
         return handle
 
-    def _start_on_standby(self, run_id: str, spec_json: str, *, workers: int) -> Standby | None:
+    def _start_on_standby(self, run_id: str, spec_json: str, *, workers: int) -> tuple[Standby, bool] | None:
         """Hand the run to a standby: its spec, logs (hard links) and pid file first, the claim last, so
-        a restarted daemon finds the pid file of any standby that may have the run. None: start cold."""
+        a restarted daemon finds the pid file of any standby that may have the run; the standby and
+        whether it was ready. None: start cold."""
         standby = self._standbys.take(workers) if self._standbys is not None else None
         if standby is None:
             return None
@@ -373,8 +378,9 @@ class LocalSparkLauncher(Launcher):
         pending = directory / "pid.tmp"
         _write_private(pending, f"{standby.pid} {standby.ticks}\n")
         pending.rename(directory / "pid")
+        ready = standby.ready()
         if self._standbys is not None and self._standbys.claim(standby, spec_path):
-            return standby
+            return standby, ready
         for path in (directory / "pid", *logs):  # it expired a moment ago: as if never offered
             path.unlink(missing_ok=True)
         standby.stop()

@@ -211,6 +211,11 @@ class StandbyDrivers:
                     return standby
         return None
 
+    def ready_for(self, workers: int) -> bool:
+        """A live spare said ready, for a run of `workers` slots."""
+        with self._lock:
+            return workers == self.workers and any(s.alive() and s.ready() for s in self._standbys)
+
     @staticmethod
     def claim(standby: Standby, spec_path: Path) -> bool:
         """Hand `spec_path` to `standby`; False when it expired first (then start the run cold)."""

@@ -171,7 +171,8 @@ def describe_plan(plan: PlanOut) -> str:
         if plan.eta_queue_s >= 1:
             ahead = f"{plan.runs_ahead} run{'s' if plan.runs_ahead != 1 else ''}"
             text += f"~{plan.eta_queue_s:,.0f}s waiting for {ahead} ahead, "
-        text += f"~{plan.eta_startup_s:,.0f}s to start, ~{plan.eta_publish_s:,.0f}s to publish"
+        warmth = "" if plan.warm is None else " (warm)" if plan.warm else " (cold)"
+        text += f"~{plan.eta_startup_s:,.0f}s to start{warmth}, ~{plan.eta_publish_s:,.0f}s to publish"
         if plan.eta_finish_s is not None and plan.eta_finish_s >= 1:
             text += f", ~{plan.eta_finish_s:,.0f}s to finish"
         text += ")"

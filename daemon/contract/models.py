@@ -365,6 +365,11 @@ class PlanOut(BaseModel):
     eta_startup_s: float | None = Field(
         default=None, description="submission to the first event, learned from the launcher's recent runs"
     )
+    warm: bool | None = Field(
+        default=None,
+        description="it would start warm now (a standby driver is ready: ADR 0049), or cold; None: the "
+        "launcher cannot tell",
+    )
     eta_publish_s: float | None = Field(default=None, description="rows / tps")
     eta_finish_s: float | None = Field(default=None, description="the last event to the final state")
     eta_queue_s: float = Field(

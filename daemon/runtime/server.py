@@ -255,6 +255,7 @@ def build_daemon(
         wake_watcher=watcher.wake,
         rewind_hint=groups.rewind_instead,
         launch_slots=launcher.max_concurrent_runs,
+        warm=launcher.warm,
     )
     janitor = Janitor(
         store=store,

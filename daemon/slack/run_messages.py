@@ -406,6 +406,11 @@ def _plan_fields(plan: PlanOut) -> dict[str, Any]:
     )
 
 
+def _warmth(warm: bool | None) -> str:
+    """` (warm)`, ` (cold)`, or nothing when the launcher cannot tell."""
+    return "" if warm is None else " (warm)" if warm else " (cold)"
+
+
 def eta_split(plan: PlanOut) -> str:
     """`about 25s: ~20s to start, ~5.0s to publish`: the total, and where it goes (a wait for a
     launcher slot first, when the runs ahead hold them)."""
@@ -413,7 +418,7 @@ def eta_split(plan: PlanOut) -> str:
     if plan.eta_startup_s is None or plan.eta_publish_s is None:
         return text
     parts = [
-        f"~{human_duration(plan.eta_startup_s)} to start",
+        f"~{human_duration(plan.eta_startup_s)} to start{_warmth(plan.warm)}",
         f"~{human_duration(plan.eta_publish_s)} to publish",
     ]
     if plan.eta_queue_s >= 1:  # the wait first: it comes first

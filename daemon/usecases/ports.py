@@ -89,6 +89,12 @@ class Launcher(ABC):
         rather than at its next poll; a launcher that cannot tell is polled."""
         del wake  # this launcher cannot tell: the watcher's poll finds its jobs' ends
 
+    def warm(self, workers: int) -> bool | None:
+        """Whether a run of `workers` slots asked for now would start warm (a standby driver, a started
+        application); None when this launcher cannot tell."""
+        del workers  # this launcher keeps nothing warm it knows of
+        return None
+
     def keep_warm(self, busy: Callable[[], bool]) -> None:
         """The daemon's background work has started: keep whatever makes the next launch faster, never
         taking cores while ``busy()`` (every launcher slot held, counted across daemons)."""

@@ -165,7 +165,9 @@ class ReplayService:
         wake_watcher: Callable[[], None] = lambda: None,
         rewind_hint: Callable[[str, datetime], str | None] | None = None,
         launch_slots: int | None = None,
+        warm: Callable[[int], bool | None] = lambda workers: None,
     ) -> None:
+        self._warm = warm  # would a run of N workers start warm now (Launcher.warm)
         self._rewind_hint = rewind_hint  # (live topic, window start) -> a rewind command, if retained
         self._launch_slots = launch_slots  # the launcher's jobs at once (None: no limit): the ETA's wait
         self._settings = settings
@@ -290,7 +292,8 @@ class ReplayService:
         else:
             topic, partitions = auto_topic_name(source.name, "<run id>"), self._auto_partitions(source, tps)
         shaped = self._shaped(source, table, window, snapshot, command, tps, counted)
-        eta = self.eta(rows, tps, ramp_s=command.ramp_s, publish_s=shaped.last_s if shaped else None)
+        publish_s = shaped.last_s if shaped else None
+        eta = self.eta(rows, tps, ramp_s=command.ramp_s, publish_s=publish_s, workers=workers)
         limit_s, setting = self._execution_limit()
         check_execution_limit(eta, rows=rows, tps=tps, limit_s=limit_s, setting=setting)
         eta = waiting(self._store, eta, capacity=self._launch_slots, now=self._clock())
@@ -412,9 +415,18 @@ class ReplayService:
         )
         return shape(counts, width, ceiling)
 
-    def eta(self, rows: int, tps: int, *, ramp_s: int | None = None, publish_s: float | None = None) -> Eta:
+    def eta(
+        self,
+        rows: int,
+        tps: int,
+        *,
+        ramp_s: int | None = None,
+        publish_s: float | None = None,
+        workers: int | None = None,
+    ) -> Eta:
         """How long `rows` at `tps` (after a ramp of `ramp_s`; or `publish_s` of a shaped replay)
-        take from the command to the final state on this daemon's launcher."""
+        take from the command to the final state on this daemon's launcher (warm or cold, as a run of
+        `workers` would start now)."""
         return estimate(
             self._store,
             launcher_kind=self._settings.launcher,
@@ -424,6 +436,7 @@ class ReplayService:
             publish_s=publish_s,
             startup_default_s=self._settings.eta_startup_s,
             history=self._settings.eta_history_runs,
+            warm=self._warm(workers) if workers is not None else None,
         )
 
     def plan(self, actor: str, command: PlanCommand) -> Plan:

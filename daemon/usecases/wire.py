@@ -184,6 +184,7 @@ def plan_out(plan: Plan) -> PlanOut:
         slid_s=round(plan.shaped.slid_s, 1) if plan.shaped is not None else None,
         eta_s=plan.eta.total_s,
         eta_startup_s=plan.eta.startup_s,
+        warm=plan.eta.warm,
         eta_publish_s=plan.eta.publish_s,
         eta_finish_s=plan.eta.finish_s,
         eta_queue_s=plan.eta.queue_s,

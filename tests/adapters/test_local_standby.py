@@ -175,7 +175,7 @@ def test_a_run_takes_the_ready_standby_and_the_next_one_waits_for_its_capacity(
 
     handle = launcher.submit("r-warm", '{"run_id": "r-warm"}', workers=2)
 
-    assert handle["standby"] is True and handle["pid"] == warm_pid
+    assert handle["standby"] is True and handle["warm"] is True and handle["pid"] == warm_pid
     assert (tmp_path / "runs" / "r-warm" / "pid").read_text().split()[0] == str(warm_pid)
     followed = tmp_path / "runs" / "r-warm" / FOLLOWED
     _wait(followed.exists)
@@ -256,7 +256,8 @@ def test_a_run_cancelled_while_its_standby_is_starting_leaves_no_process(
     handle = launcher.submit("r-early", '{"run_id": "r-early"}', workers=2)
     launcher.cancel(handle, grace_s=5)
 
-    assert handle["standby"] is True and not _alive(int(handle["pid"]))
+    assert handle["standby"] is True and handle["warm"] is False  # taken while starting: not warm
+    assert not _alive(int(handle["pid"]))
     time.sleep(4.0)  # past the moment it would have got ready: nothing followed the run's spec
     assert not (tmp_path / "runs" / "r-early" / FOLLOWED).exists()
 

@@ -34,7 +34,9 @@ def one_slot(
         tmp_path_factory.mktemp("one-slot"),
         sample_table=sample_table,
         bootstrap=kafka_bootstrap,
-        extra={"REPLAY_LOCAL_MAX_CONCURRENT_RUNS": "1"},
+        # cold starts only: every run here starts alike, so the learned start-up is one kind's
+        # (warm and cold are learned apart: tests/store/test_run_queue.py, scenarios/test_standby_e2e.py)
+        extra={"REPLAY_LOCAL_MAX_CONCURRENT_RUNS": "1", "REPLAY_LOCAL_STANDBY": "false"},
     )
     try:
         yield daemon

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from daemon.contract.models import ReplayBody
+from daemon.usecases.eta import WARM_STARTUP_S
 from tests.fixtures.daemon import OWNER, running_daemon
 from tests.fixtures.kafka import topic_record_count
 from tests.fixtures.runs import TERMINAL, daemon_store, wait_for
@@ -54,7 +55,9 @@ def test_a_replay_takes_the_warm_standby_and_publishes_exactly_its_window(
     daemon = running_daemon(tmp_path, sample_table=sample_table, bootstrap=kafka_bootstrap)
     try:
         warm = _wait_ready(daemon.state_dir)
-        run = daemon.client().create_replay(OWNER, ReplayBody(source="orders", window="2024-01-02", tps=2000))
+        body = ReplayBody(source="orders", window="2024-01-02", tps=2000)
+        planned = daemon.client().plan(OWNER, body)
+        run = daemon.client().create_replay(OWNER, body)
         done = wait_for(daemon.client(), run.id, TERMINAL)
         with daemon_store(daemon) as store:
             handle = store.runs.get(run.id).launcher_handle
@@ -64,8 +67,9 @@ def test_a_replay_takes_the_warm_standby_and_publishes_exactly_its_window(
     finally:
         daemon.stop()
 
+    assert planned.warm is True and planned.eta_startup_s == WARM_STARTUP_S["local"]  # nothing learned yet
     assert done.state == "succeeded", done
-    assert handle is not None and handle["standby"] is True and handle["pid"] == warm
+    assert handle is not None and handle["standby"] is True and handle["warm"] is True and handle["pid"] == warm
     assert "standby ready" in log and "phase=session s=0.00" in log  # its session was built beforehand
     assert done.confirmed == DAY_ROWS and topic_record_count(kafka_bootstrap, done.topic) == DAY_ROWS
     assert done.reconcile is not None and done.reconcile.verdict().clean, done.reconcile

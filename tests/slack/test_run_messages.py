@@ -316,6 +316,14 @@ def test_a_plan_that_waits_for_a_slot_says_so_first() -> None:
     assert queued.startswith("about 1m 36s: ~1m 07s waiting for 2 runs ahead, ~20s to start")
 
 
+def test_a_plan_says_whether_it_would_start_warm_when_the_launcher_can_tell() -> None:
+    timed = PLAN.model_copy(update={"eta_s": 10.0, "eta_startup_s": 4.0, "eta_publish_s": 6.0})
+
+    assert "~4.0s to start (warm)," in run_messages.eta_split(timed.model_copy(update={"warm": True}))
+    assert "~4.0s to start (cold)," in run_messages.eta_split(timed.model_copy(update={"warm": False}))
+    assert "~4.0s to start," in run_messages.eta_split(timed)  # the launcher cannot tell: nothing said
+
+
 def test_a_button_value_over_slacks_limit_is_refused() -> None:
     with pytest.raises(ValueError, match="2000"):
         run_messages.live_confirmation(PLAN, value="x" * 2001, expires_in_s=900)

@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from daemon.core.run_options import RunOptions
 from daemon.core.states import RunState
-from daemon.usecases.eta import DEFAULT_FINISH_S, DEFAULT_STARTUP_S, estimate, waiting
+from daemon.usecases.eta import DEFAULT_FINISH_S, DEFAULT_STARTUP_S, WARM_STARTUP_S, estimate, waiting
 from store import Store
 from store.migrate import upgrade
 from store.models import Run
@@ -27,15 +27,23 @@ def _run(store: Store, **overrides: Any) -> Run:
 
 
 def _finished(
-    store: Store, *, startup_s: float, publish_s: float, finish_s: float, kind: str = "local"
+    store: Store,
+    *,
+    startup_s: float,
+    publish_s: float,
+    finish_s: float,
+    kind: str = "local",
+    standby: bool = False,
 ) -> Run:
-    """A succeeded run whose delivery span says how long it took to start and to wind down."""
+    """A succeeded run whose delivery span says how long it took to start and to wind down (on a
+    standby driver when `standby`, as the local launcher's handle then says)."""
     run = _run(store)
     submitted = store.now()
     first = submitted + timedelta(seconds=startup_s)
     last = first + timedelta(seconds=publish_s)
+    handle = {"pid": 1, "standby": True, "warm": True} if standby else {"pid": 1}
     store.runs.transition(
-        run.id, RunState.SUBMITTED, launcher_kind=kind, launcher_handle={}, submitted_at=submitted
+        run.id, RunState.SUBMITTED, launcher_kind=kind, launcher_handle=handle, submitted_at=submitted
     )
     store.runs.transition(run.id, RunState.RUNNING, started_at=submitted)
     return store.runs.transition(
@@ -84,6 +92,40 @@ def test_launch_timings_are_the_latest_succeeded_runs_of_that_launcher(database_
         timings = store.runs.launch_timings("local", 2)
 
     assert [(t.startup_s, t.finish_s) for t in timings] == [(14.0, 0.5), (12.0, 1.5)]
+
+
+def test_launch_timings_of_warm_or_of_cold_starts_only(database_url: str) -> None:
+    ticks = iter(T0 + timedelta(seconds=10 * i) for i in range(100))
+    with Store(database_url, clock=lambda: next(ticks)) as store:
+        upgrade(store.engine)
+        _finished(store, startup_s=15, publish_s=5, finish_s=1)
+        _finished(store, startup_s=3.5, publish_s=5, finish_s=1, standby=True)
+        _finished(store, startup_s=16, publish_s=5, finish_s=1)
+        _finished(store, startup_s=3.0, publish_s=5, finish_s=1, standby=True)
+
+        warm = store.runs.launch_timings("local", 10, warm=True)
+        cold = store.runs.launch_timings("local", 1, warm=False)
+        either = store.runs.launch_timings("local", 10)
+
+    assert [t.startup_s for t in warm] == [3.0, 3.5]
+    assert [t.startup_s for t in cold] == [16.0]
+    assert len(either) == 4
+
+
+def test_a_warm_start_is_estimated_from_warm_runs_and_its_own_default(database_url: str) -> None:
+    ticks = iter(T0 + timedelta(seconds=10 * i) for i in range(100))
+    with Store(database_url, clock=lambda: next(ticks)) as store:
+        upgrade(store.engine)
+        unlearned = estimate(store, launcher_kind="local", rows=2_000, tps=1_000, warm=True)
+        _finished(store, startup_s=16, publish_s=5, finish_s=1)
+        _finished(store, startup_s=3.5, publish_s=5, finish_s=1, standby=True)
+
+        warm = estimate(store, launcher_kind="local", rows=2_000, tps=1_000, warm=True)
+        cold = estimate(store, launcher_kind="local", rows=2_000, tps=1_000, warm=False)
+
+    assert (unlearned.startup_s, unlearned.learned_from, unlearned.warm) == (WARM_STARTUP_S["local"], 0, True)
+    assert (warm.startup_s, warm.learned_from) == (3.5, 1)
+    assert (cold.startup_s, cold.learned_from, cold.warm) == (16.0, 1, False)
 
 
 def test_eta_learns_start_up_from_recent_runs_by_their_median(database_url: str) -> None:
