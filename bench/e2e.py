@@ -684,6 +684,8 @@ def main() -> int:
                 return 1 if concurrent(bootstrap, daemon, args.concurrent, tps, args.ordering) else 0
             for _ in range(args.runs):
                 for start, daemon in started.items():
+                    if start == "cold" and "warm" in started:  # its standby idle, not starting beside
+                        wait_for_standby(started["warm"])
                     failed += not one_run(daemon, bootstrap, table, args, tps, start)
     return 1 if failed else 0
 
