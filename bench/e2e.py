@@ -448,6 +448,20 @@ def phases(run_dir: Path, first_event_s: float) -> str:
     return f"phases daemon={daemon} jvm_to_python={float(at) - float(took or 0):.1f} {steps}"
 
 
+RECONCILE = re.compile(r"reconcile read (\d+) rows from \S+ in ([0-9.]+) s, compared in ([0-9.]+) s")
+
+
+def reconcile_split(run_dir: Path) -> str:
+    """The end-of-run reconcile's two parts as the job logs them (in Spark: a big run), or where it
+    ran on the driver (no split logged)."""
+    text = (run_dir / "stdout.log").read_text(errors="replace") if (run_dir / "stdout.log").exists() else ""
+    found = RECONCILE.search(text)
+    if found is None:
+        return "reconcile split=none (on the driver, or not logged)"
+    rows, read_s, compare_s = found.groups()
+    return f"reconcile read_rows={rows} read_s={read_s} compare_s={compare_s}"
+
+
 def starts(result: Path) -> str:
     """How late the job's tasks started against their schedule (the job's own figures, not truth)."""
     try:
@@ -495,6 +509,7 @@ def report_run(
         f"daemon_hwm_mb={timings['hwm_after']:.0f} seconds_trimmed={whole.seconds}"
     )
     print(phases(daemon.state_dir / "runs" / run["id"], first_event))
+    print(reconcile_split(daemon.state_dir / "runs" / run["id"]))
     print(starts(daemon.state_dir / "runs" / run["id"] / "result.json"))
     print(f"e2e-all-seconds seconds={full.seconds} {full.line()}")
     print(

@@ -95,6 +95,7 @@ OFFSETS_READ_S = 5.0  # the same for the end offsets
 # 10 million rows per slot) costs a second counting pass. Buckets reach the driver: at most MAX_BUCKETS.
 PROBE_MULTIPLE = 2520
 MAX_BUCKETS = 100_000
+SHUFFLE_PARTITIONS_PER_SLOT = 4  # the reconcile's joins and counts: a few tasks per slot, not 200
 
 
 def select(spark: SparkSession, spec: JobSpec) -> DataFrame:
@@ -194,6 +195,7 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
     context = spark.sparkContext
     assert context.master is not None, "a running SparkContext has a master"
     slots = task_slots(context.master, dict(context.getConf().getAll()))
+    spark.conf.set("spark.sql.shuffle.partitions", str(slots * SHUFFLE_PARTITIONS_PER_SLOT))
     spec = erasures.pinned(spark, spec)  # read before anything is sent: a run never goes without it
     # a redrive's rows are its subject's dead letters, read once on the driver
     letters = redrive.dead_letters(spark, spec) if spec.redrive is not None else None

@@ -249,10 +249,21 @@ def reconcile(
     try:
         ranges = target.offsets or whole_topic(kafka, topic, timeout_s=timeout_s)
         read = partial(read_ids, spark, kafka, chunk_records=chunk_records, idle_timeout_s=idle_timeout_s)
+        began = time.monotonic()
         found = read(ranges, target.runs).persist(StorageLevel.MEMORY_AND_DISK)
         try:
+            read_rows = found.count()  # read once here, kept for the comparison: its time on its own
+            read_s = time.monotonic() - began
             dlq = whole_topic(kafka, target.dlq_topic, timeout_s=timeout_s) if target.dlq_topic else None
-            return _compare(selected_ids, found, read(dlq, target.runs) if dlq is not None else None)
+            result = _compare(selected_ids, found, read(dlq, target.runs) if dlq is not None else None)
+            log.info(
+                "reconcile read %d rows from %s in %.1f s, compared in %.1f s",
+                read_rows,
+                topic,
+                read_s,
+                time.monotonic() - began - read_s,
+            )
+            return result
         finally:
             found.unpersist()
     except Exception as exc:
@@ -293,9 +304,10 @@ def _compare(selected_ids: DataFrame, found: DataFrame, dead_letters: DataFrame 
             missing=row["missing"],
             unexpected=row["unexpected"],
             duplicates=row["duplicates"],
-            missing_sample=_sample(joined, missing),
-            unexpected_sample=_sample(joined, unexpected),
-            duplicates_sample=_sample(joined, duplicated),
+            # a clean run (the usual one) has nothing to sample: three Spark jobs saved
+            missing_sample=_sample(joined, missing) if row["missing"] else (),
+            unexpected_sample=_sample(joined, unexpected) if row["unexpected"] else (),
+            duplicates_sample=_sample(joined, duplicated) if row["duplicates"] else (),
             missing_dead_lettered=explained,
             scanned_records=scanned,
         )
