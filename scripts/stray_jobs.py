@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from daemon.adapters.local_launcher import process_start_ticks
+from daemon.adapters.local_standby import process_start_ticks
 
 GRACE_S = 10.0  # how long a process group gets after SIGTERM before SIGKILL
 
@@ -51,10 +51,10 @@ def stop_jobs(runs_dir: Path) -> list[int]:
     for pid in pids:
         _signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + GRACE_S
-    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+    while time.monotonic() < deadline and any(process_running(pid) for pid in pids):
         time.sleep(0.2)
     for pid in pids:
-        if _alive(pid):
+        if process_running(pid):
             _signal_group(pid, signal.SIGKILL)
     return pids
 
@@ -64,7 +64,8 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         os.killpg(pid, sig)  # the job leads its own session: Spark's JVM and Python workers go too
 
 
-def _alive(pid: int) -> bool:
+def process_running(pid: int) -> bool:
+    """The process exists and is not a zombie."""
     with contextlib.suppress(OSError):
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         return state != "Z"

@@ -43,7 +43,7 @@ from pathlib import Path
 import structlog
 
 import spark_job
-from daemon.adapters.local_standby import Standby, StandbyDrivers
+from daemon.adapters.local_standby import Standby, StandbyDrivers, process_start_ticks
 from daemon.core.errors import Unavailable
 from daemon.core.retry import Clock, Sleep, poll
 from daemon.usecases.ports import (
@@ -166,16 +166,6 @@ def default_spark_submit() -> str:
     """The `spark-submit` installed with pyspark beside this interpreter, else the one on PATH."""
     beside = Path(sys.executable).parent / "spark-submit"
     return str(beside) if beside.exists() else "spark-submit"
-
-
-def process_start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks: with the pid, it names one process, never a recycled pid."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return int(fields[19])
 
 
 # A local job's JVM mostly reads Parquet and hands Arrow batches to Python, and on a small machine its

@@ -46,7 +46,8 @@ KILL_GRACE_S = 5.0
 FAILED_ROUND_PAUSE_S = 10.0  # e.g. the store is unreachable: try again, without a log line per round
 
 
-def start_ticks(pid: int) -> int | None:
+def process_start_ticks(pid: int) -> int | None:
+    """The process's start time in clock ticks: with the pid, it names one process, never a recycled pid."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -164,7 +165,7 @@ class StandbyDrivers:
                 pid, ticks = (directory / PID).read_text().split()[:2]
             except (OSError, ValueError):
                 continue
-            if ticks == "None" or start_ticks(int(pid)) != int(ticks):
+            if ticks == "None" or process_start_ticks(int(pid)) != int(ticks):
                 shutil.rmtree(directory, ignore_errors=True)
 
     def _died(self, standby: Standby, now: float) -> None:
@@ -179,7 +180,7 @@ class StandbyDrivers:
     def _spawn(self, now: float) -> Standby:
         directory = self.directory / f"s-{uuid.uuid4().hex[:12]}"
         directory.mkdir(mode=0o700, parents=True)
-        owner = f"{os.getpid()}:{start_ticks(os.getpid())}"
+        owner = f"{os.getpid()}:{process_start_ticks(os.getpid())}"
         argv = self.command(directory, owner, self.max_idle_s + SELF_EXPIRY_GRACE_S)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
         with (
@@ -194,7 +195,7 @@ class StandbyDrivers:
                 start_new_session=True,
                 env=dict(self.environment()),
             )
-        ticks = start_ticks(process.pid)
+        ticks = process_start_ticks(process.pid)
         (directory / PID).write_text(f"{process.pid} {ticks}\n")
         log.info("standby driver started", pid=process.pid, workers=self.workers)
         return Standby(directory, process, ticks, born=now)
@@ -245,7 +246,7 @@ class StandbyDrivers:
             except (OSError, ValueError):
                 shutil.rmtree(directory, ignore_errors=True)
                 continue
-            alive = ticks != "None" and start_ticks(int(pid)) == int(ticks)
+            alive = ticks != "None" and process_start_ticks(int(pid)) == int(ticks)
             if alive and (directory / CLAIM).exists():
                 continue
             if alive:

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from daemon.adapters.local_launcher import LocalSparkLauncher
-from daemon.adapters.local_standby import Standby, StandbyDrivers, start_ticks
+from daemon.adapters.local_standby import Standby, StandbyDrivers, process_start_ticks
 from daemon.usecases.ports import JobState
 from spark_job import standby
+from tests.fixtures.leftovers import process_running
 
 FOLLOWED = "followed"
 STANDIN = """
@@ -59,7 +60,7 @@ def _claim(directory: Path, spec: str = "/specs/r-1.json") -> None:
 
 def _gone_owner() -> standby.Owner:
     process = subprocess.Popen(["sleep", "0"])
-    ticks = start_ticks(process.pid)
+    ticks = process_start_ticks(process.pid)
     process.wait()
     assert ticks is not None
     return standby.Owner(process.pid, ticks)
@@ -132,14 +133,6 @@ def _pid(directory: Path) -> int:
     return int((directory / "pid").read_text().split()[0])
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @pytest.fixture
 def make_launcher(tmp_path: Path) -> Iterator[Callable[..., LocalSparkLauncher]]:
     made: list[LocalSparkLauncher] = []
@@ -200,7 +193,7 @@ def test_a_run_of_other_workers_starts_cold_and_the_standby_gives_back_the_capac
     handle = launcher.submit("r-cold", "{}", workers=1)
 
     assert "standby" not in handle and handle["pid"] != spare
-    _wait(lambda: not _alive(spare))  # one job per capacity: the spare is stopped, not kept beside it
+    _wait(lambda: not process_running(spare))  # one job per capacity: the spare stops, not kept beside it
     launcher.cancel(handle, grace_s=5)
 
 
@@ -240,7 +233,7 @@ def test_a_standby_waiting_too_long_is_recycled(
 
     _wait(lambda: [d for d in _standbys(tmp_path) if _pid(d) != first])
 
-    _wait(lambda: not _alive(first))
+    _wait(lambda: not process_running(first))
 
 
 def test_a_run_cancelled_while_its_standby_is_starting_leaves_no_process(
@@ -257,7 +250,7 @@ def test_a_run_cancelled_while_its_standby_is_starting_leaves_no_process(
     launcher.cancel(handle, grace_s=5)
 
     assert handle["standby"] is True and handle["warm"] is False  # taken while starting: not warm
-    assert not _alive(int(handle["pid"]))
+    assert not process_running(int(handle["pid"]))
     time.sleep(4.0)  # past the moment it would have got ready: nothing followed the run's spec
     assert not (tmp_path / "runs" / "r-early" / FOLLOWED).exists()
 
@@ -272,7 +265,7 @@ def test_closing_stops_the_idle_standby_but_not_a_run_on_one(
 
     launcher.close()
 
-    assert idle and not any(_alive(pid) for pid in idle)
+    assert idle and not any(process_running(pid) for pid in idle)
     assert launcher.state(handle) is JobState.RUNNING
     launcher.cancel(handle, grace_s=5)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from daemon.adapters.local_launcher import process_start_ticks
+from daemon.adapters.local_standby import process_start_ticks
 from daemon.contract.models import ReplayBody
 from store import Store
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon

@@ -19,19 +19,12 @@ import pytest
 
 from tests.fixtures.interrupted_session import PIDS_ENV
 from tests.fixtures.kafka import BOOTSTRAP_ENV
+from tests.fixtures.leftovers import process_running
 
 pytestmark = [pytest.mark.kafka]
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = ROOT / "tests" / "fixtures" / "interrupted_session.py"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @pytest.mark.parametrize(
@@ -64,7 +57,7 @@ def test_an_interrupted_pytest_stops_everything_it_started(
             child.communicate(timeout=30)[0][-3000:] if child.poll() is not None else ""
         )
         pids: dict[str, list[int]] = json.loads(pids_file.read_text())
-        assert all(_alive(pid) for group in pids.values() for pid in group), pids
+        assert all(process_running(pid) for group in pids.values() for pid in group), pids
 
         child.send_signal(interrupt)
         output, _ = child.communicate(timeout=120)
@@ -74,8 +67,8 @@ def test_an_interrupted_pytest_stops_everything_it_started(
             child.wait()
 
     settle = time.monotonic() + 5  # a process signalled last may take a moment to be reaped
-    while time.monotonic() < settle and any(_alive(p) for group in pids.values() for p in group):
+    while time.monotonic() < settle and any(process_running(p) for group in pids.values() for p in group):
         time.sleep(0.2)
-    survivors = {name: [p for p in group if _alive(p)] for name, group in pids.items()}
+    survivors = {name: [p for p in group if process_running(p)] for name, group in pids.items()}
     assert not any(survivors.values()), f"{survivors} outlived the interrupted run:\n{output[-2000:]}"
     assert set(pids) == ({"replayd", "job", "broker"} if own_broker else {"replayd", "job"})

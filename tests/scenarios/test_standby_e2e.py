@@ -15,6 +15,7 @@ from daemon.contract.models import ReplayBody
 from daemon.usecases.eta import WARM_STARTUP_S
 from tests.fixtures.daemon import OWNER, running_daemon
 from tests.fixtures.kafka import topic_record_count
+from tests.fixtures.leftovers import process_running
 from tests.fixtures.runs import TERMINAL, daemon_store, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -40,13 +41,6 @@ def _wait_ready(state_dir: Path, other_than: int | None = None) -> int:
             return ready[0]
         time.sleep(0.2)
     raise AssertionError("no standby driver got ready")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_a_replay_takes_the_warm_standby_and_publishes_exactly_its_window(
@@ -85,11 +79,11 @@ def test_a_killed_daemon_leaves_no_idle_standby_behind(
         idle = _wait_ready(daemon.state_dir)
         daemon.kill()  # SIGKILL: no teardown of its own runs
         deadline = time.monotonic() + 30
-        while _alive(idle) and time.monotonic() < deadline:
+        while process_running(idle) and time.monotonic() < deadline:
             time.sleep(0.1)
-        still_alive = _alive(idle)
+        still_alive = process_running(idle)
     finally:
-        if _alive(idle):
+        if process_running(idle):
             os.killpg(idle, signal.SIGKILL)
         daemon.stop()
 
