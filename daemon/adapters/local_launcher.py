@@ -363,14 +363,17 @@ class LocalSparkLauncher(Launcher):
             standby.stop()
             return None
         _write_private(spec_path, spec_json)
-        for path in logs:
-            os.link(standby.directory / path.name, path)
-        pending = directory / "pid.tmp"
-        _write_private(pending, f"{standby.pid} {standby.ticks}\n")
-        pending.rename(directory / "pid")
-        ready = standby.ready()
-        if self._standbys is not None and self._standbys.claim(standby, spec_path):
-            return standby, ready
+        try:
+            for path in logs:
+                os.link(standby.directory / path.name, path)
+            pending = directory / "pid.tmp"
+            _write_private(pending, f"{standby.pid} {standby.ticks}\n")
+            pending.rename(directory / "pid")
+            ready = standby.ready()
+            if self._standbys is not None and self._standbys.claim(standby, spec_path):
+                return standby, ready
+        except FileNotFoundError:  # its directory was renamed away: it gave up a moment ago
+            pass
         for path in (directory / "pid", *logs):  # it expired a moment ago: as if never offered
             path.unlink(missing_ok=True)
         standby.stop()

@@ -38,6 +38,7 @@ log = structlog.get_logger(__name__)
 CLAIM = "claim"  # spark_job.standby's names: the two sides speak through these files
 READY = "ready"
 PID = "pid"
+EXPIRED_SUFFIX = ".expired"
 KEEP_EVERY_S = 0.5
 SELF_EXPIRY_GRACE_S = 60.0  # a standby gives up this long after the keeper would have recycled it
 FIRST_PAUSE_S = 5.0  # after a standby died before it was ready; doubles up to MAX_PAUSE_S
@@ -80,7 +81,12 @@ class Standby:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=wait_s)
                 break
-        shutil.rmtree(self.directory, ignore_errors=True)
+        self.remove()
+
+    def remove(self) -> None:
+        """Its directory, under either name (`.expired` once it gave up)."""
+        for path in (self.directory, self.directory.with_name(self.directory.name + EXPIRED_SUFFIX)):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 @dataclass
@@ -171,8 +177,7 @@ class StandbyDrivers:
     def _died(self, standby: Standby, now: float) -> None:
         """Forget a standby whose process is gone; pause before the next if it never got ready."""
         was_ready = standby.ready()
-        for path in (standby.directory, standby.directory.with_name(standby.directory.name + ".expired")):
-            shutil.rmtree(path, ignore_errors=True)
+        standby.remove()
         self._pause_s = 0.0 if was_ready else min(MAX_PAUSE_S, max(FIRST_PAUSE_S, 2 * self._pause_s))
         self._not_before = now + self._pause_s
         log.warning("standby driver died", pid=standby.pid, ready=was_ready, pause_s=self._pause_s)
