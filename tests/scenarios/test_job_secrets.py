@@ -61,10 +61,10 @@ def _jvm_and_driver(run_dir: Path) -> tuple[JobProcess, JobProcess]:
         if pid_file.exists():
             processes = _session(int(pid_file.read_text().split()[0]))
             jvms = [p for p in processes if Path(p.command[0]).name == "java"]
-            drivers = [
+            drivers = [  # the job's entry point: cold, `main.py <spec>`; a standby, `main.py --standby …`
                 p
                 for p in processes
-                if "python" in Path(p.command[0]).name and p.command[-1].endswith("spec.json")
+                if "python" in Path(p.command[0]).name and any(arg.endswith("main.py") for arg in p.command)
             ]
             if jvms and drivers:
                 return jvms[0], drivers[0]

@@ -108,19 +108,23 @@ def _events_on_topic(world: World, run: RunOut) -> tuple[int, int]:
     return len(mine), len(ids)
 
 
+STARTED_EVENTS = ('"job started"', '"job started on a standby driver"')  # the launcher's log events
+
+
 def _launches(daemons: list[DaemonProcess]) -> Counter[str]:
-    """How many jobs each run got: the daemons' `job started` log events, or the jobs' own count
-    when higher (each Spark driver names its run in its log once, and a daemon killed as it
-    launched one logged nothing)."""
+    """How many jobs each run got: the daemons' `job started` log events (on a standby driver too),
+    or the jobs' own count when higher (each Spark driver announces its application in the run's log
+    once, and a daemon killed as it launched one logged nothing)."""
     logged: Counter[str] = Counter()
     submitted: Counter[str] = Counter()
     for daemon in daemons:
         for line in daemon.log_text().splitlines():
-            if line.startswith("{") and '"job started"' in line:
+            if line.startswith("{") and any(event in line for event in STARTED_EVENTS):
                 logged[json.loads(line).get("run_id", "?")] += 1
         for log in (daemon.state_dir / "runs").glob("r-*/stderr.log"):
+            # a cold job names its run, a standby driver (ADR 0049) itself: its log is the run's log
             text = log.read_text(errors="replace")
-            submitted[log.parent.name] += text.count(f"Submitted application: replay-{log.parent.name}")
+            submitted[log.parent.name] += text.count("Submitted application: replay-")
     return Counter({run: max(logged[run], submitted[run]) for run in logged | submitted})
 
 
