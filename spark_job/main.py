@@ -31,6 +31,7 @@ if __package__ in (None, ""):  # run as a script: import the package, not this d
 from typing import TYPE_CHECKING
 
 from spark_job.errors import JobError, SpecError
+from spark_job.formats import FORMAT_CONF
 from spark_job.result import (
     JobFailed,
     Phase,
@@ -60,36 +61,20 @@ REQUIRED_CONF = {
 DEFAULT_CONF = {"spark.task.maxFailures": "3"}  # a retry re-publishes a partition: allow few
 
 
-# What reading a table format needs in the session (static settings: set before it starts). Delta's
-# reader refuses to run without its extension and catalog; Iceberg reads a path without either.
-FORMAT_CONF = {
-    "delta": {
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-    },
-}
-
-
-ANY_FORMAT = "any"  # a standby's session: every format whose runtime was given with --jars
-FORMAT_JARS = {"delta": "delta-spark"}  # the jar a format's session settings need loaded
+# A standby's session: its format settings came with its spark-submit (spark_job.formats)
+ANY_FORMAT = "any"
 
 
 def configure(builder: SparkSession.Builder, table_format: str = "parquet") -> SparkSession.Builder:
     """Apply the job's Spark settings to a session builder (tests use the same settings), with what
-    reading ``table_format`` needs (``ANY_FORMAT``: what each format given a runtime needs)."""
+    reading ``table_format`` needs (``ANY_FORMAT``: none here; its launcher passed them)."""
     from pyspark import SparkConf
 
     submitted = SparkConf()
     for key, value in DEFAULT_CONF.items():
         if not submitted.contains(key):
             builder = builder.config(key, value)
-    if table_format == ANY_FORMAT:
-        jars = submitted.get("spark.jars", "") or ""
-        formats = [name for name, jar in FORMAT_JARS.items() if jar in jars]
-    else:
-        formats = [table_format]
-    settings = {key: value for name in formats for key, value in FORMAT_CONF.get(name, {}).items()}
-    for key, value in {**REQUIRED_CONF, **settings}.items():
+    for key, value in {**REQUIRED_CONF, **FORMAT_CONF.get(table_format, {})}.items():
         builder = builder.config(key, value)
     return builder
 

@@ -55,6 +55,7 @@ from daemon.usecases.ports import (
     Launcher,
     parse_outcome,
 )
+from spark_job.formats import session_conf_for_jars
 
 log = structlog.get_logger(__name__)
 
@@ -280,10 +281,23 @@ class LocalSparkLauncher(Launcher):
             self._standbys.close()
 
     def standby_command(self, directory: Path, owner: str, max_wait_s: float) -> list[str]:
-        """A standby's `spark-submit`: the run's command, with the standby's arguments for a spec."""
+        """A standby's `spark-submit`: the run's command with the session settings of every table
+        format whose runtime its jars hold (its session starts before any run names a format), and
+        the standby's arguments for a spec."""
         assert self._standbys is not None
         command = self.submit_command(directory.name, directory, workers=self._standbys.workers)
-        return [*command[:-1], "--standby", str(directory), owner, f"{max_wait_s:.0f}"]
+        formats = session_conf_for_jars(jar.name for jar in self._jars)
+        settings = [arg for key, value in formats.items() for arg in ("--conf", f"{key}={value}")]
+        entry = command.index(str(JOB_ENTRY))
+        return [
+            *command[:entry],
+            *settings,
+            str(JOB_ENTRY),
+            "--standby",
+            str(directory),
+            owner,
+            f"{max_wait_s:.0f}",
+        ]
 
     def _monitor(self, handle: Handle, process: subprocess.Popen[bytes] | None = None) -> None:
         """Follow the job in a daemon thread (our own child by `poll`, a re-attached one by its pid)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.adapters.local_launcher import LocalSparkLauncher
+from daemon.adapters.local_launcher import JOB_ENTRY, LocalSparkLauncher
 from daemon.adapters.local_standby import Standby, StandbyDrivers, process_start_ticks
 from daemon.usecases.ports import JobState
 from spark_job import standby
@@ -281,3 +281,25 @@ def test_no_standby_starts_while_every_slot_is_held_across_daemons(
 
     held[0] = False
     _wait(lambda: _standbys(tmp_path))
+
+
+def test_a_standbys_session_gets_the_settings_of_every_format_whose_runtime_it_is_given(
+    tmp_path: Path,
+) -> None:
+    """Its session starts before a run names a format: Delta's static settings come with its
+    spark-submit when the Delta runtime is among the jars (and only then)."""
+    runtimes = (
+        tmp_path / "iceberg-spark-runtime-4.0_2.13-1.10.1.jar",
+        tmp_path / "delta-spark_2.13-4.0.0.jar",
+    )
+    lake = LocalSparkLauncher(runs_dir=tmp_path / "runs", standby_workers=2, jars=runtimes)
+    bare = LocalSparkLauncher(runs_dir=tmp_path / "runs", standby_workers=2)
+
+    with_delta = lake.standby_command(tmp_path / "s-1", "1:2", 660)
+    without = bare.standby_command(tmp_path / "s-1", "1:2", 660)
+
+    assert "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension" in with_delta
+    assert "spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog" in with_delta
+    assert not any("spark.sql.extensions" in arg for arg in without)
+    for command in (with_delta, without):
+        assert command[-5:] == [str(JOB_ENTRY), "--standby", str(tmp_path / "s-1"), "1:2", "660"]
