@@ -153,8 +153,18 @@ def count(selected: DataFrame, spec: JobSpec, slots: int) -> transforms.Census:
     return counted
 
 
+def _sized_shuffles(spark: SparkSession) -> int:
+    """The session's task slots; its SQL shuffles (counts, the reconcile's joins) sized to them."""
+    context = spark.sparkContext
+    assert context.master is not None, "a running SparkContext has a master"
+    slots = task_slots(context.master, dict(context.getConf().getAll()))
+    spark.conf.set("spark.sql.shuffle.partitions", str(slots * SHUFFLE_PARTITIONS_PER_SLOT))
+    return slots
+
+
 def run_reconcile(spark: SparkSession, spec: JobSpec) -> ReconcileResult:
     """``mode: "reconcile"``: select the window as a replay would, publish nothing, reconcile."""
+    _sized_shuffles(spark)
     assert spec.reconcile is not None, "the spec refuses mode 'reconcile' without its target"
     target = spec.reconcile
     spec = erasures.pinned(spark, spec)
@@ -193,9 +203,7 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
     phase = phase or Phase()
     started_at = utc_now()
     context = spark.sparkContext
-    assert context.master is not None, "a running SparkContext has a master"
-    slots = task_slots(context.master, dict(context.getConf().getAll()))
-    spark.conf.set("spark.sql.shuffle.partitions", str(slots * SHUFFLE_PARTITIONS_PER_SLOT))
+    slots = _sized_shuffles(spark)
     spec = erasures.pinned(spark, spec)  # read before anything is sent: a run never goes without it
     # a redrive's rows are its subject's dead letters, read once on the driver
     letters = redrive.dead_letters(spark, spec) if spec.redrive is not None else None
