@@ -19,7 +19,9 @@ import structlog
 from daemon.adapters.aws_errors import aws_errors
 from daemon.adapters.emr_states import (
     SUBMITTABLE,
+    TERMINAL_JOB_RUN_STATES,
     EmrApplicationState,
+    EmrJobRunState,
     Teardown,
     application_state,
     teardown_step,
@@ -31,6 +33,7 @@ from daemon.core.retry import poll
 log = structlog.get_logger(__name__)
 
 LIVE_APPLICATION_STATES = [s.value for s in EmrApplicationState if s is not EmrApplicationState.TERMINATED]
+ACTIVE_JOB_RUN_STATES = [s.value for s in EmrJobRunState if s not in TERMINAL_JOB_RUN_STATES]
 MANAGED_TAG = "replay:managed"
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._/#-]")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -107,9 +110,9 @@ class EmrApplications:
         """
         executors = workers or self._settings.executors_default
         name = safe_name(name)
-        app_id = self._find(name)
+        app_id = self.find(name)
         if app_id is None:
-            return self._create(name, executors, token_key)
+            return self.create(name, executors, token_key=token_key)
         app = self.describe(app_id)
         state = application_state(app.get("state"))
         if state not in SUBMITTABLE:
@@ -130,14 +133,16 @@ class EmrApplications:
         log.info("emr application resized", application_id=app_id, executors=executors)
         return app_id
 
-    def check_capacity(self, app_id: str, workers: int) -> None:
-        """A run on an existing (pipeline) application may not ask for more executors than it has."""
+    def check_capacity(self, app_id: str, workers: int) -> bool:
+        """A run on an existing (pipeline) application may not ask for more executors than it has;
+        True when the application is started (its capacity up: the run starts warm)."""
         app = self.describe(app_id)
         executors = int(app.get("initialCapacity", {}).get("EXECUTOR", {}).get("workerCount", 0))
         if workers > executors:
             raise ConfigError(
                 f"EMR Serverless application {app_id} has {executors} executors; the run asks for {workers}"
             )
+        return application_state(app.get("state")) is EmrApplicationState.STARTED
 
     def delete(self, app_id: str, *, timeout_s: float = 0.0) -> bool:
         """Stop, then delete; True once the application is gone or its deletion was accepted.
@@ -174,7 +179,28 @@ class EmrApplications:
             return True
         return step in (Teardown.DELETE, Teardown.GONE)
 
-    def _create(self, name: str, executors: int, token_key: str | None) -> str:
+    def start(self, app_id: str) -> None:
+        """Ask EMR to start the application, provisioning its initial capacity (it may still fail)."""
+        with aws_errors("start EMR Serverless application"):
+            self._emr.start_application(applicationId=app_id)
+        log.info("emr application starting", application_id=app_id)
+
+    def active_job_runs(self, app_id: str) -> list[dict[str, Any]]:
+        """The application's job runs that have not ended, oldest first."""
+        try:
+            with aws_errors("list EMR Serverless job runs"):
+                pages = self._emr.get_paginator("list_job_runs").paginate(
+                    applicationId=app_id, states=ACTIVE_JOB_RUN_STATES
+                )
+                runs = [run for page in pages for run in page.get("jobRuns", [])]
+        except NotFound:  # moto answers this for an application with no job runs yet
+            return []
+        return sorted(runs, key=lambda run: (str(run.get("createdAt", "")), str(run.get("id", ""))))
+
+    def create(
+        self, name: str, executors: int, *, token_key: str | None = None, tags: dict[str, str] | None = None
+    ) -> str:
+        """A new application called `name` (see `ensure`, which finds one first)."""
         settings = self._settings
         initial, maximum = application_capacity(settings, executors)
         request: dict[str, Any] = {
@@ -187,7 +213,7 @@ class EmrApplications:
             "maximumCapacity": maximum,
             "autoStartConfiguration": {"enabled": True},
             "autoStopConfiguration": {"enabled": True, "idleTimeoutMinutes": settings.idle_stop_minutes},
-            "tags": {MANAGED_TAG: "true"},
+            "tags": {MANAGED_TAG: "true", **(tags or {})},
         }
         if settings.subnet_ids:
             request["networkConfiguration"] = {
@@ -199,9 +225,29 @@ class EmrApplications:
         log.info("emr application created", application_id=app_id, name=name, executors=executors)
         return app_id
 
-    def _find(self, name: str) -> str | None:
+    def find(self, name: str) -> str | None:
+        """The live application called `name` (the oldest, should a race have made two), or None."""
+        return self.named(name).get(name)
+
+    def named(self, prefix: str) -> dict[str, str]:
+        """Live applications whose names start with `prefix`: name -> id, the oldest of each name."""
         with aws_errors("list EMR Serverless applications"):
             pages = self._emr.get_paginator("list_applications").paginate(states=LIVE_APPLICATION_STATES)
-            named = [app for page in pages for app in page.get("applications", []) if app.get("name") == name]
-        named.sort(key=lambda app: (str(app.get("createdAt", "")), app["id"]))  # a lost race: use the first
-        return str(named[0]["id"]) if named else None
+            apps = [app for page in pages for app in page.get("applications", [])]
+        apps.sort(key=lambda app: (str(app.get("createdAt", "")), app["id"]))  # a lost race: use the first
+        found: dict[str, str] = {}
+        for app in apps:
+            name = str(app.get("name", ""))
+            if name.startswith(prefix):
+                found.setdefault(name, str(app["id"]))
+        return found
+
+    def job_runs(self, app_id: str) -> list[dict[str, Any]]:
+        """Every job run of the application that EMR still lists, oldest first."""
+        try:
+            with aws_errors("list EMR Serverless job runs"):
+                pages = self._emr.get_paginator("list_job_runs").paginate(applicationId=app_id)
+                runs = [run for page in pages for run in page.get("jobRuns", [])]
+        except NotFound:  # moto answers this for an application with no job runs yet
+            return []
+        return sorted(runs, key=lambda run: (str(run.get("createdAt", "")), str(run.get("id", ""))))

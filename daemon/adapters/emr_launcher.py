@@ -3,6 +3,8 @@
 A one-off replay gets its own application (`replay-<run id>`), deleted when the run is released; a
 pipeline has one for its whole life (`replay-pipeline-<pipeline id>`, from `pipeline_application` on
 its first run), shared by all its runs and deleted only when the pipeline is de-provisioned.
+With `emr.warm_applications`, a one-time run of the default size starts on a warm application
+instead, started ahead and kept for the next run (`daemon.adapters.emr_warm_pool`, ADR 0050).
 At most `emr.max_concurrent_runs` job runs at once (so at most that many one-time applications): the
 watcher keeps the rest queued in order, as for the local launcher.
 
@@ -25,6 +27,7 @@ that maps AWS error codes to the domain errors of `daemon.core.errors`.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -35,6 +38,7 @@ from daemon.adapters.aws_errors import aws_errors
 from daemon.adapters.emr_applications import MANAGED_TAG, EmrApplications, client_token, safe_name
 from daemon.adapters.emr_run_files import EmrRunFiles
 from daemon.adapters.emr_states import EmrJobRunState, exit_outcome, is_terminal, job_run_state, job_state
+from daemon.adapters.emr_warm_pool import EmrWarmPool
 from daemon.config.emr_settings import EmrSettings, spark_heap
 from daemon.core.errors import BadRequest, ConfigError, NotFound, ReplayError
 from daemon.core.retry import poll
@@ -116,6 +120,18 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
             monotonic=monotonic,
         )
         self._files = EmrRunFiles(s3_client=s3_client, settings=settings)
+        self._pool = (
+            EmrWarmPool(
+                applications=self._applications,
+                count=settings.warm_applications,
+                executors=settings.executors_default,
+                monotonic=monotonic,
+            )
+            if settings.warm_applications
+            else None
+        )
+        self._keeper: threading.Thread | None = None
+        self._closing = threading.Event()
         self._entry_point = artifacts["entry_point"]
         self._py_files = artifacts["py_files"]
         self._venv = venv
@@ -124,6 +140,34 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
         self._monotonic = monotonic
 
     # -- the Launcher interface -------------------------------------------------------------
+
+    def warm(self, workers: int) -> bool | None:
+        """With warm applications: whether one was started and idle at the keeper's last pass and
+        the run is of their size. Without: None (a one-time run's own application starts cold)."""
+        if self._pool is None:
+            return None
+        return workers == self._pool.executors and self._pool.ready()
+
+    def keep_warm(self, busy: Callable[[], bool]) -> None:
+        """Look after the warm applications every poll interval, in a thread, until `close`."""
+        if self._pool is None or self._keeper is not None:
+            return
+        pool = self._pool
+
+        def keep() -> None:
+            while not self._closing.is_set():
+                pool.tick(busy())
+                self._closing.wait(self._poll_interval_s)
+
+        self._keeper = threading.Thread(target=keep, name="emr-warm-applications", daemon=True)
+        self._keeper.start()
+
+    def close(self) -> None:
+        """Stop looking after the warm applications; they stay, started, for the next daemon (EMR's
+        idle timeout stops them if none comes)."""
+        self._closing.set()
+        if self._keeper is not None:
+            self._keeper.join(timeout=30)
 
     def submit(
         self, run_id: str, spec_json: str, *, workers: int, application_id: str | None = None
@@ -143,30 +187,73 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
     def _start(
         self, run_id: str, workers: int, application_id: str | None, spec_uri: str, result_uri: str
     ) -> Handle:
-        """Find or create the run's application, then find or start its job run on it."""
-        if application_id is None:
-            app_id = self.ensure_application(f"replay-{run_id}", workers, token_key=run_id)
-        else:
-            app_id = application_id
-            self._applications.check_capacity(app_id, workers)
+        """Find or start the run's job run: on the pipeline's application, on a warm one of the pool,
+        or on the run's own application (found or created)."""
         handle: Handle = {
             "kind": self.kind,
             "run_id": run_id,
-            "application_id": app_id,
-            "owns_application": application_id is None,
             "workers": workers,
             "spec_uri": spec_uri,
             "result_uri": result_uri,
             "log_uri": self._files.log_uri(run_id),
         }
         job_name = safe_name(f"replay-{run_id}")
+        if application_id is not None:
+            warm = self._applications.check_capacity(application_id, workers)
+            return self._on(application_id, {**handle, "owns_application": False, "warm": warm}, job_name)
+        if self._pool is not None:
+            pooled = self._start_on_pool(handle, job_name)
+            if pooled is not None:
+                return pooled
+        app_id = self.ensure_application(f"replay-{run_id}", workers, token_key=run_id)
+        return self._on(app_id, {**handle, "owns_application": True, "warm": False}, job_name)
+
+    def _on(self, app_id: str, handle: Handle, job_name: str) -> Handle:
+        """The run's job run on `app_id`: found by name (a retried submit), else started."""
+        handle = {**handle, "application_id": app_id}
         job_run_id = self._find_job_run(app_id, job_name)
         if job_run_id is None:
             job_run_id = self._start_job_run(handle, job_name)
-            log.info("emr job run started", run_id=run_id, application_id=app_id, job_run_id=job_run_id)
+            log.info(
+                "emr job run started", run_id=handle["run_id"], application_id=app_id, job_run_id=job_run_id
+            )
         else:
-            log.info("emr job run re-attached", run_id=run_id, application_id=app_id, job_run_id=job_run_id)
+            log.info(
+                "emr job run re-attached",
+                run_id=handle["run_id"],
+                application_id=app_id,
+                job_run_id=job_run_id,
+            )
         return {**handle, "job_run_id": job_run_id}
+
+    def _start_on_pool(self, handle: Handle, job_name: str) -> Handle | None:
+        """The run on a warm application (re-attached, or started on an idle one); None: start it cold."""
+        assert self._pool is not None
+        pooled = {**handle, "owns_application": False, "warm_application": True}
+        found = self._pool.find_run(job_name)
+        if found is not None:
+            app_id, job_run_id = found
+            log.info("emr job run re-attached", run_id=handle["run_id"], application_id=app_id)
+            return {**pooled, "application_id": app_id, "job_run_id": job_run_id, "warm": True}
+        if handle["workers"] != self._pool.executors:
+            return None
+        with self._pool.lock:
+            taken = self._pool.take()
+            if taken is None:
+                return None
+            app_id, warm = taken
+            pooled = {**pooled, "application_id": app_id, "warm": warm}
+            job_run_id = self._start_job_run(pooled, job_name)
+        if self._pool.contested(app_id, job_run_id):
+            log.info(
+                "emr warm application taken by another run at once; starting cold", application_id=app_id
+            )
+            self.cancel({"application_id": app_id, "job_run_id": job_run_id})
+            return None
+        log.info(
+            "emr job run started warm", run_id=handle["run_id"], application_id=app_id, job_run_id=job_run_id
+        )
+        return {**pooled, "job_run_id": job_run_id}
 
     def state(self, handle: Handle) -> JobState:
         run = self._job_run(handle)
@@ -274,7 +361,10 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
         with aws_errors("start EMR Serverless job run"):
             response = self._emr.start_job_run(
                 applicationId=handle["application_id"],
-                clientToken=client_token("job-run", handle["run_id"]),
+                # another token on a warm application: a run given up there starts again on its own
+                clientToken=client_token(
+                    "warm-job-run" if handle.get("warm_application") else "job-run", handle["run_id"]
+                ),
                 name=job_name,
                 executionRoleArn=settings.execution_role_arn,
                 jobDriver={
@@ -291,13 +381,7 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
         return str(response["jobRunId"])
 
     def _find_job_run(self, app_id: str, name: str) -> str | None:
-        try:
-            with aws_errors("list EMR Serverless job runs"):
-                pages = self._emr.get_paginator("list_job_runs").paginate(applicationId=app_id)
-                named = [run for page in pages for run in page.get("jobRuns", []) if run.get("name") == name]
-        except NotFound:  # moto answers this for an application with no job runs yet
-            return None
-        named.sort(key=lambda run: (str(run.get("createdAt", "")), run["id"]))
+        named = [run for run in self._applications.job_runs(app_id) if run.get("name") == name]
         return str(named[0]["id"]) if named else None
 
     def _job_run(self, handle: Handle) -> dict[str, Any] | None:

@@ -54,6 +54,10 @@ JOB_RUN_STATES: Mapping[EmrJobRunState, JobState] = MappingProxyType(
     }
 )
 
+TERMINAL_JOB_RUN_STATES = frozenset(
+    state for state, ours in JOB_RUN_STATES.items() if ours is JobState.EXITED
+)
+
 # Why a run ended when the job printed no result line of its own.
 _NO_LINE_REASONS: Mapping[EmrJobRunState, str] = MappingProxyType(
     {

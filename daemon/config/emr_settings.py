@@ -102,6 +102,14 @@ class EmrSettings(BaseModel):
         "keep it x (driver + executors) x cores under the account's EMR Serverless vCPU quota",
     )
 
+    warm_applications: int = Field(
+        default=0,
+        ge=0,
+        description="applications kept started, their capacity pre-initialized, for one-time runs of "
+        "executors_default executors to start on at once (each costs one job's capacity while started; "
+        "at most max_concurrent_runs)",
+    )
+
     @field_validator("release_label")
     @classmethod
     def _release_label(cls, value: str) -> str:
@@ -126,6 +134,15 @@ class EmrSettings(BaseModel):
     def _worker_sizes(self) -> EmrSettings:
         _check_worker("driver", self.driver_cores, self.driver_memory_gb)
         _check_worker("executor", self.executor_cores, self.executor_memory_gb)
+        return self
+
+    @model_validator(mode="after")
+    def _warm_within_admission(self) -> EmrSettings:
+        if self.warm_applications > self.max_concurrent_runs:
+            raise ValueError(
+                f"warm_applications={self.warm_applications} is more than max_concurrent_runs="
+                f"{self.max_concurrent_runs}: a warm application is kept for a run that could start"
+            )
         return self
 
     def client_kwargs(self) -> dict[str, Any]:

@@ -14,13 +14,16 @@ delivery span. Until a launcher has such runs, its documented default stands in:
   the first event when a standby driver is ready (3.3 to 3.4 s measured, `bench/e2e.py --start warm`);
 - emr: each one-time run creates, starts and then tears down its own application; starting one
   (provisioning the pre-initialized driver and executors, pulling the image) takes about a minute,
-  and the Spark driver's own start another 20-40 s, so 90 s sits in the middle of the usual range.
+  and the Spark driver's own start another 20-40 s, so 90 s sits in the middle of the usual range;
+  on a warm application (`emr.warm_applications`, started, its capacity up) only the driver's start
+  is left: 30 s, the middle of that range (not measured here: the local endpoint has no image to pull).
 
 A launcher with an execution timeout (EMR Serverless: `emr.execution_timeout_minutes`) kills a job
 that runs longer, part-way through its window, so a plan whose ETA exceeds it is refused up front
 (`check_execution_limit`). The local launcher has none.
 
-When the launcher can tell whether the run would start warm (`Launcher.warm`: a ready standby driver),
+When the launcher can tell whether the run would start warm (`Launcher.warm`: a ready standby driver,
+a started warm application),
 the start-up is learned from the runs that started the same way, and the default is the warm one.
 
 The median, not the mean: one run that waited for a cold image or a busy cluster must not move every
@@ -48,7 +51,7 @@ from store.models import Run
 
 HISTORY_RUNS = 10
 DEFAULT_STARTUP_S = {"local": 20.0, "emr": 90.0}
-WARM_STARTUP_S = {"local": 4.0}  # with a ready standby driver (ADR 0049)
+WARM_STARTUP_S = {"local": 4.0, "emr": 30.0}  # a ready standby (ADR 0049), a started application (0050)
 DEFAULT_FINISH_S = {"local": 3.0, "emr": 10.0}
 
 

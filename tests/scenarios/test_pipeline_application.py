@@ -89,8 +89,11 @@ def test_a_pipelines_runs_share_its_application_until_de_provisioning_deletes_it
     assert applications[app_id]["name"] == pipeline_application_name(pipeline.id)
     assert applications[app_id]["state"] in LIVE, "the pipeline's application went with its run"
 
+    assert (first.launcher_handle or {})["warm"] is False, "a new application cannot be warm"
+
     second = _drive(world, watcher, _run(world, pipeline.id, pipeline.topic))
     assert (second.launcher_handle or {})["application_id"] == app_id
+    assert (second.launcher_handle or {})["warm"] is True, "its application was still started"
     assert applications[app_id]["state"] in LIVE
     assert world.store.pipelines.get(pipeline.id).emr_application_id == app_id
     assert [a for a in applications.values() if a["name"].startswith("replay-pipeline-")] == [
@@ -104,6 +107,7 @@ def test_a_pipelines_runs_share_its_application_until_de_provisioning_deletes_it
     assert applications[own]["state"] == "TERMINATED", "a one-off's application outlived its run"
     assert applications[app_id]["state"] in LIVE
 
+    assert applications[app_id]["state"] == "STARTED", "de-provisioning is to meet a warm application"
     world.restart(applications=launcher)
     world.clock.advance(days=31)
     world.janitor.run_once()  # idle: its owners are asked

@@ -128,6 +128,17 @@ def test_a_warm_start_is_estimated_from_warm_runs_and_its_own_default(database_u
     assert (cold.startup_s, cold.learned_from, cold.warm) == (16.0, 1, False)
 
 
+def test_a_run_on_a_started_emr_application_is_estimated_without_the_applications_start(
+    database_url: str,
+) -> None:
+    with Store(database_url) as store:
+        upgrade(store.engine)
+        warm = estimate(store, launcher_kind="emr", rows=2_000, tps=1_000, warm=True)
+        cold = estimate(store, launcher_kind="emr", rows=2_000, tps=1_000, warm=False)
+    assert (warm.startup_s, cold.startup_s) == (WARM_STARTUP_S["emr"], DEFAULT_STARTUP_S["emr"])
+    assert warm.startup_s < cold.startup_s
+
+
 def test_eta_learns_start_up_from_recent_runs_by_their_median(database_url: str) -> None:
     ticks = iter(T0 + timedelta(seconds=10 * i) for i in range(100))
     with Store(database_url, clock=lambda: next(ticks)) as store:
