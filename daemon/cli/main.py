@@ -113,7 +113,8 @@ def describe_pipeline(pipeline: PipelineOut) -> str:
 
 
 def describe_run(run: RunOut) -> str:
-    text = f"{run.id} {run.state}: {run.source} {run.window} -> {run.topic} at {run.tps}/s"
+    source = run.source if run.snapshot is None else f"{run.source}@{run.snapshot}"
+    text = f"{run.id} {run.state}: {source} {run.window} -> {run.topic} at {run.tps}/s"
     if run.speed is not None:
         text += f" (the original timeline at {run.speed:g}x)"
     elif shape := shape_label(run.tps, run.ramp_s, run.max_mb):

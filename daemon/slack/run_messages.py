@@ -284,6 +284,8 @@ def progress_reply(
 def _report(run: RunOut, zone: tzinfo | None) -> list[str]:
     """The lines every ended run's final word and status share: times, counts, verdict, dead letters."""
     lines = [line for line in (times_line(run, zone),) if line]
+    if run.snapshot is not None:  # the version the job and its reconcile read, and a repair reads again
+        lines.append(f"It read {_source(run.source, run.snapshot)}; later commits are not in it.")
     lines += [report_line(run), *verdict_lines(run.id, run.reconcile)]
     if aside := set_aside(run):
         lines.append(aside)

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from daemon.cli.main import describe_run
 from daemon.contract.models import ReconcileOut, RunOut
 from daemon.core.run_options import RunOptions, WindowKind
 from daemon.slack import blocks, run_messages
@@ -110,6 +111,18 @@ def test_a_run_of_a_table_with_snapshots_names_the_one_it_reads_in_its_card_and_
 
     assert source == "*Source*\norders at snapshot `8655821210307430332`"
     assert "orders at snapshot `3`" in planned
+
+
+def test_a_run_that_read_a_snapshot_says_which_in_its_final_word_status_and_cli_line() -> None:
+    pinned = changed(RUN, state="succeeded", snapshot="8655821210307430332")
+    line = "It read orders at snapshot `8655821210307430332`; later commits are not in it."
+
+    assert line in run_messages.final_reply(pinned).text.splitlines()
+    assert line in run_messages.final_reply(changed(pinned, state="failed")).text.splitlines()
+    assert line in repr(run_messages.run_status(pinned).blocks)
+    assert describe_run(pinned).startswith(f"{RUN.id} succeeded: orders@8655821210307430332 ")
+    assert "snapshot" not in run_messages.final_reply(changed(pinned, snapshot=None)).text
+    assert "@" not in describe_run(changed(pinned, snapshot=None)).split(" ")[2]
 
 
 def test_a_filtered_run_says_its_filter_on_its_card_its_plan_and_its_retry() -> None:
