@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from daemon.core.errors import CatalogError, UnknownSource
+from daemon.core.errors import BadRequest, CatalogError, UnknownSource
 from daemon.core.grammar import OnError, Timestamp
 from daemon.usecases.value_formats import (
     RawColumns,
@@ -185,6 +185,36 @@ class Source(BaseModel):
                 "beside its files, and a table named in a catalog has no path here"
             )
         return self
+
+    def named_columns(self) -> list[tuple[str, str]]:
+        """Every table column this entry names, with the catalog field that names it."""
+        named = [
+            ("partition_column", self.partition_column),
+            ("event_time_column", self.event_time_column),
+            ("key_column", self.key_column),
+            ("event_id_column", self.event_id_column),
+            ("watermark_column", self.watermark_column),
+            ("type_column", self.type_column),
+            *(("value_columns", column) for column in self.value_columns or ()),
+            *(("encrypted_columns", column) for column in self.encrypted_columns),
+        ]
+        if self.raw is not None:
+            named += [
+                ("raw.value_column", self.raw.value_column),
+                ("raw.headers_column", self.raw.headers_column),
+                ("raw.timestamp_column", self.raw.timestamp_column),
+            ]
+        return [(field, column) for field, column in named if column is not None]
+
+    def check_columns(self, table_columns: Collection[str], *, catalog_path: str) -> None:
+        """Refuse, naming the catalog file, the source and the field, a column its table lacks."""
+        missing = [(field, column) for field, column in self.named_columns() if column not in table_columns]
+        if missing:
+            named = "; ".join(f"{field} '{column}'" for field, column in missing)
+            raise BadRequest(
+                f"{catalog_path}: source '{self.name}' names columns its table does not have: {named} "
+                f"(the table has: {', '.join(sorted(table_columns))})"
+            )
 
     @model_validator(mode="after")
     def _enough_owners_to_approve(self) -> Source:

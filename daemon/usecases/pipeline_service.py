@@ -190,6 +190,8 @@ class PipelineService:
                 refused = self._table_stats.follow_refusal(source.table)
                 if refused is not None:
                     raise BadRequest(f"'{source.name}' cannot be followed by its commits: {refused}")
+                columns = self._table_stats.column_names(source.table)
+                source.check_columns(columns, catalog_path=self._catalog.path)
             else:
                 self._check_watermark(source, command)
             if command.where is not None:  # each run reads the table: the filter must fit it now
@@ -289,8 +291,7 @@ class PipelineService:
                 f"in the catalog (it is '{source.watermark_column}')"
             )
         check_table_runtime(source, self._settings)
-        if command.watermark not in self._table_stats.column_names(source.table):
-            raise BadRequest(f"the table of '{source.name}' has no column '{command.watermark}'")
+        source.check_columns(self._table_stats.column_names(source.table), catalog_path=self._catalog.path)
         if command.lookback_seconds:
             current = self._table_stats.max_value(source.table, command.watermark)
             if isinstance(current, int):  # a sequence number cannot be moved back by a duration

@@ -261,6 +261,8 @@ class ReplayService:
         table_metadata = self._table_stats.metadata_file(source.table)  # the one ask of a catalog
         table = source.table.read_at(table_metadata)
         snapshot = self._table_stats.snapshot(table)
+        columns = self._table_stats.column_names(table)
+        source.check_columns(columns, catalog_path=self._catalog.path)  # before anything is counted
         # before any count: a selection the table cannot answer says so (its schema read once)
         kinds = cache(lambda: self._table_stats.column_kinds(table))
         where = None
@@ -273,7 +275,7 @@ class ReplayService:
             listed = key_filter(source, keys.keys, kinds())
             counted = listed if where is None else And((*_parts(where), listed))
         if command.fields:
-            check_fields(source, command.fields, self._table_stats.column_names(table))
+            check_fields(source, command.fields, columns)
         erasures = self._erasures(source, table)
         rows = self._count_rows(source, table, window, snapshot, counted)
         if rows == 0:

@@ -13,6 +13,7 @@ source at plan time and at schedule time, and creates nothing.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from datetime import UTC, date, datetime, timedelta
@@ -286,6 +287,49 @@ def test_a_daemon_without_a_formats_runtime_refuses_the_source_and_creates_nothi
         # nor is a pipeline: refused when scheduled, not failed at every slot
         with pytest.raises(BadRequest, match=r"iceberg table .* no iceberg runtime .* REPLAY_LOCAL_JARS"):
             client.schedule(OWNER, ScheduleBody(source="orders", every="1h", watermark="updated_at"))
+        assert client.list_replays(OWNER).runs == [] and client.list_pipelines(OWNER) == []
+        assert replay_topics(kafka_bootstrap) == topics
+    finally:
+        daemon.stop()
+
+
+@pytest.mark.parametrize("table_format", ["parquet", "iceberg", "delta"])
+def test_a_source_naming_a_column_its_table_lacks_is_refused_naming_file_source_and_field(
+    table_format: str,
+    lake_copies: dict[str, LakeCopy],
+    lake_jars: list[Path],
+    sample_table: Path,
+    kafka_bootstrap: str,
+    tmp_path: Path,
+) -> None:
+    path = sample_table if table_format == "parquet" else lake_copies[table_format].path
+    daemon = running_daemon(
+        tmp_path,
+        sample_table=path,
+        bootstrap=kafka_bootstrap,
+        extra={"REPLAY_LOCAL_JARS": ",".join(map(str, lake_jars)), "REPLAY_LOCAL_STANDBY": "false"},
+        source_extra={
+            "table": {"path": str(path), "format": table_format},
+            "key_column": "order_ref",  # the table's is order_id
+            "type_column": "kind",
+        },
+    )
+    catalog = tmp_path / "sources.yaml"
+    refusal = (
+        rf"{re.escape(str(catalog))}: source 'orders' names columns its table does not have: "
+        r"key_column 'order_ref'; type_column 'kind' \(the table has: .*order_id"
+    )
+    try:
+        client, topics = daemon.client(), replay_topics(kafka_bootstrap)
+        body = ReplayBody(source="orders", window=WINDOW, tps=40)
+        for ask in (client.plan, client.create_replay):
+            with pytest.raises(BadRequest, match=refusal):
+                ask(OWNER, body)
+        with pytest.raises(BadRequest, match=refusal):
+            client.schedule(OWNER, ScheduleBody(source="orders", every="1h", watermark="updated_at"))
+        if table_format == "iceberg":  # this Delta copy keeps no change feed: refused before its columns
+            with pytest.raises(BadRequest, match=refusal):
+                client.schedule(OWNER, ScheduleBody(source="orders", every="1h", incremental="snapshot"))
         assert client.list_replays(OWNER).runs == [] and client.list_pipelines(OWNER) == []
         assert replay_topics(kafka_bootstrap) == topics
     finally:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.core.errors import CatalogError, UnknownSource
+from daemon.core.errors import BadRequest, CatalogError, UnknownSource
 from daemon.usecases.catalog import load_catalog
 
 GOOD = """
@@ -176,3 +176,26 @@ def test_live_approvals_need_as_many_distinct_owners(tmp_path: Path) -> None:
         load_catalog(_write(tmp_path, alone))
     with pytest.raises(CatalogError, match="field 'live_approvals'"):
         load_catalog(_write(tmp_path, _owners("    owners: [U0OWNER1]\n    live_approvals: 3\n")))
+
+
+def test_every_column_a_source_names_is_checked_against_its_table(tmp_path: Path) -> None:
+    raw = GOOD.replace("    live_topic: orders\n", "    value_format: raw\n    raw: {headers_column: null}\n")
+    bronze = load_catalog(_write(tmp_path, raw)).get("orders")
+    assert bronze.named_columns() == [
+        ("partition_column", "dt"),
+        ("event_time_column", "updated_at"),
+        ("key_column", "order_id"),
+        ("event_id_column", "event_id"),
+        ("raw.value_column", "value"),
+        ("raw.timestamp_column", "timestamp"),
+    ]
+    fields = "    value_columns: [order_id, amount]\n    type_column: kind\n    watermark_column: seq\n"
+    orders = load_catalog(_write(tmp_path, GOOD + fields)).get("orders")
+    table = ["dt", "updated_at", "order_id", "event_id", "amount", "seq", "kind"]
+    orders.check_columns(table, catalog_path="sources.yaml")  # every one there: no refusal
+    with pytest.raises(BadRequest) as refused:
+        orders.check_columns([c for c in table if c not in ("amount", "seq")], catalog_path="sources.yaml")
+    assert str(refused.value).startswith(
+        "sources.yaml: source 'orders' names columns its table does not have: "
+        "watermark_column 'seq'; value_columns 'amount' (the table has: dt, event_id, kind, order_id, updated_at)"
+    )
