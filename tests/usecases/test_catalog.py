@@ -197,5 +197,6 @@ def test_every_column_a_source_names_is_checked_against_its_table(tmp_path: Path
         orders.check_columns([c for c in table if c not in ("amount", "seq")], catalog_path="sources.yaml")
     assert str(refused.value).startswith(
         "sources.yaml: source 'orders' names columns its table does not have: "
-        "watermark_column 'seq'; value_columns 'amount' (the table has: dt, event_id, kind, order_id, updated_at)"
+        "watermark_column 'seq'; value_columns 'amount' "
+        "(the table has: dt, event_id, kind, order_id, updated_at)"
     )
