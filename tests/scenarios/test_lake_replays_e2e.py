@@ -32,7 +32,14 @@ from tests.fixtures.catalog_services import HiveTables
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
 from tests.fixtures.kafka import consume_all, headers_of
 from tests.fixtures.lake_catalog import catalog_settings, commit_late_events, registered
-from tests.fixtures.runs import TERMINAL, fire_pipeline, replay_topics, wait_for, window_event_ids
+from tests.fixtures.runs import (
+    TERMINAL,
+    fire_pipeline,
+    replay_topics,
+    snapshot_event_ids,
+    wait_for,
+    window_event_ids,
+)
 from tests.fixtures.spark import LAKE_TABLES, LakeCopy, lake_submit, spark_environment
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -107,6 +114,7 @@ def test_a_replay_reads_its_planned_snapshot_while_a_commit_lands(
 
         ids = [headers_of(m)["replay-event-id"].decode() for m in consume_all(kafka_bootstrap, ended.topic)]
         assert len(ids) == len(set(ids)) == expected
+        assert set(ids) == snapshot_event_ids(table_format, copy.path, planned.snapshot, *DAYS)
         assert not [event for event in ids if event.startswith("late-")]
 
         again = client.reconcile(OWNER, run.id)  # asked after the commit: still the run's snapshot
