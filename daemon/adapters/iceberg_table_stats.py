@@ -191,8 +191,8 @@ class IcebergTableStats:
         wanted = int(snapshot)
         if table.metadata.snapshot_by_id(wanted) is None:
             raise BadRequest(
-                f"snapshot {snapshot} of the Iceberg table at {path} has expired (no longer in its "
-                "metadata): plan the window again to read the current snapshot"
+                f"snapshot {snapshot} is not in the metadata of the Iceberg table at {path} (expired, or "
+                "never one of its snapshots): plan the window again to read the current snapshot"
             )
         return wanted
 

@@ -94,6 +94,11 @@ class ReplayBody(BaseModel):
     )
     types: list[str] = Field(default_factory=list, description="types=: only events of these types")
     fields: list[str] = Field(default_factory=list, description="fields=: only these columns in each value")
+    snapshot: str | None = Field(
+        default=None,
+        max_length=20,
+        description="snapshot=: read this Iceberg snapshot id or Delta version; None: the table's current",
+    )
     where: str | None = Field(
         default=None,
         max_length=MAX_PREDICATE_CHARS,
@@ -138,6 +143,7 @@ class ReplayBody(BaseModel):
             keys_file=command.keys_file,
             types=list(command.types),
             fields=list(command.fields),
+            snapshot=command.snapshot,
             confirm_live=confirm_live,
             approved_by=approved_by,
             slack_channel=slack_channel,
@@ -169,6 +175,7 @@ class ReplayBody(BaseModel):
             keys_file=self.keys_file,
             types=tuple(self.types),
             fields=tuple(self.fields),
+            snapshot=self.snapshot,
         )
 
 

@@ -178,6 +178,7 @@ def rerun_command(run: RunOut) -> str:
         rate = f"tps=original speed={render_speed(run.speed)} max={run.tps}"
     fields = f" fields={','.join(run.fields)}" if run.fields else ""
     fields += f" keys=@{run.keys_file}" if run.keys_file else ""
+    fields += f" snapshot={run.snapshot}" if run.snapshot else ""  # what the run read, not what is now
     where = f" where={run.where}" if run.where else ""  # last: a filter runs to the end
     return f"/replay {run.source} {pinned_window(run)} {rate}{live}{ramp}{ceiling}{fields}{where}"
 

@@ -261,6 +261,13 @@ class ReplayService:
         table_metadata = self._table_stats.metadata_file(source.table)  # the one ask of a catalog
         table = source.table.read_at(table_metadata)
         snapshot = self._table_stats.snapshot(table)
+        if command.snapshot is not None:  # checked by the first count at it: a missing one says so
+            if snapshot is None:
+                raise BadRequest(
+                    f"snapshot={command.snapshot}: the table of '{source.name}' is {source.table.format}, "
+                    "which has no snapshots; snapshot= reads an Iceberg or Delta table as it was"
+                )
+            snapshot = command.snapshot
         columns = self._table_stats.column_names(table)
         source.check_columns(columns, catalog_path=self._catalog.path)  # before anything is counted
         # before any count: a selection the table cannot answer says so (its schema read once)

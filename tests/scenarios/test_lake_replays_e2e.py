@@ -27,6 +27,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from daemon.contract.models import ReplayBody, ScheduleBody
 from daemon.core.errors import BadRequest
+from daemon.slack.run_report import rerun_command
 from tests.fixtures.aws import REGION, AwsClients, aws_client
 from tests.fixtures.catalog_services import HiveTables
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
@@ -122,6 +123,14 @@ def test_a_replay_reads_its_planned_snapshot_while_a_commit_lands(
         checked = client.get_replay(OWNER, run.id)
         assert checked.reconcile is not None and checked.reconcile.on_demand
         assert checked.reconcile.verdict().clean and checked.reconcile.found == expected, checked.reconcile
+
+        # the retry a person is offered reads the table as the run did (snapshot=), not as it is now
+        assert f" snapshot={planned.snapshot}" in rerun_command(checked)
+        retried = client.plan(OWNER, body.model_copy(update={"snapshot": planned.snapshot}))
+        assert (retried.rows, retried.snapshot) == (expected, planned.snapshot)
+        assert client.plan(OWNER, body).rows == expected + LATE_ROWS
+        with pytest.raises(BadRequest, match=r"not in the metadata|does not exist"):
+            client.plan(OWNER, body.model_copy(update={"snapshot": "999999999"}))
     finally:
         daemon.stop()
 
@@ -335,6 +344,9 @@ def test_a_source_naming_a_column_its_table_lacks_is_refused_naming_file_source_
                 ask(OWNER, body)
         with pytest.raises(BadRequest, match=refusal):
             client.schedule(OWNER, ScheduleBody(source="orders", every="1h", watermark="updated_at"))
+        if table_format == "parquet":
+            with pytest.raises(BadRequest, match=r"snapshot=3: .* is parquet, which has no snapshots"):
+                client.plan(OWNER, body.model_copy(update={"snapshot": "3"}))
         if table_format == "iceberg":  # this Delta copy keeps no change feed: refused before its columns
             with pytest.raises(BadRequest, match=refusal):
                 client.schedule(OWNER, ScheduleBody(source="orders", every="1h", incremental="snapshot"))

@@ -113,7 +113,7 @@ def test_a_run_of_a_table_with_snapshots_names_the_one_it_reads_in_its_card_and_
     assert "orders at snapshot `3`" in planned
 
 
-def test_a_run_that_read_a_snapshot_says_which_in_its_final_word_status_and_cli_line() -> None:
+def test_a_run_that_read_a_snapshot_says_which_in_its_report_and_cli_line_and_its_retry_reads_it() -> None:
     pinned = changed(RUN, state="succeeded", snapshot="8655821210307430332")
     line = "It read orders at snapshot `8655821210307430332`; later commits are not in it."
 
@@ -121,6 +121,7 @@ def test_a_run_that_read_a_snapshot_says_which_in_its_final_word_status_and_cli_
     assert line in run_messages.final_reply(changed(pinned, state="failed")).text.splitlines()
     assert line in repr(run_messages.run_status(pinned).blocks)
     assert describe_run(pinned).startswith(f"{RUN.id} succeeded: orders@8655821210307430332 ")
+    assert rerun_command(pinned).endswith(" tps=10000 snapshot=8655821210307430332"), "a retry reads it again"
     assert "snapshot" not in run_messages.final_reply(changed(pinned, snapshot=None)).text
     assert "@" not in describe_run(changed(pinned, snapshot=None)).split(" ")[2]
 

@@ -30,6 +30,7 @@ from daemon.core.grammar.values import (
     check_headers,
     check_id,
     check_range,
+    check_snapshot,
     check_source,
 )
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
@@ -74,6 +75,7 @@ RUN_OPTIONS = (
     "keys",
     "types",
     "fields",
+    "snapshot",
     "where",
 )
 SCHEDULE_OPTIONS = (
@@ -118,6 +120,7 @@ class ReplaySpec:
     keys_file: str | None = None  # keys=@<file>: the entities listed in a file (thousands of them)
     types: tuple[str, ...] = ()  # types=: only events of these types (the source's type_column)
     fields: tuple[str, ...] = ()  # fields=: only these columns in each JSON value; (): the source's
+    snapshot: str | None = None  # snapshot=: read this Iceberg snapshot / Delta version; None: the current
 
     def __post_init__(self) -> None:
         if self.where is not None:
@@ -152,6 +155,8 @@ class ReplaySpec:
             for name in ("keys", "types", "fields"):
                 if getattr(self, name):
                     check_listed(name, getattr(self, name), columns=name == "fields")
+            if self.snapshot is not None:
+                check_snapshot(self.snapshot)
             if self.keys_file is not None:
                 check_key_file(self.keys_file)
                 if self.keys:

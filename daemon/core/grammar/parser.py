@@ -62,6 +62,7 @@ from daemon.core.grammar.values import (
     GrammarError,
     blaming,
     check_column,
+    check_snapshot,
     check_source,
     parse_headers,
 )
@@ -244,7 +245,13 @@ def _parse_spec(cls: type[ReplaySpec], command: str, args: list[str], limits: Li
         keys_file=_value(options, "keys", lambda v: parse_key_file(v) if v.startswith("@") else None, usage),
         types=_value(options, "types", lambda v: parse_listed("types", v), usage) or (),
         fields=_value(options, "fields", lambda v: parse_listed("fields", v, columns=True), usage) or (),
+        snapshot=_value(options, "snapshot", _snapshot, usage),
     )
+
+
+def _snapshot(value: str) -> str:
+    check_snapshot(value)
+    return value
 
 
 def _parse_schedule(args: list[str], limits: Limits) -> ScheduleCommand:

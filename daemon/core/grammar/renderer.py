@@ -88,6 +88,8 @@ def _render_spec(spec: ReplaySpec) -> list[str]:
             parts.append(f"{name}=" + _quote(render_listed(getattr(spec, name))))
     if spec.keys_file is not None:
         parts.append("keys=" + _quote("@" + spec.keys_file))
+    if spec.snapshot is not None:
+        parts.append(f"snapshot={spec.snapshot}")
     if spec.where is not None:  # last, unquoted: the tokenizer reads a filter to the end
         parts.append(WHERE + render_predicate(spec.where))
     return parts

@@ -95,6 +95,16 @@ def check_column(name: str) -> None:
         raise InvalidValue(name, f"'{name}' is not a column name")
 
 
+SNAPSHOT = re.compile(r"\d{1,20}")  # an Iceberg snapshot id or a Delta version: a non-negative integer
+
+
+def check_snapshot(value: str) -> None:
+    if not SNAPSHOT.fullmatch(value):
+        raise InvalidValue(
+            value, f"'{value}' is not a table snapshot (an Iceberg snapshot id or a Delta version: digits)"
+        )
+
+
 def check_id(value: str, pattern: re.Pattern[str], kind: str) -> None:
     if not pattern.fullmatch(value):
         raise InvalidValue(value, f"'{value}' is not a {kind}")

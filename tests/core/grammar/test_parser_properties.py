@@ -235,6 +235,7 @@ def _spec(cls: type[ReplayCommand] | type[PlanCommand]) -> st.SearchStrategy[Com
         fields=st.lists(
             st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True), max_size=4, unique=True
         ).map(tuple),
+        snapshot=st.none() | st.integers(min_value=0, max_value=2**63 - 1).map(str),
     )
 
 
