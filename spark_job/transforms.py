@@ -57,8 +57,9 @@ _SIZES = pa.schema([("partition", pa.int32()), ("rows", pa.int64())])
 
 def read_source(spark: SparkSession, source: Source, selection: Selection | None = None) -> DataFrame:
     """The source table. An Iceberg or Delta table is read through its format, at the run's snapshot
-    when it has one (the window's filter is pushed down to the table's metadata). For Parquet and a
-    day window only the day directories (`<path>/<column>=<day>`) are given to Spark, which lists
+    when it has one (the window's filter is pushed down to the table's metadata). For Parquet, the
+    files the plan listed when it did (nothing written since is read); else, for a day window, only the
+    day directories (`<path>/<column>=<day>`) are given to Spark, which lists
     every file under the paths it gets before pruning anything; with none of them there, the whole
     table (the window has no rows either way)."""
     if source.table is not None:
@@ -79,6 +80,19 @@ def read_source(spark: SparkSession, source: Source, selection: Selection | None
             if gone is None:
                 raise
             raise gone from exc
+    if source.files is not None and source.path is not None:  # the files the plan listed, no others
+        base = source.path.rstrip("/")
+        if not source.files:
+            return reader.load(source.path).limit(0)
+        try:
+            return reader.option("basePath", base).load([f"{base}/{file}" for file in source.files])
+        except AnalysisException as exc:
+            if exc.getCondition() != "PATH_NOT_FOUND":
+                raise
+            raise SourceError(
+                f"a file of source {source.name} that the plan listed is gone ({str(exc).strip()[:300]}): "
+                "the table was rewritten since; replay the window again to read it as it is now"
+            ) from exc
     if isinstance(selection, DayWindow) and source.path is not None:
         base = source.path.rstrip("/")
         span = (selection.end_day - selection.start_day).days + 1

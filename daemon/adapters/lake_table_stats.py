@@ -8,7 +8,8 @@ branch on formats or on where a table is found.
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Sequence
+from datetime import date, datetime
 
 from daemon.adapters.arrow_predicates import column_kinds
 from daemon.adapters.delta_table_stats import DeltaTableStats
@@ -80,6 +81,13 @@ class LakeTableStats(TableStats):
         if versioned is not None:
             return versioned.count_window_rows(self._where(table), rows, snapshot=snapshot)
         return self._parquet.count_window_rows(self._where(table), rows)
+
+    def window_files(
+        self, table: TableRef, partition_column: str, days: Sequence[date]
+    ) -> tuple[str, ...] | None:
+        if self._versioned(table) is not None:
+            return None
+        return self._parquet.window_files(self._where(table), partition_column, list(days))
 
     def time_histogram(
         self,

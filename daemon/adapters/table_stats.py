@@ -76,9 +76,7 @@ class ParquetTableStats:
         """The window's rows: from the footers alone without a time range or filter, else reading
         the columns they test (pyarrow skips row groups whose statistics rule them out)."""
         try:
-            found = self._window(
-                path, rows.partition_column, list(rows.days), rows.time_column, rows.start, rows.end
-            )
+            found = self._window(path, rows, rows.time_column)
             if found is None:
                 return 0
             dataset, condition = found
@@ -95,9 +93,7 @@ class ParquetTableStats:
         time_column = rows.time_column
         assert time_column is not None, "event times need the event time column"
         try:
-            found = self._window(
-                path, rows.partition_column, list(rows.days), time_column, rows.start, rows.end
-            )
+            found = self._window(path, rows, time_column)
             if found is None:
                 return pa.chunked_array([], type=pa.timestamp("us", tz="UTC"))
             dataset, condition = found
@@ -108,18 +104,26 @@ class ParquetTableStats:
         except _OPEN_ERRORS as exc:
             raise _unreadable(path, exc) from exc
 
-    def _window(
-        self,
-        path: str,
-        partition_column: str,
-        days: list[date],
-        time_column: str | None,
-        start: datetime | None,
-        end: datetime | None,
-    ) -> tuple[ds.Dataset, ds.Expression | None] | None:
-        """The window's files as a dataset and the filter within them; None when no day has a file."""
+    def window_files(self, path: str, partition_column: str, days: list[date]) -> tuple[str, ...]:
+        """The window's data files, relative to the table's root (see `_window_files`)."""
         fs, root = self._resolve(path)
-        files = self._window_files(fs, root, partition_column, days)
+        try:
+            files = self._window_files(fs, root, partition_column, days)
+        except _OPEN_ERRORS as exc:
+            raise _unreadable(path, exc) from exc
+        return tuple(file.removeprefix(root + "/") for file in files)
+
+    def _window(
+        self, path: str, rows: WindowRows, time_column: str | None
+    ) -> tuple[ds.Dataset, ds.Expression | None] | None:
+        """The window's files (those the plan listed, when it did) as a dataset and the filter within
+        them; None when no day has a file."""
+        partition_column, start, end = rows.partition_column, rows.start, rows.end
+        fs, root = self._resolve(path)
+        if rows.files is None:
+            files = self._window_files(fs, root, partition_column, list(rows.days))
+        else:
+            files = [f"{root}/{file}" for file in rows.files]
         if not files:  # nothing to read: still refuse a column the table does not have
             _require(self.column_names(path), partition_column, time_column)
             return None

@@ -402,6 +402,10 @@ class PlanOut(BaseModel):
         default=None,
         description="the table version counted, which the run reads (Iceberg snapshot id, Delta version)",
     )
+    listed_files: int | None = Field(
+        default=None,
+        description="a Parquet table: the window's files listed and counted, which the run reads",
+    )
     erasures: str | None = Field(default=None, description="the source's erasure list; None: none")
     erased_keys: int | None = Field(default=None, description="keys on the erasure list the run will honour")
     erasures_as_of: datetime | None = Field(
@@ -527,6 +531,9 @@ class RunOut(BaseModel):
     snapshot: str | None = Field(
         default=None,
         description="the table version the run reads (Iceberg snapshot id, Delta version); None for Parquet",
+    )
+    listed_files: int | None = Field(
+        default=None, description="a Parquet table: how many files its plan listed, the only ones it reads"
     )
     rows_selected: int | None = Field(description="rows the job selected; None until it reports")
     confirmed: int | None = Field(

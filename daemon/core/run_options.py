@@ -68,6 +68,9 @@ class RunOptions:
     # catalog (an Iceberg table's metadata file, which holds ``snapshot``; a Delta or Parquet table's
     # location in the Glue Data Catalog). None: a table at a path.
     table_metadata: str | None = None
+    # A Parquet table: the window's data files the plan listed (relative to the table's root), what
+    # every read of the run sees in place of a snapshot; None: a table with snapshots, or an older run.
+    files: tuple[str, ...] | None = None
     # where=: the filter the run's rows passed, as canonical text (``core.predicates``); None: every
     # row of the window. A reconcile of the run keeps the subject's: the expected ids are the filtered.
     where: str | None = None
@@ -102,6 +105,8 @@ class RunOptions:
             for name in ("watch", "overrides", "fields", "repairs", "redrives"):
                 if name in values:
                     values[name] = tuple(_strings(name, values[name]))
+            if values.get("files") is not None:
+                values["files"] = tuple(_strings("files", values["files"]))
             if values.get("auto") is not None:
                 auto = values["auto"]
                 values["auto"] = AutoRate(
@@ -245,6 +250,10 @@ def _check(options: RunOptions) -> None:
         value = getattr(options, name)
         if not isinstance(value, tuple) or not all(isinstance(item, str) for item in value):
             raise ValueError(f"run option {name} is a tuple of strings")
+    if options.files is not None and (
+        not isinstance(options.files, tuple) or not all(isinstance(item, str) for item in options.files)
+    ):
+        raise ValueError("run option files is a tuple of strings, or absent")
     if options.auto is not None and not isinstance(options.auto, AutoRate):
         raise ValueError("run option auto is an AutoRate, or absent")
     if options.on_error == "dlq" and options.dlq_topic is None:

@@ -183,9 +183,15 @@ def _filter(where: str | None) -> str:
     return f", where `{escape(shown)}`"
 
 
-def _source(name: str, snapshot: str | None) -> str:
-    """The source, with the table snapshot the run reads when the table has snapshots."""
-    return escape(name) + (f" at snapshot `{escape(snapshot)}`" if snapshot is not None else "")
+def _source(name: str, snapshot: str | None, listed_files: int | None = None) -> str:
+    """The source, with the table snapshot the run reads when the table has snapshots, or the files
+    its plan listed when it has none."""
+    if snapshot is not None:
+        return f"{escape(name)} at snapshot `{escape(snapshot)}`"
+    if listed_files is not None:
+        files = "1 file" if listed_files == 1 else f"{listed_files:,} files"
+        return f"{escape(name)} as its plan listed it ({files})"
+    return escape(name)
 
 
 FILTER_SHOWN = 300  # characters of a filter a card shows
@@ -197,7 +203,7 @@ def run_parent(run: RunOut, *, redirected: tuple[str, str] | None = None) -> Mes
     `redirected` = (channel, Slack's error) when the thread went to the requester's DM instead."""
     icon, final = run_icon(run.state), run.state in TERMINAL_RUN_STATES
     pairs = [
-        ("Source", _source(run.source, run.snapshot)),
+        ("Source", _source(run.source, run.snapshot, run.listed_files)),
         ("Window", _window(run)),
         ("Rows", count(run.rows)),
         ("Target topic", f"`{escape(run.topic)}`"),
@@ -286,6 +292,9 @@ def _report(run: RunOut, zone: tzinfo | None) -> list[str]:
     lines = [line for line in (times_line(run, zone),) if line]
     if run.snapshot is not None:  # the version the job and its reconcile read, and a repair reads again
         lines.append(f"It read {_source(run.source, run.snapshot)}; later commits are not in it.")
+    elif run.listed_files is not None:
+        read = _source(run.source, None, run.listed_files)
+        lines.append(f"It read {read}; files written since are not in it.")
     lines += [report_line(run), *verdict_lines(run.id, run.reconcile)]
     if aside := set_aside(run):
         lines.append(aside)
@@ -395,7 +404,7 @@ def _plan_fields(plan: PlanOut) -> dict[str, Any]:
     kept = _filter(plan.where) + _keys_file(plan.keys_file, plan.keys_count) + _fields(plan.fields)
     return fields(
         [
-            ("Source", _source(plan.source, plan.snapshot)),
+            ("Source", _source(plan.source, plan.snapshot, plan.listed_files)),
             ("Window", f"`{escape(plan.window)}`" + ("" if " tz=" in plan.window else " (UTC)") + kept),
             ("Rows", count(plan.rows) + _erasures(plan)),
             ("Target topic", f"`{escape(plan.topic)}` ({plan.partitions} partitions)"),

@@ -140,6 +140,7 @@ def build_spec(
             path=options.table_metadata or source.table.path,
             format=source.table.format,
             snapshot=options.snapshot,
+            files=options.files,
         ),
         selection=job_selection(run, source.partition_column, source.event_time_column),
         topic=run.topic,

@@ -234,6 +234,9 @@ class WindowRows:
     start: datetime | None = None
     end: datetime | None = None
     filter: Predicate | None = None
+    # A Parquet table: the window's data files the plan listed (relative to the table's root), which
+    # every count and read of the run sees; None: list the day directories now.
+    files: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -292,6 +295,13 @@ class TableStats(ABC):
     def count_window_rows(self, table: TableRef, rows: WindowRows, *, snapshot: str | None = None) -> int:
         """The table's rows ``rows`` selects, as of ``snapshot``. With a filter it reads the columns
         the filter tests (from the window's files only, skipping what their statistics rule out)."""
+
+    @abstractmethod
+    def window_files(
+        self, table: TableRef, partition_column: str, days: Sequence[date]
+    ) -> tuple[str, ...] | None:
+        """A Parquet table's data files in the window's day directories, relative to its root, in name
+        order: what a run pins instead of a snapshot. None for a table with snapshots."""
 
     @abstractmethod
     def time_histogram(

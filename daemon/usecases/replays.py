@@ -104,6 +104,7 @@ class Plan:
     shaped: Shaped | None = None
     snapshot: str | None = None  # the table version counted, which the run will read (None: Parquet)
     table_metadata: str | None = None  # a table named in a catalog: the metadata file the run reads
+    files: tuple[str, ...] | None = None  # a Parquet table: the window's files counted, which the run reads
     where: Predicate | None = None  # where=, keys= and types= as one filter: what ``rows`` counted
     fields: tuple[str, ...] = ()  # fields=: the value's columns; (): the source's
     erasures: ErasureVersion | None = None  # the source's erasure list as the plan read it; None: none
@@ -284,7 +285,13 @@ class ReplayService:
         if command.fields:
             check_fields(source, command.fields, columns)
         erasures = self._erasures(source, table)
-        rows = self._count_rows(source, table, window, snapshot, counted)
+        # a Parquet table has no snapshot: the files listed now are what is counted and what is read
+        files = (
+            None
+            if snapshot is not None
+            else self._table_stats.window_files(table, source.partition_column, days(window))
+        )
+        rows = self._count_rows(source, table, window, snapshot, counted, files)
         if rows == 0:
             kept = "" if where is None else f" that where={render_predicate(where)} keeps"
             kept += f" of the keys in {command.keys_file}" if command.keys_file else ""
@@ -300,7 +307,7 @@ class ReplayService:
             overlapping = self._overlapping(source.name, topic, start, end, where)
         else:
             topic, partitions = auto_topic_name(source.name, "<run id>"), self._auto_partitions(source, tps)
-        shaped = self._shaped(source, table, window, snapshot, command, tps, counted)
+        shaped = self._shaped(source, table, window, snapshot, command, tps, counted, files)
         publish_s = shaped.last_s if shaped else None
         eta = self.eta(rows, tps, ramp_s=command.ramp_s, publish_s=publish_s, workers=workers)
         limit_s, setting = self._execution_limit()
@@ -339,6 +346,7 @@ class ReplayService:
             shaped=shaped,
             snapshot=snapshot,
             table_metadata=table_metadata,
+            files=files,
             where=where,
             fields=command.fields,
             erasures=erasures,
@@ -386,14 +394,15 @@ class ReplayService:
         window: DayWindow | TimeWindow,
         snapshot: str | None,
         where: Predicate | None,
+        files: tuple[str, ...] | None,
     ) -> int:
         """The window's rows in ``table`` (the source's, where its catalog put it) as of ``snapshot``
-        (the one the run will read) that ``where`` keeps."""
-        rows = WindowRows(source.partition_column, days(window), filter=where)
+        (the one the run will read; or in ``files``, a Parquet table's listing) that ``where`` keeps."""
+        rows = WindowRows(source.partition_column, days(window), filter=where, files=files)
         if isinstance(window, TimeWindow):
             start, end = bounds(window)
             rows = WindowRows(
-                source.partition_column, days(window), source.event_time_column, start, end, where
+                source.partition_column, days(window), source.event_time_column, start, end, where, files
             )
         return self._table_stats.count_window_rows(table, rows, snapshot=snapshot)
 
@@ -410,6 +419,7 @@ class ReplayService:
         command: ReplayCommand | PlanCommand,
         ceiling: int,
         where: Predicate | None,
+        files: tuple[str, ...] | None,
     ) -> Shaped | None:
         """``tps=original``: the window's own times, scaled and served under ``ceiling``."""
         if command.speed is None:
@@ -418,7 +428,9 @@ class ReplayService:
             raise BadRequest(f"source '{source.name}' has no event time column for tps=original")
         start, end = bounds(window)
         width = bucket_width((end - start).total_seconds() / command.speed)
-        rows = WindowRows(source.partition_column, days(window), source.event_time_column, start, end, where)
+        rows = WindowRows(
+            source.partition_column, days(window), source.event_time_column, start, end, where, files
+        )
         counts = self._table_stats.time_histogram(
             table, rows, snapshot=snapshot, origin=start, speed=command.speed, width=width
         )
@@ -577,6 +589,7 @@ class ReplayService:
                     approved_by=approved_by,
                     snapshot=plan.snapshot,
                     table_metadata=plan.table_metadata,
+                    files=plan.files,
                     where=None if plan.where is None else render_predicate(plan.where),
                     fields=plan.fields,
                     keys_file=plan.keys_file,
@@ -692,6 +705,7 @@ class ReplayService:
                     dlq_topic=subject.options.dlq_topic,
                     snapshot=subject.options.snapshot,  # the table as the subject read it, not as now
                     table_metadata=subject.options.table_metadata,
+                    files=subject.options.files,
                     where=subject.options.where,  # the ids expected are the ones its filter kept
                     keys_file=subject.options.keys_file,
                     keys_digest=subject.options.keys_digest,

@@ -127,6 +127,8 @@ class Source:
     format: str = "parquet"  # one of TABLE_FORMATS
     # Iceberg: the snapshot id to read; Delta: the version. None: the table as it is now (and Parquet).
     snapshot: str | None = None
+    # Parquet at a path: the files to read (relative to it), as the plan listed them; None: list them.
+    files: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -358,6 +360,10 @@ class JobSpec:
         document[key] = {k: _iso(v) if isinstance(v, date) else v for k, v in selection.items()}
         if document["source"]["snapshot"] is None:
             del document["source"]["snapshot"]  # and specs of unversioned tables
+        if document["source"]["files"] is None:
+            del document["source"]["files"]
+        else:
+            document["source"]["files"] = list(document["source"]["files"])
         if document["decrypt"] is None:
             del document["decrypt"]  # specs of sources without PII stay as they were
         document["where"] = dict(self.where.document) if self.where is not None else None
@@ -402,6 +408,11 @@ def _validate(spec: JobSpec) -> None:
         )
     if spec.source.snapshot is not None and spec.source.format == "parquet":
         raise SpecError("source.snapshot", "a Parquet table has no snapshots to pin")
+    if spec.source.files is not None and (spec.source.format != "parquet" or spec.source.path is None):
+        raise SpecError("source.files", "only a Parquet table at a path is read from a listing")
+    for file in spec.source.files or ():
+        if not file or file.startswith("/") or ".." in file.split("/") or "://" in file:
+            raise SpecError("source.files", f"must be paths under the table's, got {file!r}")
     if spec.source.snapshot is not None and not spec.source.snapshot.isdigit():
         raise SpecError(
             "source.snapshot", f"must be a snapshot id or version number, got {spec.source.snapshot!r}"

@@ -303,9 +303,19 @@ def _parse_source(doc: _Fields) -> Source:
         table=doc.get("table", str),
         format=doc.get("format", str, default="parquet"),
         snapshot=doc.get("snapshot", str),
+        files=_files(doc),
     )
     doc.done()
     return source
+
+
+def _files(doc: _Fields) -> tuple[str, ...] | None:
+    files = doc.get("files", list)
+    if files is None:
+        return None
+    if not all(isinstance(file, str) for file in files):
+        raise SpecError(doc.path("files"), "must be a list of paths")
+    return tuple(files)
 
 
 def _parse_selection(window: _Fields | None, watermark: _Fields | None, commits: _Fields | None) -> Selection:

@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
@@ -281,6 +282,42 @@ def test_a_parquet_table_named_in_a_hive_metastore_replays_from_the_location_it_
         assert ended.reconcile is not None and ended.reconcile.verdict().clean, ended.reconcile
         ids = [headers_of(m)["replay-event-id"].decode() for m in consume_all(kafka_bootstrap, ended.topic)]
         assert sorted(ids) == sorted(window_event_ids(hive_tables.parquet, *DAYS))
+    finally:
+        daemon.stop()
+
+
+def test_a_parquet_replay_reads_the_files_its_plan_listed_while_another_lands(
+    sample_table: Path, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """A Parquet table has no snapshot: the run pins the window's files its plan listed. A file
+    written into the window after that is read by no part of the run: not the job, not its reconcile."""
+    table = tmp_path / "orders"
+    shutil.copytree(sample_table, table)
+    day = table / f"dt={LATE_DAY}"
+    daemon = running_daemon(tmp_path / "d", sample_table=table, bootstrap=kafka_bootstrap)
+    try:
+        client = daemon.client()
+        body = ReplayBody(source="orders", window=WINDOW, tps=100)
+        expected = window_event_ids(table, *DAYS)
+        run = client.create_replay(OWNER, body)
+        late = pq.read_table(next(day.glob("*.parquet"))).slice(0, LATE_ROWS)
+        events = [f"late-{n}" for n in range(LATE_ROWS)]
+        pq.write_table(
+            late.set_column(late.schema.get_field_index("event_id"), "event_id", [events]),
+            day / "late.parquet",
+        )
+        assert client.plan(OWNER, body).rows == len(expected) + LATE_ROWS, "the new file is in the window"
+        assert (
+            run.rows_planned == len(expected)
+            and run.listed_files == len(list(table.glob("dt=2024-01-0[23]/*.parquet"))) - 1
+        )
+
+        ended = wait_for(client, run.id, TERMINAL, timeout_s=300)
+        assert ended.state == "succeeded", ended.failure_reason
+        assert ended.confirmed == len(expected) and ended.reconcile is not None
+        assert ended.reconcile.verdict().clean, ended.reconcile
+        ids = [headers_of(m)["replay-event-id"].decode() for m in consume_all(kafka_bootstrap, ended.topic)]
+        assert sorted(ids) == sorted(expected)
     finally:
         daemon.stop()
 

@@ -123,6 +123,14 @@ def test_a_run_that_read_a_snapshot_says_which_in_its_report_and_cli_line_and_it
     assert describe_run(pinned).startswith(f"{RUN.id} succeeded: orders@8655821210307430332 ")
     assert rerun_command(pinned).endswith(" tps=10000 snapshot=8655821210307430332"), "a retry reads it again"
     assert "snapshot" not in run_messages.final_reply(changed(pinned, snapshot=None)).text
+    listed = changed(pinned, snapshot=None, listed_files=14)
+    assert "It read orders as its plan listed it (14 files); files written since are not in it." in (
+        run_messages.final_reply(listed).text.splitlines()
+    )
+    [source] = [
+        f["text"] for f in run_messages.run_parent(listed).blocks[1]["fields"] if "*Source*" in f["text"]
+    ]
+    assert source == "*Source*\norders as its plan listed it (14 files)"
     assert "@" not in describe_run(changed(pinned, snapshot=None)).split(" ")[2]
 
 

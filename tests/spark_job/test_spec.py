@@ -70,7 +70,15 @@ def test_watermark_low_may_be_null() -> None:
 SPECS = st.builds(
     JobSpec,
     run_id=st.text(min_size=1, max_size=12).filter(str.strip),
-    source=st.builds(Source, name=st.just("orders"), path=st.just("/lake/orders"))
+    source=st.builds(
+        Source,
+        name=st.just("orders"),
+        path=st.just("/lake/orders"),
+        files=st.none()
+        | st.lists(
+            st.from_regex(r"dt=2024-01-0[1-9]/part-[0-9]{3}\.parquet", fullmatch=True), max_size=3
+        ).map(tuple),
+    )
     | st.builds(
         Source,
         name=st.just("orders"),
@@ -139,6 +147,13 @@ def test_json_round_trip_is_exact(spec: JobSpec) -> None:
             {"source": {"name": "orders", "path": "/p", "format": "delta", "snapshot": "v12"}},
             "source.snapshot",
         ),
+        (
+            {"source": {"name": "orders", "path": "/p", "format": "delta", "files": ["a.parquet"]}},
+            "source.files",
+        ),
+        ({"source": {"name": "orders", "path": "/p", "files": ["dt=2024-01-01/../../etc"]}}, "source.files"),
+        ({"source": {"name": "orders", "path": "/p", "files": ["/abs.parquet"]}}, "source.files"),
+        ({"source": {"name": "orders", "path": "/p", "files": [7]}}, "source.files"),
         ({"kafka": {}}, "kafka.bootstrap.servers"),
         ({"kafka": {"bootstrap.servers": "b:1", "enable.idempotence": False}}, "kafka.enable.idempotence"),
         ({"kafka": {"bootstrap.servers": "b:1", "acks": "1"}}, "kafka.acks"),
