@@ -177,7 +177,7 @@ def test_a_time_window_of_a_lake_table_is_replayed_exactly_and_in_entity_order(
     ids = [headers_of(m)["replay-event-id"].decode() for m in messages]
     assert sorted(ids) == sorted(expected)
     assert run.document["confirmed"] == len(expected)
-    seen: dict[bytes, tuple[int, str]] = {}
+    seen: dict[bytes, tuple[int | None, str]] = {}
     for message in messages:  # per-partition order: each key's events in event time
         key, at = key_of(message), json.loads(value_of(message))["updated_at"]
         partition, last = seen.get(key, (message.partition(), ""))
