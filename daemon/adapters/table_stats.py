@@ -50,6 +50,7 @@ class ParquetTableStats:
         """The columns of the table's first data file, then the partition keys on the way to it."""
         fs, root = self._resolve(path)
         try:
+            _refuse_lake_table(fs, root, path)
             first, keys = next(self._first_file(fs, root), (None, []))
             if first is None:
                 raise Unavailable(f"the source table at {path} has no data files")
@@ -108,6 +109,7 @@ class ParquetTableStats:
         """The window's data files, relative to the table's root (see `_window_files`)."""
         fs, root = self._resolve(path)
         try:
+            _refuse_lake_table(fs, root, path)
             files = self._window_files(fs, root, partition_column, days)
         except _OPEN_ERRORS as exc:
             raise _unreadable(path, exc) from exc
@@ -195,6 +197,26 @@ class ParquetTableStats:
                 f"a watermark column must hold timestamps or integers, not {type(high).__name__}"
             )
         return high
+
+
+def _refuse_lake_table(fs: pafs.FileSystem, root: str, path: str) -> None:
+    """A Delta or Iceberg table's files read as plain Parquet would bring back deleted and overwritten
+    rows: a directory with the format's log beside its data is refused as Parquet."""
+    marks = {"_delta_log": "delta", "metadata": "iceberg"}
+    names = {"delta": "a Delta", "iceberg": "an Iceberg"}
+    found = fs.get_file_info([f"{root}/{name}" for name in marks])
+    for info, (name, table_format) in zip(found, marks.items(), strict=True):
+        if info.type != pafs.FileType.Directory:
+            continue
+        if table_format == "iceberg" and not any(
+            entry.base_name.endswith(".metadata.json")
+            for entry in fs.get_file_info(pafs.FileSelector(info.path))
+        ):
+            continue
+        raise BadRequest(
+            f"the table at {path} is {names[table_format]} table (it has {name}/), not plain Parquet: "
+            f"declare it with format: {table_format}, or its deleted and overwritten rows would be replayed"
+        )
 
 
 def _unreadable(path: str, exc: Exception) -> DependencyDown:

@@ -8,9 +8,10 @@ see the new sources at once, and a bad file is refused with the old sources stil
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -254,6 +255,15 @@ class Catalog:
     @property
     def sources(self) -> Mapping[str, Source]:
         return self._state[1]
+
+    @contextlib.contextmanager
+    def blaming_table(self, source: Source) -> Iterator[None]:
+        """A refusal of the source's table (missing, or not a table of its format) names the catalog
+        file, the source and its `table` entry."""
+        try:
+            yield
+        except BadRequest as exc:
+            raise BadRequest(f"{self.path}: source '{source.name}', its table: {exc}") from exc
 
     def get(self, name: str) -> Source:
         try:

@@ -190,7 +190,8 @@ class PipelineService:
                 refused = self._table_stats.follow_refusal(source.table)
                 if refused is not None:
                     raise BadRequest(f"'{source.name}' cannot be followed by its commits: {refused}")
-                columns = self._table_stats.column_names(source.table)
+                with self._catalog.blaming_table(source):
+                    columns = self._table_stats.column_names(source.table)
                 source.check_columns(columns, catalog_path=self._catalog.path)
             else:
                 self._check_watermark(source, command)
@@ -291,7 +292,9 @@ class PipelineService:
                 f"in the catalog (it is '{source.watermark_column}')"
             )
         check_table_runtime(source, self._settings)
-        source.check_columns(self._table_stats.column_names(source.table), catalog_path=self._catalog.path)
+        with self._catalog.blaming_table(source):
+            columns = self._table_stats.column_names(source.table)
+        source.check_columns(columns, catalog_path=self._catalog.path)
         if command.lookback_seconds:
             current = self._table_stats.max_value(source.table, command.watermark)
             if isinstance(current, int):  # a sequence number cannot be moved back by a duration

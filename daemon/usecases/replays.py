@@ -259,9 +259,11 @@ class ReplayService:
         if command.ordering == "entity" and not source.key_column:
             raise BadRequest(f"source '{source.name}' has no entity key column for ordering=entity")
         check_table_runtime(source, self._settings)
-        table_metadata = self._table_stats.metadata_file(source.table)  # the one ask of a catalog
-        table = source.table.read_at(table_metadata)
-        snapshot = self._table_stats.snapshot(table)
+        with self._catalog.blaming_table(source):  # a table that is not there, or not of its format
+            table_metadata = self._table_stats.metadata_file(source.table)  # the one ask of a catalog
+            table = source.table.read_at(table_metadata)
+            snapshot = self._table_stats.snapshot(table)
+            columns = self._table_stats.column_names(table)
         if command.snapshot is not None:  # checked by the first count at it: a missing one says so
             if snapshot is None:
                 raise BadRequest(
@@ -269,7 +271,6 @@ class ReplayService:
                     "which has no snapshots; snapshot= reads an Iceberg or Delta table as it was"
                 )
             snapshot = command.snapshot
-        columns = self._table_stats.column_names(table)
         source.check_columns(columns, catalog_path=self._catalog.path)  # before anything is counted
         # before any count: a selection the table cannot answer says so (its schema read once)
         kinds = cache(lambda: self._table_stats.column_kinds(table))

@@ -322,6 +322,51 @@ def test_a_parquet_replay_reads_the_files_its_plan_listed_while_another_lands(
         daemon.stop()
 
 
+@pytest.mark.parametrize(
+    ("declared", "actual", "refusal"),
+    [
+        (
+            "parquet",
+            "delta",
+            r"is a Delta table \(it has _delta_log/\), not plain Parquet: declare it with format: delta",
+        ),
+        ("parquet", "iceberg", r"is an Iceberg table \(it has metadata/\), not plain Parquet"),
+        ("iceberg", "delta", r"is not an Iceberg table at a path"),
+        ("delta", "missing", r"is not a Delta table \(no _delta_log there\)"),
+    ],
+)
+def test_a_table_that_is_not_there_or_not_of_its_format_is_refused_naming_file_and_source(
+    declared: str,
+    actual: str,
+    refusal: str,
+    lake_copies: dict[str, LakeCopy],
+    lake_jars: list[Path],
+    kafka_bootstrap: str,
+    tmp_path: Path,
+) -> None:
+    """Reading a Delta or Iceberg table's files as plain Parquet would replay deleted and overwritten
+    rows: refused, as a path holding no table of the declared format is, before anything exists."""
+    path = tmp_path / "nothing-here" if actual == "missing" else lake_copies[actual].path
+    daemon = running_daemon(
+        tmp_path / "d",
+        sample_table=path,
+        bootstrap=kafka_bootstrap,
+        extra={"REPLAY_LOCAL_JARS": ",".join(map(str, lake_jars)), "REPLAY_LOCAL_STANDBY": "false"},
+        source_extra={"table": {"path": str(path), "format": declared}, "watermark_column": None},
+    )
+    named = rf"{re.escape(str(tmp_path / 'd' / 'sources.yaml'))}: source 'orders', its table: .*{refusal}"
+    try:
+        client, topics = daemon.client(), replay_topics(kafka_bootstrap)
+        body = ReplayBody(source="orders", window=WINDOW, tps=40)
+        for ask in (client.plan, client.create_replay):
+            with pytest.raises(BadRequest, match=named):
+                ask(OWNER, body)
+        assert client.list_replays(OWNER).runs == []
+        assert replay_topics(kafka_bootstrap) == topics
+    finally:
+        daemon.stop()
+
+
 def test_a_daemon_without_a_formats_runtime_refuses_the_source_and_creates_nothing(
     lake_copies: dict[str, LakeCopy], kafka_bootstrap: str, tmp_path: Path
 ) -> None:
