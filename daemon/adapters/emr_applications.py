@@ -185,20 +185,14 @@ class EmrApplications:
             self._emr.start_application(applicationId=app_id)
         log.info("emr application starting", application_id=app_id)
 
-    def active_job_runs(self, app_id: str) -> list[dict[str, Any]]:
-        """The application's job runs that have not ended, oldest first."""
-        try:
-            with aws_errors("list EMR Serverless job runs"):
-                pages = self._emr.get_paginator("list_job_runs").paginate(
-                    applicationId=app_id, states=ACTIVE_JOB_RUN_STATES
-                )
-                runs = [run for page in pages for run in page.get("jobRuns", [])]
-        except NotFound:  # moto answers this for an application with no job runs yet
-            return []
-        return sorted(runs, key=lambda run: (str(run.get("createdAt", "")), str(run.get("id", ""))))
-
     def create(
-        self, name: str, executors: int, *, token_key: str | None = None, tags: dict[str, str] | None = None
+        self,
+        name: str,
+        executors: int,
+        *,
+        token_key: str | None = None,
+        tags: dict[str, str] | None = None,
+        idle_stop_minutes: int | None = None,
     ) -> str:
         """A new application called `name` (see `ensure`, which finds one first)."""
         settings = self._settings
@@ -212,7 +206,10 @@ class EmrApplications:
             "initialCapacity": initial,
             "maximumCapacity": maximum,
             "autoStartConfiguration": {"enabled": True},
-            "autoStopConfiguration": {"enabled": True, "idleTimeoutMinutes": settings.idle_stop_minutes},
+            "autoStopConfiguration": {
+                "enabled": True,
+                "idleTimeoutMinutes": idle_stop_minutes or settings.idle_stop_minutes,
+            },
             "tags": {MANAGED_TAG: "true", **(tags or {})},
         }
         if settings.subnet_ids:
@@ -231,23 +228,40 @@ class EmrApplications:
 
     def named(self, prefix: str) -> dict[str, str]:
         """Live applications whose names start with `prefix`: name -> id, the oldest of each name."""
+        found: dict[str, str] = {}
+        for name, app_id in self.all_named(prefix):
+            found.setdefault(name, app_id)
+        return found
+
+    def all_named(self, prefix: str) -> list[tuple[str, str]]:
+        """Every live application whose name starts with `prefix`, oldest first (a lost race of two
+        creations leaves two of one name: the first is the one used)."""
         with aws_errors("list EMR Serverless applications"):
             pages = self._emr.get_paginator("list_applications").paginate(states=LIVE_APPLICATION_STATES)
             apps = [app for page in pages for app in page.get("applications", [])]
-        apps.sort(key=lambda app: (str(app.get("createdAt", "")), app["id"]))  # a lost race: use the first
-        found: dict[str, str] = {}
-        for app in apps:
-            name = str(app.get("name", ""))
-            if name.startswith(prefix):
-                found.setdefault(name, str(app["id"]))
-        return found
+        apps.sort(key=lambda app: (str(app.get("createdAt", "")), app["id"]))
+        return [
+            (str(app.get("name", "")), str(app["id"]))
+            for app in apps
+            if str(app.get("name", "")).startswith(prefix)
+        ]
 
-    def job_runs(self, app_id: str) -> list[dict[str, Any]]:
-        """Every job run of the application that EMR still lists, oldest first."""
+    def job_runs(self, app_id: str, *, active: bool = False) -> list[dict[str, Any]]:
+        """The application's job runs EMR still lists (only those not ended, when `active`), oldest first."""
+        states = {"states": ACTIVE_JOB_RUN_STATES} if active else {}
         try:
             with aws_errors("list EMR Serverless job runs"):
-                pages = self._emr.get_paginator("list_job_runs").paginate(applicationId=app_id)
+                pages = self._emr.get_paginator("list_job_runs").paginate(applicationId=app_id, **states)
                 runs = [run for page in pages for run in page.get("jobRuns", [])]
         except NotFound:  # moto answers this for an application with no job runs yet
             return []
         return sorted(runs, key=lambda run: (str(run.get("createdAt", "")), str(run.get("id", ""))))
+
+    def matches(self, app: dict[str, Any], executors: int) -> bool:
+        """Whether an application is what these settings would create for `executors` executors now
+        (its size and release), so a kept one made under older settings is not used."""
+        initial, maximum = application_capacity(self._settings, executors)
+        sized = capacity_sizes(app.get("initialCapacity"), app.get("maximumCapacity")) == capacity_sizes(
+            initial, maximum
+        )
+        return sized and app.get("releaseLabel") == self._settings.release_label

@@ -17,8 +17,8 @@ Applications (found by name, sized, torn down) are `daemon.adapters.emr_applicat
 starts, follows and cancels the job runs on them.
 
 Idempotency: a submit retried after a crash finds the run's application and job run by name before
-creating anything, and sends client tokens derived from the run id, so AWS itself refuses to start
-the same run twice.
+creating anything (its own application first, then the warm ones), and sends client tokens derived
+from the run id, so AWS itself refuses to start the same run twice.
 
 Errors: every botocore error passes through `daemon.adapters.aws_errors.aws_errors`, the one place
 that maps AWS error codes to the domain errors of `daemon.core.errors`.
@@ -120,15 +120,12 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
             monotonic=monotonic,
         )
         self._files = EmrRunFiles(s3_client=s3_client, settings=settings)
-        self._pool = (
-            EmrWarmPool(
-                applications=self._applications,
-                count=settings.warm_applications,
-                executors=settings.executors_default,
-                monotonic=monotonic,
-            )
-            if settings.warm_applications
-            else None
+        self._pool = EmrWarmPool(  # with none asked for, its keeper only retires those left over
+            applications=self._applications,
+            count=settings.warm_applications,
+            executors=settings.executors_default,
+            idle_stop_minutes=settings.warm_idle_stop_minutes,
+            monotonic=monotonic,
         )
         self._keeper: threading.Thread | None = None
         self._closing = threading.Event()
@@ -144,19 +141,22 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
     def warm(self, workers: int) -> bool | None:
         """With warm applications: whether one was started and idle at the keeper's last pass and
         the run is of their size. Without: None (a one-time run's own application starts cold)."""
-        if self._pool is None:
+        if not self._pool.count:
             return None
         return workers == self._pool.executors and self._pool.ready()
 
     def keep_warm(self, busy: Callable[[], bool]) -> None:
         """Look after the warm applications every poll interval, in a thread, until `close`."""
-        if self._pool is None or self._keeper is not None:
+        if self._keeper is not None:
             return
         pool = self._pool
 
         def keep() -> None:
             while not self._closing.is_set():
-                pool.tick(busy())
+                try:
+                    pool.tick(busy())
+                except Exception:  # a store or AWS hiccup: the next pass tries again
+                    log.exception("warm applications: a keeper pass failed")
                 self._closing.wait(self._poll_interval_s)
 
         self._keeper = threading.Thread(target=keep, name="emr-warm-applications", daemon=True)
@@ -201,12 +201,16 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
         if application_id is not None:
             warm = self._applications.check_capacity(application_id, workers)
             return self._on(application_id, {**handle, "owns_application": False, "warm": warm}, job_name)
-        if self._pool is not None:
+        own = {**handle, "owns_application": True, "warm": False}
+        existing = self._applications.find(safe_name(f"replay-{run_id}"))
+        if existing is not None:  # a retried submit whose first attempt went cold: never a second job
+            return self._on(existing, own, job_name)
+        if self._pool.count and workers == self._pool.executors:
             pooled = self._start_on_pool(handle, job_name)
             if pooled is not None:
                 return pooled
         app_id = self.ensure_application(f"replay-{run_id}", workers, token_key=run_id)
-        return self._on(app_id, {**handle, "owns_application": True, "warm": False}, job_name)
+        return self._on(app_id, own, job_name)
 
     def _on(self, app_id: str, handle: Handle, job_name: str) -> Handle:
         """The run's job run on `app_id`: found by name (a retried submit), else started."""
@@ -228,21 +232,17 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
 
     def _start_on_pool(self, handle: Handle, job_name: str) -> Handle | None:
         """The run on a warm application (re-attached, or started on an idle one); None: start it cold."""
-        assert self._pool is not None
         pooled = {**handle, "owns_application": False, "warm_application": True}
         found = self._pool.find_run(job_name)
         if found is not None:
-            app_id, job_run_id = found
-            log.info("emr job run re-attached", run_id=handle["run_id"], application_id=app_id)
-            return {**pooled, "application_id": app_id, "job_run_id": job_run_id, "warm": True}
-        if handle["workers"] != self._pool.executors:
-            return None
+            log.info("emr job run re-attached", run_id=handle["run_id"], application_id=found[0])
+            return {**pooled, "application_id": found[0], "job_run_id": found[1], "warm": True}
         with self._pool.lock:
             taken = self._pool.take()
             if taken is None:
                 return None
-            app_id, warm = taken
-            pooled = {**pooled, "application_id": app_id, "warm": warm}
+            app_id = taken
+            pooled = {**pooled, "application_id": app_id, "warm": True}
             job_run_id = self._start_job_run(pooled, job_name)
         if self._pool.contested(app_id, job_run_id):
             log.info(

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import structlog
 
 from daemon.adapters.emr_applications import EmrApplications
-from daemon.adapters.emr_states import EmrApplicationState, application_state
+from daemon.adapters.emr_states import EmrApplicationState, EmrJobRunState, application_state, job_run_state
 from daemon.core.errors import ReplayError
 
 log = structlog.get_logger(__name__)
@@ -64,11 +64,13 @@ class EmrWarmPool:
         applications: EmrApplications,
         count: int,
         executors: int,
+        idle_stop_minutes: int | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._applications = applications
-        self._count = count
+        self.count = count  # 0: none kept; the keeper only retires those a larger setting left
         self.executors = executors
+        self._idle_stop_minutes = idle_stop_minutes
         self._monotonic = monotonic
         self._lock = threading.Lock()  # a take and the start of its job run are one step in this daemon
         self._ready: set[str] = set()  # started and idle at the last pass
@@ -82,58 +84,67 @@ class EmrWarmPool:
         """Some warm application was started and idle at the keeper's last pass (what `plan` says)."""
         return bool(self._ready)
 
-    def applications(self) -> dict[int, str]:
-        """The warm applications that exist now, by index (beyond `count` too)."""
+    def applications(self) -> tuple[dict[int, str], list[str]]:
+        """The warm applications that exist now, by index (beyond `count` too), and the younger
+        twins a race of two daemons' creations left (never used)."""
         found: dict[int, str] = {}
-        for name, app_id in self._applications.named(WARM_PREFIX).items():
+        twins: list[str] = []
+        for name, app_id in self._applications.all_named(WARM_PREFIX):
             match = _WARM_NAME.fullmatch(name)
-            if match:
+            if match is None:
+                continue
+            if int(match.group(1)) in found:
+                twins.append(app_id)
+            else:
                 found[int(match.group(1))] = app_id
-        return found
+        return found, twins
 
-    def take(self) -> tuple[str, bool] | None:
-        """An application of the pool a run may start on now, and whether it is started (warm); None:
-        none is idle. Call with `lock` held, and start the job run before letting go of it."""
-        for index, app_id in sorted(self.applications().items()):
-            if index >= self._count:
+    def take(self) -> str | None:
+        """A started, idle application of the pool, made under the current settings, for a run to
+        start on now; None: none is. Call with `lock` held, and start the job run before letting go."""
+        for index, app_id in sorted(self.applications()[0].items()):
+            if index >= self.count:
                 continue
-            state = application_state(self._applications.describe(app_id).get("state"))
-            if state is not EmrApplicationState.STARTED:
+            app = self._applications.describe(app_id)
+            if application_state(app.get("state")) is not EmrApplicationState.STARTED:
                 continue
-            if self._applications.active_job_runs(app_id):
+            if not self._applications.matches(app, self.executors):
+                continue
+            if self._applications.job_runs(app_id, active=True):
                 continue
             self._ready.discard(app_id)
-            return app_id, True
+            return app_id
         return None
 
     def contested(self, app_id: str, job_run_id: str) -> bool:
-        """Another job run is older than ours on the application: we took it in the same moment as
-        another daemon, and ours must go elsewhere."""
-        active = self._applications.active_job_runs(app_id)
-        ids = [str(run.get("id")) for run in active]
-        return job_run_id in ids and ids.index(job_run_id) > 0
+        """Our job run is not the application's oldest active one: another daemon took it in the same
+        moment (or EMR gave back a job run of ours given up before), and ours must go elsewhere."""
+        ids = [str(run.get("id")) for run in self._applications.job_runs(app_id, active=True)]
+        return job_run_id not in ids or ids.index(job_run_id) > 0
 
     def find_run(self, job_name: str) -> tuple[str, str] | None:
         """The application and job run of a run already started on a warm application (a submit
         retried after a crash), skipping runs given up for a contested application."""
-        for app_id in self.applications().values():
+        given_up = (EmrJobRunState.CANCELLING, EmrJobRunState.CANCELLED)
+        for app_id in self.applications()[0].values():
             for run in self._applications.job_runs(app_id):
-                if run.get("name") == job_name and run.get("state") not in ("CANCELLING", "CANCELLED"):
+                if run.get("name") == job_name and job_run_state(run.get("state")) not in given_up:
                     return app_id, str(run["id"])
         return None
 
     def tick(self, busy: bool) -> None:
         """One keeper pass: create, start, note failures, retire; every AWS error is logged, not raised."""
         try:
-            existing = self.applications()
+            existing, twins = self.applications()
             ready: set[str] = set()
-            for index in range(self._count):
+            for index in range(self.count):
                 app_id = existing.get(index) or self._create(index)
                 if app_id is not None and self._look_after(warm_name(index), app_id, busy):
                     ready.add(app_id)
             self._ready = ready
-            for index, app_id in existing.items():
-                if index >= self._count and not self._applications.active_job_runs(app_id):
+            surplus = [app_id for index, app_id in existing.items() if index >= self.count]
+            for app_id in surplus + twins:
+                if not self._applications.job_runs(app_id, active=True):
                     self._applications.delete(app_id)
         except ReplayError as exc:
             log.warning("warm applications: could not look after them", error=str(exc))
@@ -143,19 +154,30 @@ class EmrWarmPool:
         if self._monotonic() < self._starting.get(name, _Starting()).retry_at:
             return None
         try:
-            return self._applications.create(name, self.executors, tags={WARM_TAG: "true"})
+            return self._applications.create(
+                name, self.executors, tags={WARM_TAG: "true"}, idle_stop_minutes=self._idle_stop_minutes
+            )
         except ReplayError as exc:
             self._failed(name, f"could not be created: {exc}")
             return None
 
     def _look_after(self, name: str, app_id: str, busy: bool) -> bool:
-        """Start the application when it is stopped; True when it is started and idle."""
+        """Start the application when it is stopped, replace one made under other settings; True when
+        it is started and idle."""
         app = self._applications.describe(app_id)
         state = application_state(app.get("state"))
         starting = self._starting.setdefault(name, _Starting())
+        if not self._applications.matches(app, self.executors):
+            if not self._applications.job_runs(app_id, active=True):
+                log.info(
+                    f"warm application {name} was made under other settings: replacing it",
+                    application_id=app_id,
+                )
+                self._applications.delete(app_id)  # a step per pass; created anew once it is gone
+            return False
         if state is EmrApplicationState.STARTED:
             starting.requested, starting.failures = False, 0
-            return not self._applications.active_job_runs(app_id)
+            return not self._applications.job_runs(app_id, active=True)
         if state not in (EmrApplicationState.CREATED, EmrApplicationState.STOPPED):
             return False  # on its way somewhere: look again next pass
         if starting.requested:  # asked to start, and it stopped again: its capacity did not come up

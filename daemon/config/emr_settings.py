@@ -99,7 +99,8 @@ class EmrSettings(BaseModel):
         default=4,
         ge=1,
         description="job runs at once (each one-time run on its own application), the rest wait in line; "
-        "keep it x (driver + executors) x cores under the account's EMR Serverless vCPU quota",
+        "keep it plus warm_applications, x (driver + executors) x cores, under the account's EMR "
+        "Serverless vCPU quota",
     )
 
     warm_applications: int = Field(
@@ -108,6 +109,14 @@ class EmrSettings(BaseModel):
         description="applications kept started, their capacity pre-initialized, for one-time runs of "
         "executors_default executors to start on at once (each costs one job's capacity while started; "
         "at most max_concurrent_runs)",
+    )
+
+    warm_idle_stop_minutes: int = Field(
+        default=240,
+        ge=1,
+        le=10_080,
+        description="a warm application idle this long is stopped by EMR (the keeper starts it again): "
+        "the bound on what an idle warm application costs once no daemon keeps it",
     )
 
     @field_validator("release_label")

@@ -50,7 +50,7 @@ class World:
         self.aws, self.endpoint, self.clock = aws, endpoint, FakeClock()
         self.launchers: list[EmrServerlessLauncher] = []
 
-    def launcher(self, *, warm: int = 1, max_runs: int = 2) -> EmrServerlessLauncher:
+    def launcher(self, *, warm: int = 1, max_runs: int = 2, executors: int = 1) -> EmrServerlessLauncher:
         settings = EmrSettings(
             region=self.aws.region,
             endpoint_url=self.endpoint.endpoint_url,
@@ -61,7 +61,7 @@ class World:
             driver_memory_gb=2,
             executor_cores=1,
             executor_memory_gb=2,
-            executors_default=1,
+            executors_default=executors,
             warm_applications=warm,
             max_concurrent_runs=max_runs,
         )
@@ -119,7 +119,7 @@ def test_a_run_starts_on_a_started_warm_application_that_outlives_it(world: Worl
     assert app["tags"][WARM_TAG] == "true"
     assert app["initialCapacity"]["EXECUTOR"]["workerCount"] == 1
     assert app["maximumCapacity"] == {"cpu": "2 vCPU", "memory": "4 GB"}, "more than one job's capacity"
-    assert app["autoStopConfiguration"]["enabled"] is True
+    assert app["autoStopConfiguration"] == {"enabled": True, "idleTimeoutMinutes": 240}
 
     first = launcher.submit("r-w1", SPEC, workers=1)
     assert (first["application_id"], first["warm"], first["owns_application"]) == (app["id"], True, False)
@@ -162,7 +162,7 @@ def test_a_run_that_took_a_warm_application_at_the_same_moment_as_another_starts
     assert pool is not None
     with pool.lock:
         taken = pool.take()  # the other daemon sees it idle ...
-    assert taken == (app_id, True)
+    assert taken == app_id
     first = ours.submit("r-race-1", SPEC, workers=1)  # ... this one starts its run there first ...
     monkeypatch.setattr(pool, "take", lambda: taken)
     late = theirs.submit("r-race-2", SPEC, workers=1)  # ... and the other one loses
@@ -247,6 +247,55 @@ def test_warm_applications_beyond_the_setting_are_deleted_once_idle(world: World
     after.keep_warm(lambda: False)
     _until(lambda: world.endpoint.emr.applications[surplus]["state"] == "TERMINATED")
     assert world.endpoint.emr.applications[kept]["state"] == "STARTED"
+    after.close()
+
+    none = world.launcher(warm=0)  # none asked for: the keeper only retires what is left
+    assert none.warm(1) is None
+    none.keep_warm(lambda: False)
+    _until(lambda: world.endpoint.emr.applications[kept]["state"] == "TERMINATED")
+
+
+def test_a_submit_retried_after_its_first_attempt_went_cold_finds_that_run(world: World) -> None:
+    launcher = world.launcher(warm=1)
+    launcher.keep_warm(lambda: True)  # every slot held: nothing warm yet
+    cold = launcher.submit("r-cold-first", SPEC, workers=1)
+    assert cold["owns_application"] is True
+    launcher.close()
+
+    restarted = world.launcher(warm=1)
+    restarted.keep_warm(lambda: False)
+    _until(lambda: restarted.warm(1))  # a warm application is idle now ...
+    again = restarted.submit("r-cold-first", SPEC, workers=1)  # ... and the retry still finds its run
+    assert (again["application_id"], again["job_run_id"]) == (cold["application_id"], cold["job_run_id"])
+    assert world.endpoint.emr.start_job_run_calls == 1
+
+
+def test_a_warm_application_made_under_other_settings_is_replaced_not_taken(world: World) -> None:
+    before = world.launcher(warm=1, executors=1)
+    before.keep_warm(lambda: False)
+    _until(lambda: before.warm(1))
+    old = world.app(warm_name(0))["id"]
+    before.close()
+
+    after = world.launcher(warm=1, executors=2)  # the default size changed
+    cold = after.submit("r-resized", SPEC, workers=2)
+    assert (cold["owns_application"], cold["warm"]) == (True, False), "a run took a one-executor application"
+    after.keep_warm(lambda: False)
+    _until(lambda: after.warm(2))
+    renewed = world.app(warm_name(0))
+    assert renewed["id"] != old and world.endpoint.emr.applications[old]["state"] == "TERMINATED"
+    assert renewed["initialCapacity"]["EXECUTOR"]["workerCount"] == 2
+
+
+def test_a_twin_left_by_two_daemons_creating_at_once_is_deleted(world: World) -> None:
+    launcher = world.launcher(warm=1)
+    launcher.keep_warm(lambda: False)
+    _until(lambda: launcher.warm(1))
+    first = world.app(warm_name(0))["id"]
+    emr = aws_client("emr-serverless", world.endpoint.endpoint_url)
+    twin = emr.create_application(name=warm_name(0), releaseLabel="emr-spark-8.0.0", type="SPARK")
+    _until(lambda: world.endpoint.emr.applications[twin["applicationId"]]["state"] == "TERMINATED")
+    assert world.endpoint.emr.applications[first]["state"] == "STARTED"
 
 
 def test_more_warm_applications_than_runs_at_once_is_refused() -> None:

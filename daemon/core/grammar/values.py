@@ -95,13 +95,15 @@ def check_column(name: str) -> None:
         raise InvalidValue(name, f"'{name}' is not a column name")
 
 
-SNAPSHOT = re.compile(r"\d{1,20}")  # an Iceberg snapshot id or a Delta version: a non-negative integer
+SNAPSHOT = re.compile(r"0|[1-9]\d{0,19}")  # an Iceberg snapshot id or a Delta version, as it is written
 
 
 def check_snapshot(value: str) -> None:
     if not SNAPSHOT.fullmatch(value):
         raise InvalidValue(
-            value, f"'{value}' is not a table snapshot (an Iceberg snapshot id or a Delta version: digits)"
+            value,
+            f"'{value}' is not a table snapshot (an Iceberg snapshot id or a Delta version: digits, "
+            "no leading zero)",
         )
 
 

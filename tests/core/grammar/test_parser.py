@@ -313,6 +313,7 @@ def test_cli_argv_joined_with_shlex_parses_like_slack_text() -> None:
         ("orders last=6h fields=order_id,1st", "fields=order_id,1st", "not a column name"),
         ("orders last=6h snapshot=latest", "snapshot=latest", "not a table snapshot"),
         ("orders last=6h snapshot=-3", "snapshot=-3", "not a table snapshot"),
+        ("orders last=6h snapshot=007", "snapshot=007", "no leading zero"),
         ("orders last=6h snapshot=" + "9" * 21, "snapshot=" + "9" * 21, "not a table snapshot"),
         ("schedule orders every=1h incremental=snapshot snapshot=3", "snapshot=3", "allowed for schedule"),
         ("orders last=6h where= tps=5", "where=", "the filter is empty"),
