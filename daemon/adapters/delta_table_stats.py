@@ -155,15 +155,16 @@ class DeltaTableStats:
     @staticmethod
     def _open(path: str, snapshot: str | None = None) -> DeltaTable:
         try:
+            table = DeltaTable(path)
             if snapshot is None:
-                return DeltaTable(path)
-            latest = DeltaTable(path, without_files=True).version()
-            if int(snapshot) > latest:  # deltalake searches long for a version far ahead
+                return table
+            if int(snapshot) > table.version():  # deltalake searches long for a version far ahead
                 raise BadRequest(
                     f"version {snapshot} of the Delta table at {path} does not exist (its latest is "
-                    f"{latest}): plan the window again to read the current version"
+                    f"{table.version()}): plan the window again to read the current version"
                 )
-            return DeltaTable(path, version=int(snapshot))
+            table.load_as_version(int(snapshot))
+            return table
         except TableNotFoundError as exc:
             raise BadRequest(f"{path} is not a Delta table (no _delta_log there): {exc}") from exc
         except DeltaError as exc:
