@@ -52,6 +52,8 @@ from store.models import Run
 
 log = structlog.get_logger(__name__)
 
+MAX_PINNED_FILES = 10_000  # a Parquet run's listing kept in its options (about 100 bytes a file)
+
 # What run lists show: reconcile runs are read through the run they check.
 _LISTED_KINDS = (RunKind.REPLAY, RunKind.PIPELINE)
 # What a person's cap counts: the runs they asked for (a pipeline's scheduled runs are its own).
@@ -292,6 +294,11 @@ class ReplayService:
             if snapshot is not None
             else self._table_stats.window_files(table, source.partition_column, days(window))
         )
+        if files is not None and len(files) > MAX_PINNED_FILES:  # kept in every row of the run's family
+            log.info(
+                "window too many files to pin: read as listed then", source=source.name, files=len(files)
+            )
+            files = None
         rows = self._count_rows(source, table, window, snapshot, counted, files)
         if rows == 0:
             kept = "" if where is None else f" that where={render_predicate(where)} keeps"
