@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import threading
 from collections.abc import Iterable, MutableMapping
 from typing import Any, TextIO
 
@@ -46,6 +47,40 @@ class SecretRedactor:
         return _SENSITIVE_TEXT.sub(REDACTED, text)
 
 
+class _LineWriter:
+    """One stream for every record of the process, each written as one whole line under one lock.
+
+    structlog's records and the stdlib's (uvicorn, APScheduler) come from different threads; with a
+    lock each, a record written in two parts (the text, then its newline, as ``print`` does) can be
+    cut by another, and a log reader meets two records on one line.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.lock = threading.Lock()
+
+    def msg(self, message: str) -> None:
+        with self.lock:
+            self.stream.write(message + "\n")
+            self.stream.flush()
+
+    log = debug = info = warn = warning = err = error = critical = exception = fatal = msg
+
+
+class _LineHandler(logging.Handler):
+    """The stdlib's records (uvicorn, APScheduler) through the same writer as structlog's."""
+
+    def __init__(self, lines: _LineWriter) -> None:
+        super().__init__()
+        self._lines = lines
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._lines.msg(self.format(record))
+        except Exception:  # as logging.StreamHandler does: a broken stream must not break the caller
+            self.handleError(record)
+
+
 def configure_logging(
     *,
     log_format: str = "console",
@@ -55,6 +90,7 @@ def configure_logging(
 ) -> None:
     """Configure structlog (and route stdlib logging through it) for the whole process."""
     out = stream or sys.stderr
+    lines = _LineWriter(out)
     renderer: Any = (
         structlog.processors.JSONRenderer()
         if log_format == "json"
@@ -70,10 +106,10 @@ def configure_logging(
     structlog.configure(
         processors=[*shared, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level)),
-        logger_factory=structlog.PrintLoggerFactory(out),
+        logger_factory=lambda *args: lines,
         cache_logger_on_first_use=False,
     )
-    handler = logging.StreamHandler(out)
+    handler = _LineHandler(lines)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],

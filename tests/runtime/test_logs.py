@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import io
 import json
+import logging
+import threading
+import time
 
 import structlog
 
@@ -64,3 +67,34 @@ def test_bound_run_id_is_carried_as_a_key() -> None:
     structlog.get_logger().bind(run_id="r-42").info("launched")
 
     assert _json_lines(out)[0]["run_id"] == "r-42"
+
+
+class _SlowStream(io.StringIO):
+    """A stream whose writes let other threads run, as a file's do while the disk is busy."""
+
+    def write(self, text: str) -> int:
+        time.sleep(0.0002)
+        return super().write(text)
+
+
+def test_lines_from_structlog_and_stdlib_threads_never_share_a_line() -> None:
+    """The daemon's threads log through structlog and through stdlib logging (uvicorn, APScheduler)
+    into one stream: each record is one whole line, or a log reader meets two on one line."""
+    out = _SlowStream()
+    configure_logging(log_format="json", stream=out)
+
+    def from_structlog() -> None:
+        for n in range(300):
+            structlog.get_logger().info("from structlog", n=n)
+
+    def from_stdlib() -> None:
+        for n in range(300):
+            logging.getLogger("apscheduler").warning("from stdlib %d", n)
+
+    writers = [threading.Thread(target=from_structlog), threading.Thread(target=from_stdlib)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    lines = _json_lines(out)  # fails on a line holding two records
+    assert len(lines) == 600
