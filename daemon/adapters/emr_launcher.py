@@ -209,7 +209,8 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
             pooled = self._start_on_pool(handle, job_name)
             if pooled is not None:
                 return pooled
-        app_id = self.ensure_application(f"replay-{run_id}", workers, token_key=run_id)
+        # not found above: created now (the token keeps a retry racing this one to one application)
+        app_id = self._applications.create(safe_name(f"replay-{run_id}"), workers, token_key=run_id)
         return self._on(app_id, own, job_name)
 
     def _on(self, app_id: str, handle: Handle, job_name: str) -> Handle:

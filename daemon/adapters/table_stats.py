@@ -106,10 +106,10 @@ class ParquetTableStats:
             raise _unreadable(path, exc) from exc
 
     def window_files(self, path: str, partition_column: str, days: list[date]) -> tuple[str, ...]:
-        """The window's data files, relative to the table's root (see `_window_files`)."""
+        """The window's data files, relative to the table's root (see `_window_files`). A plan reads
+        `column_names` first, which refuses a Delta or Iceberg table declared as Parquet."""
         fs, root = self._resolve(path)
         try:
-            _refuse_lake_table(fs, root, path)
             files = self._window_files(fs, root, partition_column, days)
         except _OPEN_ERRORS as exc:
             raise _unreadable(path, exc) from exc

@@ -296,7 +296,9 @@ class ReplayService:
         )
         if files is not None and len(files) > MAX_PINNED_FILES:  # kept in every row of the run's family
             log.info(
-                "window too many files to pin: read as listed then", source=source.name, files=len(files)
+                "too many files in the window to pin: the job lists them when it runs",
+                source=source.name,
+                files=len(files),
             )
             files = None
         rows = self._count_rows(source, table, window, snapshot, counted, files)
