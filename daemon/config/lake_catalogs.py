@@ -5,9 +5,11 @@
 "warehouse": "s3://bucket/warehouse"}}``; a source then says ``table: {table: lake.sales.orders,
 format: iceberg}``. A ``glue`` catalog (the AWS Glue Data Catalog, Spark's session catalog on EMR)
 and a ``hive`` one (a Hive metastore, the session catalog elsewhere) also name Delta and Parquet
-tables. Only the daemon talks to a catalog: it resolves the name to the table's current metadata
-file (Iceberg) or location (Delta, Parquet) when it plans, and the job reads that, so no catalog
-credential is ever written into a job spec (docs/decisions/0037, 0038, 0040).
+tables; the one marked ``"session": true`` is Spark's session catalog, whose tables sources name as
+Spark SQL does, ``<database>.<table>``. Only the daemon talks to a catalog: it resolves the name to
+the table's current metadata file (Iceberg) or location (Delta, Parquet) when it plans, and the job
+reads that, so no catalog credential is ever written into a job spec (docs/decisions/0037, 0038,
+0040, 0051).
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ class LakeCatalog(BaseModel):
     endpoint: str | None = Field(
         default=None, description="glue: an endpoint URL instead of AWS's own (a VPC endpoint)"
     )
+    session: bool = Field(
+        default=False,
+        description="glue, hive: Spark's session catalog, so a source's two-part `table: "
+        "<database>.<table>` is a table of this one (at most one catalog is)",
+    )
     catalog_name: str | None = Field(
         default=None,
         description="sql: the name the catalog's rows are stored under (Spark's catalog name that "
@@ -62,6 +69,11 @@ class LakeCatalog(BaseModel):
             raise ValueError("a hive catalog takes no 'password' (the metastore's Thrift service has none)")
         if self.type == "hadoop" and not self.warehouse:
             raise ValueError("a hadoop catalog needs 'warehouse' (the folder its tables live under)")
+        if self.session and self.type not in METASTORES:
+            raise ValueError(
+                "only a glue or hive catalog can be Spark's session catalog ('session'), "
+                f"not a {self.type} one"
+            )
         if self.endpoint is not None and self.type != "glue":
             raise ValueError(f"'endpoint' is for a glue catalog, not a {self.type} one")
         if self.uri is not None and re.search(r"://[^/@]*:[^/@]*@", self.uri):
@@ -70,8 +82,19 @@ class LakeCatalog(BaseModel):
 
 
 def check_catalog_names(catalogs: dict[str, LakeCatalog]) -> dict[str, LakeCatalog]:
-    """Names are the first part of a source's ``table``: letters, digits and '_' only, no dots."""
+    """Names are the first part of a source's ``table``: letters, digits and '_' only, no dots. One
+    catalog at most is the session catalog, or a two-part name would have two meanings."""
     for name in catalogs:
         if not CATALOG_NAME.match(name):
             raise ValueError(f"'{name}' is not a catalog name (letters, digits and '_', no dots)")
+    sessions = sorted(name for name, catalog in catalogs.items() if catalog.session)
+    if len(sessions) > 1:
+        raise ValueError(
+            f"only one catalog can be Spark's session catalog ('session'): {', '.join(sessions)}"
+        )
     return catalogs
+
+
+def session_catalog(catalogs: dict[str, LakeCatalog]) -> str | None:
+    """The catalog a two-part table name is in, if one is marked ``session``."""
+    return next((name for name, catalog in catalogs.items() if catalog.session), None)

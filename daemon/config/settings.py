@@ -96,8 +96,9 @@ class Settings(BaseSettings):
         default_factory=dict,
         description="catalogs sources may name tables in, as JSON: "
         '{"lake": {"type": "sql", "uri": "postgresql+psycopg://user@host/db", "password": "…"}} '
-        "(Iceberg tables: types sql, rest, glue, hadoop; Delta and Parquet tables: glue, the Data "
-        "Catalog; daemon.config.lake_catalogs)",
+        "(Iceberg tables: types sql, rest, glue, hive, hadoop; Delta and Parquet tables: glue, the "
+        'Data Catalog, and hive, a metastore; "session": true on one of those makes it Spark\'s '
+        "session catalog, for two-part names; daemon.config.lake_catalogs)",
     )
     launcher: Literal["local", "emr"] = Field(
         default="local", description="`local`: spark-submit on this machine; `emr`: EMR Serverless"

@@ -42,6 +42,7 @@ from daemon.adapters.log_notifier import LogNotifier
 from daemon.adapters.packaging import package_and_upload
 from daemon.adapters.slack_notifier import slack_notifier_from_settings
 from daemon.adapters.table_catalogs import TableCatalogs
+from daemon.config.lake_catalogs import session_catalog
 from daemon.config.logs import configure_logging
 from daemon.config.settings import Settings, load_settings
 from daemon.core.errors import BadRequest, ConfigError, ReplayError, Unavailable
@@ -161,6 +162,7 @@ def build_daemon(
     catalog = catalog or load_catalog(
         settings.catalog_path,
         lake_catalogs={name: lake.type for name, lake in settings.lake_catalogs.items()},
+        session_catalog=session_catalog(settings.lake_catalogs),
     )
     upgrade(settings.db_url)
     store = Store(settings.db_url)

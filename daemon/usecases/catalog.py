@@ -43,7 +43,7 @@ from spark_job.spec.model import DEFAULT_PARTITIONER, Partitioner
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
-_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){2,}$")
+_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){1,}$")
 
 
 TableFormat = Literal["parquet", "iceberg", "delta"]
@@ -54,7 +54,9 @@ class TableRef(BaseModel):
     """Where the table lives and how it is stored: hive-partitioned Parquet files, an Apache Iceberg
     table or a Delta Lake table at a path (local or s3://), or a table by its name in one of the
     daemon's catalogs (``<catalog>.<namespace>.<table>``, `REPLAY_LAKE_CATALOGS`): an Iceberg table in
-    any, a Delta or Parquet table in a Glue Data Catalog (Spark's session catalog on EMR)."""
+    any, a Delta or Parquet table in a Glue Data Catalog or a Hive metastore. A two-part name
+    (``<database>.<table>``, as Spark SQL names it) is a table of Spark's session catalog: loading
+    the sources makes it ``<session catalog>.<database>.<table>``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -68,9 +70,19 @@ class TableRef(BaseModel):
             raise ValueError("give exactly one of 'path' or 'table'")
         if self.table is not None and not _TABLE_NAME.match(self.table):  # refused before any plan
             raise ValueError(
-                f"'{self.table}' is not '<catalog>.<namespace>.<table>' (letters, digits and '_')"
+                f"'{self.table}' is not '<catalog>.<namespace>.<table>' or, in Spark's session catalog, "
+                "'<database>.<table>' (letters, digits and '_')"
             )
         return self
+
+    @property
+    def in_session_catalog(self) -> bool:
+        """A two-part name: a table of Spark's session catalog, not yet given that catalog's name."""
+        return self.table is not None and self.table.count(".") == 1
+
+    def in_catalog(self, name: str) -> TableRef:
+        """This two-part name as a table of catalog ``name``."""
+        return TableRef(table=f"{name}.{self.table}", format=self.format)
 
     @property
     def catalog(self) -> str | None:
@@ -242,10 +254,16 @@ class Catalog:
     assignment, so a reader sees either the old catalog or the new one, never a mix."""
 
     def __init__(
-        self, *, path: str, sources: Mapping[str, Source], lake_catalogs: Mapping[str, str] | None = None
+        self,
+        *,
+        path: str,
+        sources: Mapping[str, Source],
+        lake_catalogs: Mapping[str, str] | None = None,
+        session_catalog: str | None = None,
     ) -> None:
         self._lock = threading.Lock()  # one reload at a time; readers need none
         self._lake_catalogs = None if lake_catalogs is None else MappingProxyType(dict(lake_catalogs))
+        self._session_catalog = session_catalog
         self._state: tuple[str, Mapping[str, Source]] = (path, MappingProxyType(dict(sources)))
 
     @property
@@ -286,7 +304,9 @@ class Catalog:
     def reload(self) -> CatalogChange:
         """Read the file again and use it; a bad one raises `CatalogError` and the sources stay."""
         with self._lock:
-            fresh = load_catalog(Path(self.path), lake_catalogs=self._lake_catalogs)
+            fresh = load_catalog(
+                Path(self.path), lake_catalogs=self._lake_catalogs, session_catalog=self._session_catalog
+            )
             old = self.sources
             change = CatalogChange(
                 added=tuple(sorted(set(fresh.sources) - set(old))),
@@ -297,13 +317,16 @@ class Catalog:
             return change
 
 
-def load_catalog(path: Path, *, lake_catalogs: Mapping[str, str] | None = None) -> Catalog:
+def load_catalog(
+    path: Path, *, lake_catalogs: Mapping[str, str] | None = None, session_catalog: str | None = None
+) -> Catalog:
     """Read and validate the catalog; relative table paths resolve against the catalog's folder.
 
     ``lake_catalogs``: the daemon's catalogs (`REPLAY_LAKE_CATALOGS`), name to type; a table named in
     any other is refused here, and so is a Delta or Parquet table named in one that is not ``glue``
     or ``hive`` (only a metastore says where such a table lives). None: not checked (a catalog read without
-    the settings).
+    the settings). ``session_catalog``: the one of them a two-part name is in; with none, such a name
+    is refused.
     """
     shown = str(path)
     try:
@@ -321,6 +344,17 @@ def load_catalog(path: Path, *, lake_catalogs: Mapping[str, str] | None = None) 
     sources: dict[str, Source] = {}
     for name, body in raw["sources"].items():
         source = _parse_source(shown, path.parent, str(name), body)
+        if source.table.in_session_catalog and lake_catalogs is not None:
+            if session_catalog is None:
+                raise CatalogError(
+                    shown,
+                    str(name),
+                    "table.table",
+                    f"'{source.table.table}' is a table of Spark's session catalog, and no catalog of "
+                    'REPLAY_LAKE_CATALOGS is marked "session": true '
+                    "(or name it <catalog>.<database>.<table>)",
+                )
+            source = source.model_copy(update={"table": source.table.in_catalog(session_catalog)})
         named_in = source.table.catalog
         if named_in is not None and lake_catalogs is not None and named_in not in lake_catalogs:
             configured = ", ".join(sorted(lake_catalogs)) or "none"
@@ -340,7 +374,7 @@ def load_catalog(path: Path, *, lake_catalogs: Mapping[str, str] | None = None) 
                 f"metastore says where it lives); '{named_in}' is a {kind} catalog: give the table's 'path'",
             )
         sources[str(name)] = source
-    return Catalog(path=shown, sources=sources, lake_catalogs=lake_catalogs)
+    return Catalog(path=shown, sources=sources, lake_catalogs=lake_catalogs, session_catalog=session_catalog)
 
 
 def _parse_source(shown: str, base: Path, name: str, body: object) -> Source:

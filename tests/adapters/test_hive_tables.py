@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import socket
 from datetime import date, timedelta
+from pathlib import Path
 
 import pytest
 
 from daemon.adapters.lake_table_stats import LakeTableStats
 from daemon.adapters.table_catalogs import TableCatalogs
-from daemon.config.lake_catalogs import LakeCatalog
+from daemon.config.lake_catalogs import LakeCatalog, session_catalog
 from daemon.core.errors import BadRequest, DependencyDown
-from daemon.usecases.catalog import TableFormat, TableRef
+from daemon.usecases.catalog import TableFormat, TableRef, load_catalog
 from daemon.usecases.ports import WindowRows
 from tests.fixtures.catalog_services import HiveTables
 
@@ -54,6 +55,26 @@ def test_a_table_named_in_the_metastore_counts_and_pins_as_its_path_does(
     }
     assert counted == {day: by_path.count_window_rows(at_path, WindowRows("dt", [day])) for day in WEEK}
     assert sum(counted.values()) > 0
+
+
+def test_a_two_part_name_is_read_from_the_metastore_marked_as_the_session_catalog(
+    hive_tables: HiveTables, tmp_path: Path
+) -> None:
+    """`sales.orders_delta` in a sources file, as a team's Spark SQL names it, counts as the
+    three-part name does once the metastore is the daemon's session catalog."""
+    sources = tmp_path / "sources.yaml"
+    sources.write_text(
+        "sources:\n  orders:\n    table: {table: sales.orders_delta, format: delta}\n"
+        "    partition_column: dt\n    event_time_column: updated_at\n    key_column: order_id\n"
+        "    event_id_column: event_id\n    owners: [U0OWNER1]\n"
+    )
+    settings = {"meta": LakeCatalog(type="hive", uri=hive_tables.uri, session=True)}
+    catalog = load_catalog(sources, lake_catalogs={"meta": "hive"}, session_catalog=session_catalog(settings))
+    stats = LakeTableStats(catalogs=TableCatalogs(settings))
+
+    table = catalog.get("orders").table
+    assert stats.metadata_file(table) == str(hive_tables.delta)
+    assert stats.snapshot(table) == _stats(hive_tables.uri).snapshot(_named("delta"))
 
 
 def test_a_table_the_metastore_calls_another_format_is_refused_with_both(hive_tables: HiveTables) -> None:

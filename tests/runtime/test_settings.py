@@ -104,6 +104,12 @@ def test_lake_catalogs_are_read_from_json_with_their_passwords_secret() -> None:
         ('{"lake": {"type": "hadoop"}}', "a hadoop catalog needs 'warehouse'"),
         ('{"lake": {"type": "sql", "uri": "postgresql://u:pw@h/d"}}', "put the password in 'password'"),
         ('{"my.lake": {"type": "glue"}}', "'my.lake' is not a catalog name"),
+        ('{"lake": {"type": "hadoop", "warehouse": "/w", "session": true}}', "not a hadoop one"),
+        (
+            '{"a": {"type": "glue", "session": true}, "b": {"type": "hive", "uri": "thrift://h:9083", '
+            '"session": true}}',
+            "only one catalog can be Spark's session catalog ('session'): a, b",
+        ),
     ],
 )
 def test_a_bad_lake_catalog_names_the_variable_and_the_problem(value: str, problem: str) -> None:

@@ -72,6 +72,34 @@ def test_an_iceberg_table_by_name_is_in_one_of_the_daemons_catalogs(tmp_path: Pa
     assert catalog.get("orders").table.catalog == "lake"
 
 
+@pytest.mark.parametrize("table_format", ["delta", "parquet", "iceberg"])
+def test_a_two_part_name_is_a_table_of_the_session_catalog(tmp_path: Path, table_format: str) -> None:
+    """`sales.orders`, as Spark SQL names it, is in the catalog marked ``session``; with none, the
+    name is refused naming the file, the source and the field, and a reload keeps to the same rule."""
+    named = GOOD.replace(
+        "{path: lake/orders, format: parquet}", f"{{table: sales.orders, format: {table_format}}}"
+    )
+    path = _write(tmp_path, named)
+
+    catalog = load_catalog(path, lake_catalogs={"meta": "hive", "lake": "sql"}, session_catalog="meta")
+    table = catalog.get("orders").table
+    assert (table.table, table.catalog, table.identifier, table.format) == (
+        "meta.sales.orders",
+        "meta",
+        "sales.orders",
+        table_format,
+    )
+    with pytest.raises(CatalogError) as caught:
+        load_catalog(path, lake_catalogs={"meta": "hive"})
+    assert (caught.value.source, caught.value.field) == ("orders", "table.table")
+    assert "'sales.orders' is a table of Spark's session catalog" in str(caught.value)
+    assert '"session": true' in str(caught.value)
+
+    path.write_text(named.replace("sales.orders", "sales.returns"))
+    catalog.reload()
+    assert catalog.get("orders").table.table == "meta.sales.returns"
+
+
 @pytest.mark.parametrize("table_format", ["delta", "parquet"])
 def test_a_delta_or_parquet_table_by_name_is_in_a_glue_catalog_only(
     tmp_path: Path, table_format: str
@@ -125,9 +153,9 @@ def test_unknown_source_lists_the_known_ones(tmp_path: Path) -> None:
         ),
         (("{path: lake/orders, format: parquet}", "{format: parquet}"), "table", "exactly one of"),
         (
-            ("{path: lake/orders, format: parquet}", "{table: lake.orders, format: iceberg}"),
+            ("{path: lake/orders, format: parquet}", "{table: orders, format: iceberg}"),
             "table",
-            "'lake.orders' is not '<catalog>.<namespace>.<table>'",
+            "'orders' is not '<catalog>.<namespace>.<table>' or, in Spark's session catalog",
         ),
         (
             ("    owners: [U0OWNER1]\n", "    owners: [U0OWNER1]\n    colour: blue\n"),
