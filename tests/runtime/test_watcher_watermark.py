@@ -1,4 +1,5 @@
-"""The watcher's commit rule on both dialects: a pipeline run that selected nothing moves no watermark.
+"""The watcher's commit rule on both dialects: a pipeline run that selected nothing moves no watermark;
+one that read a table's commits moves its snapshot only when it succeeded, even after publishing.
 
 The job is represented by an in-process launcher that reports a fixed final line (the launcher port is
 ours; what is under test is the watcher's decision and the store's transaction, not a job).
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from daemon.adapters.log_notifier import LogNotifier
+from daemon.core.run_options import RunOptions, WindowKind
 from daemon.core.states import RunState
 from daemon.runtime.watcher import Watcher
 from daemon.usecases.ports import Handle, JobOutcome, JobState, Launcher
@@ -26,8 +28,9 @@ class ReportingLauncher(Launcher):
 
     kind = "in-process"
 
-    def __init__(self, payload: dict[str, Any]) -> None:
+    def __init__(self, payload: dict[str, Any], *, succeeded: bool = True) -> None:
         self._payload = payload
+        self._succeeded = succeeded
 
     def submit(
         self, run_id: str, spec_json: str, *, workers: int, application_id: str | None = None
@@ -38,7 +41,7 @@ class ReportingLauncher(Launcher):
         return JobState.EXITED
 
     def outcome(self, handle: Handle) -> JobOutcome | None:
-        return JobOutcome(succeeded=True, payload=self._payload)
+        return JobOutcome(succeeded=self._succeeded, payload=self._payload)
 
     def log_tail(self, handle: Handle, lines: int = 20) -> list[str]:
         return []
@@ -89,3 +92,69 @@ def test_only_a_run_that_selected_rows_commits_its_high_mark(
 
     assert store.runs.get(run.id).state == RunState.SUCCEEDED
     assert store.pipelines.get(pipeline.id).watermark_value == (high if moves else None)
+
+
+@pytest.mark.parametrize(
+    ("succeeded", "selected", "confirmed", "moves"),
+    [
+        (False, 40, 25, False),  # published 25 of 40, then failed: the next slot sends those 40 again
+        (True, 40, 40, True),
+        (True, 0, 0, True),  # the commits read are fixed: nothing more can come in them
+    ],
+)
+def test_a_snapshot_pipeline_run_moves_its_snapshot_only_when_it_succeeded(
+    store: Store, succeeded: bool, selected: int, confirmed: int, moves: bool
+) -> None:
+    """`incremental=snapshot` keeps the watermark's rule: publish, then commit; a run that failed
+    after some deliveries leaves the published snapshot where it was, whatever it sent."""
+    published, read = "7001", "7002"
+    pipeline = store.pipelines.create(
+        source="orders",
+        schedule="every=1h",
+        watermark_column=None,
+        topic="t",
+        tps=10,
+        created_by="U1",
+        watermark_value=published,
+    )
+    run = store.pipelines.claim_slot(
+        pipeline.id,
+        now=SLOT,
+        next_run_at=SLOT.replace(hour=1),
+        run_fields={
+            "source": "orders",
+            "topic": "t",
+            "tps": 10,
+            "requester": "U1",
+            "watermark_column": None,
+            "watermark_low": published,
+            "watermark_high": read,
+            "options": RunOptions(window=WindowKind.COMMITS, snapshot=read),
+        },
+    )
+    assert run is not None
+    payload = {
+        "status": "succeeded" if succeeded else "failed",
+        "rows_selected": selected,
+        "confirmed": confirmed,
+        "failed_tasks": 0 if succeeded else 1,
+        **({} if succeeded else {"reason": "lost the broker after sending"}),
+    }
+    watcher = Watcher(
+        store=store,
+        launcher=ReportingLauncher(payload, succeeded=succeeded),
+        notifier=LogNotifier(),
+        build_spec=lambda _run: "{}",
+        progress=NoBeacons(),
+        owner="test",
+    )
+
+    watcher.tick()  # launch
+    watcher.tick()  # conclude
+
+    finished = store.runs.get(run.id)
+    assert (finished.state, finished.confirmed) == (
+        RunState.SUCCEEDED if succeeded else RunState.FAILED,
+        confirmed,
+    )
+    assert store.pipelines.get(pipeline.id).watermark_value == (read if moves else published)
