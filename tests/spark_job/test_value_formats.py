@@ -10,13 +10,12 @@ originals in order, then the provenance) and timestamp.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from confluent_kafka import TIMESTAMP_CREATE_TIME, Message, Producer
+from confluent_kafka import Message
 from pyspark.sql import SparkSession
 
 from spark_job import main as job_main
@@ -24,56 +23,11 @@ from spark_job import transforms
 from spark_job.errors import SourceError
 from spark_job.spec.model import JobSpec
 from spark_job.spec.parse import spec_from_dict
-from tests.fixtures.bronze import confluent_avro, land_bronze
+from tests.fixtures.bronze import IN_WINDOW, as_record, land_bronze, original_records, produce
 from tests.fixtures.kafka import KEEP_FOREVER, consume_all, create_topic, unique_topic
 from tests.fixtures.spark import job_spec, write_spec
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
-
-SCHEMA_ID = 42
-DAY_MS = int(datetime(2024, 1, 2, tzinfo=UTC).timestamp() * 1000)
-# Keys as a producer may send them: text, bytes that are not UTF-8, and no key at all.
-KEYS: list[bytes | None] = [b"order-1", b"order-2", b"order-3", b"\xff\xfe\x00order-4", None]
-IN_WINDOW = 24  # records on 2024-01-02; two more on 2024-01-03 stay outside the window
-
-Header = tuple[str, str | bytes | None]  # as confluent-kafka takes and gives them
-RawRecord = tuple[bytes | None, bytes, list[Header], int]
-
-
-def original_records() -> list[RawRecord]:
-    """(key, value, headers, timestamp ms): duplicate header names, binary and null header values."""
-    records: list[RawRecord] = []
-    for index in range(IN_WINDOW + 2):
-        key = KEYS[index % len(KEYS)]
-        value = confluent_avro(SCHEMA_ID, 1000 + index, "paid" if index % 3 else "refunded", index * 1.25)
-        headers: list[Header] = []
-        if index % 4:  # every fourth record has no headers at all
-            headers = [
-                ("trace-id", f"trace-{index}".encode()),
-                ("content-type", b"application/vnd.confluent.avro"),
-                ("trace-id", b"\x00\xff" + bytes([index])),
-                ("tombstone-hint", None),
-            ]
-        day = 0 if index < IN_WINDOW else 1
-        records.append((key, value, headers, DAY_MS + day * 86_400_000 + index * 1_537))
-    return records
-
-
-def produce(bootstrap: str, topic: str, records: list[RawRecord]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    for key, value, headers, stamp in records:
-        producer.produce(topic, value, key, headers=headers, timestamp=stamp)
-    assert producer.flush(30) == 0
-
-
-def as_record(message: Message) -> RawRecord:
-    kind, stamp = message.timestamp()
-    assert kind == TIMESTAMP_CREATE_TIME
-    value = message.value()
-    assert value is not None
-    headers = message.headers() or []
-    assert isinstance(headers, list), headers
-    return message.key(), value, headers, stamp
 
 
 def raw_document(table: Path, bootstrap: str, topic: str, **overrides: Any) -> dict[str, Any]:
