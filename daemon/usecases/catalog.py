@@ -190,15 +190,6 @@ class Source(BaseModel):
                 raise ValueError(f"'{owner}' is not a Slack user id (like U024BE7LH)")
         return value
 
-    @model_validator(mode="after")
-    def _keys_beside_the_files(self) -> Source:
-        if self.encrypted_columns and self.table.table is not None:
-            raise ValueError(
-                "encrypted_columns need the table's 'path': the data keys' manifest (_keys.json) lies "
-                "beside its files, and a table named in a catalog has no path here"
-            )
-        return self
-
     def named_columns(self) -> list[tuple[str, str]]:
         """Every table column this entry names, with the catalog field that names it."""
         named = [

@@ -159,7 +159,7 @@ def build_spec(
         ordering=options.ordering,
         progress=Progress(topic=settings.progress_topic, interval_s=settings.progress_interval_s),
         result_uri=result_uri,
-        decrypt=decrypt_section(source, settings),
+        decrypt=decrypt_section(source, settings, read_at=options.table_metadata),
         partitioner=source.partitioner,
         timestamp=options.timestamp or source.timestamp,
         on_error="dlq" if dead_letters["on_error"] == "dlq" else "fail",

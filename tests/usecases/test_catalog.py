@@ -121,18 +121,6 @@ def test_a_delta_or_parquet_table_by_name_is_in_a_glue_catalog_only(
     assert "'lake' is a sql catalog: give the table's 'path'" in str(caught.value)
 
 
-def test_encrypted_columns_of_a_named_table_are_refused_as_its_keys_lie_beside_its_files(
-    tmp_path: Path,
-) -> None:
-    named = GOOD.replace(
-        "{path: lake/orders, format: parquet}",
-        "{table: lake.sales.orders, format: iceberg}\n    encrypted_columns: {email: {key_ref: local:k}}",
-    )
-
-    with pytest.raises(CatalogError, match=r"source 'orders': .*encrypted_columns need the table's 'path'"):
-        load_catalog(_write(tmp_path, named), lake_catalogs={"lake": "sql"})
-
-
 def test_unknown_source_lists_the_known_ones(tmp_path: Path) -> None:
     catalog = load_catalog(_write(tmp_path, GOOD))
 

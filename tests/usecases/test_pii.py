@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from daemon.config.settings import load_settings
 from daemon.usecases.catalog import Source as CatalogSource
-from daemon.usecases.pii import KeyManifestError, decrypt_section
+from daemon.usecases.catalog import TableFormat
+from daemon.usecases.pii import KeyManifestError, decrypt_section, table_root
 from scripts.devtools.encrypt_column import encrypt_table
 from scripts.devtools.sample_pii import email_of
 from scripts.devtools.sample_table import write_sample_table
@@ -293,3 +294,49 @@ def test_build_spec_carries_the_decrypt_section(tmp_path: Path) -> None:
     assert spec.decrypt is not None
     assert (spec.on_error, spec.dlq_topic) == ("dlq", "replay.dlq.orders")
     assert spec_from_json(spec.to_json()) == spec
+
+
+@pytest.mark.parametrize(
+    ("where", "root"),
+    [
+        ("s3://lake/sales/orders", "s3://lake/sales/orders"),
+        ("s3://lake/sales/orders/", "s3://lake/sales/orders/"),
+        ("s3://wh/sales.db/orders/metadata/00003-5f1c.metadata.json", "s3://wh/sales.db/orders"),
+        ("/wh/sales/orders/metadata/v7.metadata.json", "/wh/sales/orders"),
+        ("/data/orders/v7.metadata.json", "/data/orders/v7.metadata.json"),  # not Iceberg's layout
+    ],
+)
+def test_a_tables_root_is_its_folder_or_the_one_above_its_iceberg_metadata(where: str, root: str) -> None:
+    assert table_root(where) == root
+
+
+@pytest.mark.parametrize("table_format", ["delta", "iceberg"])
+def test_a_named_tables_keys_are_read_at_the_location_its_plan_recorded(
+    tmp_path: Path, table_format: TableFormat
+) -> None:
+    """A table named in a catalog keeps `_keys.json` in its root, as a table at a path does: the
+    daemon reads it where the run's plan recorded the table, the job never asks the catalog."""
+    from daemon.usecases.catalog import Catalog, TableRef
+    from daemon.usecases.job_specs import build_spec
+    from tests.fixtures.store_rows import unsaved_day_run
+
+    table = tmp_path / "orders"
+    write_sample_table(table, date(2024, 1, 1), 1, 3, encrypted_email_key_dir=tmp_path / "keys")
+    named = catalog_source(table, email="local:sample").model_copy(
+        update={"table": TableRef(table="glue.sales.orders", format=table_format)}
+    )
+    recorded = str(table / "metadata" / "00002-ab.metadata.json") if table_format == "iceberg" else str(table)
+    run = unsaved_day_run(snapshot="3", table_metadata=recorded)
+    settings = load_settings({"REPLAY_LOCAL_KEY_DIR": str(tmp_path / "keys")})
+
+    spec = build_spec(
+        run,
+        catalog=Catalog(path="sources.yaml", sources={"orders": named}),
+        settings=settings,
+        result_uri=None,
+    )
+
+    assert spec.decrypt is not None and spec.source.path == recorded
+    assert set(spec.decrypt.data_keys) == set(json.loads((table / "_keys.json").read_text()))
+    with pytest.raises(KeyManifestError, match=r"no recorded location .*replay the window again"):
+        decrypt_section(named, settings)
