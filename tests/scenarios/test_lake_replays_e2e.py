@@ -16,6 +16,9 @@ import json
 import re
 import shutil
 import subprocess
+import time
+import uuid
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,15 +28,22 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
+from pyiceberg.catalog.rest import RestCatalog
 
 from daemon.contract.models import ReplayBody, ScheduleBody
 from daemon.core.errors import BadRequest
 from daemon.slack.run_report import rerun_command
 from tests.fixtures.aws import REGION, AwsClients, aws_client
 from tests.fixtures.catalog_services import HiveTables
+from tests.fixtures.counting_proxy import counting_proxy
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
 from tests.fixtures.kafka import consume_all, headers_of
-from tests.fixtures.lake_catalog import catalog_settings, commit_late_events, registered
+from tests.fixtures.lake_catalog import (
+    catalog_settings,
+    commit_late_events,
+    hadoop_metadata_file,
+    registered,
+)
 from tests.fixtures.runs import (
     TERMINAL,
     fire_pipeline,
@@ -200,6 +210,70 @@ def test_an_iceberg_table_named_in_a_sql_catalog_replays_the_snapshot_its_plan_r
         assert not set(late) & set(ids)
     finally:
         daemon.stop()
+
+
+def test_a_catalogs_secret_is_sent_to_the_catalog_and_nowhere_else(
+    rest_catalog_uri: str,
+    lake_copies: dict[str, LakeCopy],
+    lake_jars: list[Path],
+    kafka_bootstrap: str,
+    tmp_path: Path,
+) -> None:
+    """An Iceberg table named in a REST catalog that takes a bearer token, replayed through `replayd`
+    logging at DEBUG: the token reaches the catalog on every request the daemon makes, and no job
+    spec, job log, daemon log, store row or other file the daemon writes."""
+    token = f"catalog-token-{uuid.uuid4().hex}"
+    copy = tmp_path / "orders"
+    shutil.copytree(lake_copies["iceberg"].path, copy)
+    namespace = f"sales_{uuid.uuid4().hex[:8]}"
+    writer = RestCatalog("writer", uri=rest_catalog_uri)
+    writer.create_namespace(namespace)
+    writer.register_table(
+        f"{namespace}.orders", hadoop_metadata_file(replace(lake_copies["iceberg"], path=copy))
+    )
+    with counting_proxy(rest_catalog_uri) as proxy:
+        daemon = _named_table_daemon(
+            tmp_path / "d",
+            sample=copy,
+            bootstrap=kafka_bootstrap,
+            jars=lake_jars,
+            catalogs={"lake": {"type": "rest", "uri": proxy.url, "password": token}},
+            table=f"lake.{namespace}.orders",
+            table_format="iceberg",
+            extra={"REPLAY_LOG_LEVEL": "DEBUG"},
+        )
+        try:
+            client = daemon.client()
+            run = client.create_replay(OWNER, ReplayBody(source="orders", window=WINDOW, tps=200))
+            spec = _spec_while_running(daemon.state_dir / "runs" / run.id)
+            ended = wait_for(client, run.id, TERMINAL, timeout_s=300)
+        finally:
+            daemon.stop()
+
+    assert ended.state == "succeeded", ended.failure_reason
+    assert ended.reconcile is not None and ended.reconcile.verdict().clean, ended.reconcile
+    sent = [value for value in proxy.authorizations if value is not None]
+    assert sent and set(sent) == {f"Bearer {token}"}, proxy.authorizations  # the catalog got it
+    assert json.loads(spec)["source"]["path"].endswith(".metadata.json")  # the job reads a file
+    assert token not in spec
+    leaked = [
+        str(path.relative_to(tmp_path))
+        for path in (tmp_path / "d").rglob("*")
+        if path.is_file() and token.encode() in path.read_bytes()
+    ]
+    assert leaked == []  # daemon logs, job logs, the store's database, run files
+    assert '"level": "debug"' in daemon.log_text()  # the daemon said all it says
+
+
+def _spec_while_running(run_dir: Path) -> str:
+    """The job spec as the job got it: the daemon deletes it once the run ended."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            return (run_dir / "spec.json").read_text()
+        except FileNotFoundError:
+            time.sleep(0.1)
+    raise AssertionError(f"no spec.json in {run_dir} within 120 s")
 
 
 def test_a_delta_table_named_in_the_glue_data_catalog_replays_from_the_location_it_gives(

@@ -34,7 +34,7 @@ from tests.fixtures.kafka import (
     unique_topic,
     value_of,
 )
-from tests.fixtures.kms_proxy import CountingProxy, counting_proxy
+from tests.fixtures.counting_proxy import CountingProxy, counting_proxy
 from tests.fixtures.spark import SAMPLE_START, job_spec, spark_submit, write_spec
 
 DAYS = 4

@@ -30,7 +30,7 @@ from spark_job.pii.keys import DataKeyCache, KeyResolver
 from spark_job.spec.decrypt import DataKeyRef, KmsSettings
 from spark_job.spec.parse import spec_from_dict, spec_from_json
 from tests.fixtures.aws import REGION, AwsClients
-from tests.fixtures.kms_proxy import CountingProxy, counting_proxy
+from tests.fixtures.counting_proxy import CountingProxy, counting_proxy
 
 KEY = bytes(range(32))
 OTHER_KEY = bytes(range(1, 33))
