@@ -25,6 +25,7 @@ from scripts.devtools.sample_pii import add_email_column, email_of
 from scripts.devtools.sample_table import write_sample_table
 from spark_job.spec.decrypt import KmsSettings
 from tests.fixtures.aws import REGION, AwsClients
+from tests.fixtures.counting_proxy import CountingProxy, counting_proxy
 from tests.fixtures.kafka import (
     consume_all,
     create_topic,
@@ -34,7 +35,6 @@ from tests.fixtures.kafka import (
     unique_topic,
     value_of,
 )
-from tests.fixtures.counting_proxy import CountingProxy, counting_proxy
 from tests.fixtures.spark import SAMPLE_START, job_spec, spark_submit, write_spec
 
 DAYS = 4
