@@ -95,7 +95,9 @@ def test_a_replay_reads_its_planned_snapshot_while_a_commit_lands(
     kafka_bootstrap: str,
     tmp_path: Path,
 ) -> None:
-    copy = lake_copies[table_format]
+    # a private copy: the session's copies stay as the other tests know them (this one commits into it)
+    copy = replace(lake_copies[table_format], path=tmp_path / "warehouse" / "sample" / "orders")
+    shutil.copytree(lake_copies[table_format].path, copy.path)
     daemon = running_daemon(
         tmp_path,
         sample_table=copy.path,
