@@ -35,6 +35,7 @@ from pyspark.sql import functions as sf
 from spark_job import erasures, key_files, redrive, transforms
 from spark_job.arrow_map import ArrowMapFunction, map_in_arrow
 from spark_job.errors import SourceError
+from spark_job.follower import TopicFollower
 from spark_job.kafka_conf import client_config, producer_config
 from spark_job.pii.decrypting import decrypting_body
 from spark_job.progress import AttemptId, Beacon, ProgressReader, duplicates_possible, latest_per_attempt
@@ -45,6 +46,7 @@ from spark_job.publish.time_shape import Departures, Shaped, bucket_width, shape
 from spark_job.publish.topics import ensure_topic, topic_max_message_bytes, topic_partitions
 from spark_job.reconcile import (
     DRIVER_MAX_ROWS,
+    IDLE_TIMEOUT_S,
     end_offsets,
     read_ids,
     reconcile,
@@ -188,21 +190,52 @@ def _with_erasures(
 
 
 def _reconciled(
-    spark: SparkSession, spec: JobSpec, selected: DataFrame, rows: int, topic: str, target: ReconcileTarget
+    spark: SparkSession,
+    spec: JobSpec,
+    selected: DataFrame,
+    rows: int,
+    topic: str,
+    target: ReconcileTarget,
+    follower: TopicFollower | None = None,
 ) -> Reconciliation:
-    """On the driver for a small run (one action collects the ids), else in Spark: the same document."""
+    """On the driver for a small run (one action collects the ids), else in Spark: the same document.
+    A follower that read the run's records as they were written only has the tail left to read,
+    which it does while Spark collects the ids; if it cannot, the ranges are read as before."""
     ids = selected.select(sf.col(spec.event_id_column).cast("string").alias("event_id"))
     if rows <= DRIVER_MAX_ROWS:
+        began = time.monotonic()
         collected = ids.toArrow().column("event_id").to_pylist()
-        return reconcile_on_driver(collected, kafka=spec.kafka, topic=topic, target=target)
+        collected_s = time.monotonic() - began
+        followed = _followed(follower, target)
+        log.info(
+            "reconcile: %d selected ids collected in %.1f s, %s",
+            len(collected),
+            collected_s,
+            "the topic followed" if followed is not None else "the topic read back",
+        )
+        return reconcile_on_driver(collected, kafka=spec.kafka, topic=topic, target=target, followed=followed)
     return reconcile(spark, ids, kafka=spec.kafka, topic=topic, target=target)
+
+
+def _followed(follower: TopicFollower | None, target: ReconcileTarget) -> tuple[list[str], int] | None:
+    """What the follower read within the target's ranges; None (read them again) when there is none
+    or it failed, which is logged."""
+    if follower is None or target.offsets is None:
+        return None
+    began = time.monotonic()
+    try:
+        followed = follower.finish(target.offsets, idle_timeout_s=IDLE_TIMEOUT_S)
+    except Exception as exc:
+        log.warning("the topic follower failed (%s): the run's records are read back instead", reason_of(exc))
+        return None
+    log.info("reconcile: the follower read the tail in %.1f s", time.monotonic() - began)
+    return followed
 
 
 def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -> ReplayResult:
     """One replay; ``phase.publishing`` turns true just before the first record may be sent."""
     phase = phase or Phase()
     started_at = utc_now()
-    context = spark.sparkContext
     slots = _sized_shuffles(spark)
     spec = erasures.pinned(spark, spec)  # read before anything is sent: a run never goes without it
     # a redrive's rows are its subject's dead letters, read once on the driver
@@ -236,6 +269,58 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
     records = transforms.distribute(transforms.with_record_columns(selected, spec), partitions, spec.ordering)
     shaped = _shaped(selected, spec)
     before = end_offsets(spec.kafka, spec.topic)
+    # a run the driver reconciles has its records read as they land: its verdict waits for the tail only
+    follower = (
+        TopicFollower(spec.kafka, spec.topic, before, spec.run_id).start()
+        if rows <= DRIVER_MAX_ROWS and spec.repair is None
+        else None
+    )
+    try:
+        return _published_and_reconciled(
+            spark,
+            spec,
+            phase,
+            started_at,
+            _Planned(selected, whole, letters, rows, slots, sizes, records, shaped, before),
+            follower,
+        )
+    finally:
+        if follower is not None:
+            follower.close()
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """A replay ready to publish: what it selected, how it is split, and the topic's end before it."""
+
+    selected: DataFrame
+    whole: DataFrame  # the selection before a repair left out what landed
+    letters: DataFrame | None  # a redrive's dead letters
+    rows: int
+    slots: int
+    sizes: list[int]
+    records: DataFrame
+    shaped: Shaped | None
+    before: dict[int, int]
+
+
+def _published_and_reconciled(
+    spark: SparkSession,
+    spec: JobSpec,
+    phase: Phase,
+    started_at: str,
+    planned: _Planned,
+    follower: TopicFollower | None,
+) -> ReplayResult:
+    context = spark.sparkContext
+    selected, whole, letters, rows, slots = (
+        planned.selected,
+        planned.whole,
+        planned.letters,
+        planned.rows,
+        planned.slots,
+    )
+    sizes, records, shaped, before = planned.sizes, planned.records, planned.shaped, planned.before
     phase.mark("plan")  # topics checked, partition sizes known
     phase.publishing = True
     published = _publish(context, records, spec, slots, sizes, started_at, before, shaped)
@@ -250,7 +335,7 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
         if spec.repair is not None:  # the repaired run's whole selection against all their records
             reconciled = _reconcile_repaired(spark, spec, whole)
         else:
-            reconciled = _reconcile(spark, spec, selected, rows, published.offsets)
+            reconciled = _reconcile(spark, spec, selected, rows, published.offsets, follower)
         reconciled = _with_erasures(reconciled, spark, spec, letters)
         phase.mark("reconcile")
         return _result(spec, started_at, rows, published, slots, failed=failed, reconciled=reconciled)
@@ -272,13 +357,18 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
 
 
 def _reconcile(
-    spark: SparkSession, spec: JobSpec, selected: DataFrame, rows: int, offsets: OffsetRanges | None
+    spark: SparkSession,
+    spec: JobSpec,
+    selected: DataFrame,
+    rows: int,
+    offsets: OffsetRanges | None,
+    follower: TopicFollower | None,
 ) -> Reconciliation:
     if offsets is None:
         return Reconciliation.failed(f"the end offsets of topic '{spec.topic}' after publishing are unknown")
     spark.sparkContext.setJobGroup(f"reconcile-{spec.run_id}", f"reconcile {spec.run_id} on {spec.topic}")
     target = ReconcileTarget(spec.run_id, offsets, spec.dlq_topic)
-    return _reconciled(spark, spec, selected, rows, spec.topic, target)
+    return _reconciled(spark, spec, selected, rows, spec.topic, target, follower)
 
 
 def _still_missing(spark: SparkSession, spec: JobSpec, selected: DataFrame) -> DataFrame:

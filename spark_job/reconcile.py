@@ -132,7 +132,7 @@ def read_chunks(
     for batch in batches:
         columns = [batch.column(name).to_pylist() for name in ("topic", "partition", "lo", "hi")]
         for topic, partition, lo, hi in zip(*columns, strict=True):
-            yield from _read_range(kafka, _encoded(runs), idle_timeout_s, topic, partition, lo, hi)
+            yield from _read_range(kafka, encoded_runs(runs), idle_timeout_s, topic, partition, lo, hi)
 
 
 def records(
@@ -177,7 +177,7 @@ def _read_range(
     scanned = 0
     for message in records(kafka, topic, partition, lo, hi, idle_timeout_s):
         scanned += 1
-        event_id = _event_id_of(message.headers(), runs)
+        event_id = event_id_of(message.headers(), runs)
         if event_id is not None:
             ids.append(event_id)
         if len(ids) >= _OUT_BATCH:
@@ -188,11 +188,11 @@ def _read_range(
     yield _batch([None], scanned)
 
 
-def _encoded(runs: Runs) -> frozenset[bytes]:
+def encoded_runs(runs: Runs) -> frozenset[bytes]:
     return frozenset(run.encode() for run in ((runs,) if isinstance(runs, str) else runs))
 
 
-def _event_id_of(headers: Headers, runs: frozenset[bytes]) -> str | None:
+def event_id_of(headers: Headers, runs: frozenset[bytes]) -> str | None:
     """The record's event id when its run id header names one of ``runs`` ("" when it has no id),
     else None."""
     ours, event_id = False, b""
@@ -329,15 +329,18 @@ def reconcile_on_driver(
     target: ReconcileTarget,
     idle_timeout_s: float = IDLE_TIMEOUT_S,
     timeout_s: float = SNAPSHOT_TIMEOUT_S,
+    followed: tuple[list[str], int] | None = None,
 ) -> Reconciliation:
     """``reconcile`` for a small run: the same ranges read by one consumer here, then ``tally``.
+    ``followed``: the run's ids and records in those ranges as a `TopicFollower` read them while
+    the run published (`spark_job.follower`): nothing is read again.
 
     A null selected id counts as "", as in Spark; never raises (see ``reconcile``).
     """
     try:
         selected = {"" if event_id is None else event_id for event_id in selected_ids}
         ranges = target.offsets or whole_topic(kafka, topic, timeout_s=timeout_s)
-        found, scanned = _read_on_driver(kafka, ranges, target.runs, idle_timeout_s)
+        found, scanned = followed or _read_on_driver(kafka, ranges, target.runs, idle_timeout_s)
         explained = None
         if target.dlq_topic:
             dlq = whole_topic(kafka, target.dlq_topic, timeout_s=timeout_s)
@@ -358,7 +361,7 @@ def _read_on_driver(
     found: list[str] = []
     scanned = 0
     for partition, (lo, hi) in sorted(ranges.partitions.items()):
-        for batch in _read_range(kafka, _encoded(runs), idle_timeout_s, ranges.topic, partition, lo, hi):
+        for batch in _read_range(kafka, encoded_runs(runs), idle_timeout_s, ranges.topic, partition, lo, hi):
             ids, counts = batch.column(0).to_pylist(), batch.column(1).to_pylist()
             found += [event_id for event_id, count in zip(ids, counts, strict=True) if count is None]
             scanned += sum(count for count in counts if count is not None)

@@ -95,6 +95,19 @@ def test_confirmed_equals_records_in_topic_equals_rows_selected(
     assert (run.document["failed_tasks"], run.document["duplicates_possible"]) == (0, 0)
 
 
+def test_the_verdict_came_from_records_read_while_the_run_published(
+    replayed: tuple[JobRun, list[Message], Path],
+) -> None:
+    """docs/rules.md rule 9: the follower read the run's ranges as they were written (only the tail
+    was left at the end), and its verdict is the clean one reading them back gives."""
+    run, _, _ = replayed
+    said = run.stdout + run.stderr  # the driver's log lines reach spark-submit's stdout
+    assert "the topic followed" in said, run.stdout[-3000:]
+    assert "the follower failed" not in said
+    reconciled = run.document["reconcile"]
+    assert (reconciled["selected"], reconciled["found"], reconciled["scanned_records"]) == (900, 900, 900)
+
+
 def test_keys_are_the_entity_column(replayed: tuple[JobRun, list[Message], Path]) -> None:
     _, messages, _ = replayed
     assert all(key_of(message).decode() == json.loads(value_of(message))["order_id"] for message in messages)

@@ -1,0 +1,169 @@
+"""Reading a run's records off its topic while it publishes, so its verdict needs only the tail.
+
+The end-of-run reconcile (`spark_job.reconcile`, docs/rules.md rule 9) compares the ids a run
+selected with the ids its records carry within the offset ranges the driver snapshotted. Reading
+those ranges after the last event costs seconds per million records. A `TopicFollower` reads them
+as they are written instead: one consumer on the driver, assigned to every partition of the run's
+topic from the end offsets taken before the first send, keeps the event id of each record carrying
+the run's id and how many records it read. When publishing has ended and the end offsets are known,
+`finish` reads what is left below them and returns exactly what reading ``[lo, hi)`` afterwards
+would have: records at or above ``hi`` (another producer's, on a live topic) are not counted.
+
+Memory: the run's own ids (bounded by the selection, which the driver path bounds) and their
+offsets, and per partition the offset ranges read as contiguous spans, so other producers' traffic
+costs a few integers, not one per record (rule 11).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+import time
+import uuid
+from array import array
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from spark_job.kafka_conf import client_config
+from spark_job.reconcile import Headers, encoded_runs, event_id_of
+from spark_job.spec.model import KafkaValue, OffsetRanges
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.2
+BATCH = 2_000
+
+
+@dataclass
+class _Partition:
+    """What was read of one partition: its run's ids with their offsets, and every offset read as
+    contiguous spans ``[start, end)``."""
+
+    ids: list[str] = field(default_factory=list)
+    id_offsets: array[int] = field(default_factory=lambda: array("q"))
+    spans: list[list[int]] = field(default_factory=list)
+    next_offset: int = -1
+
+    def read(self, offset: int, event_id: str | None) -> None:
+        if self.spans and self.spans[-1][1] == offset:
+            self.spans[-1][1] = offset + 1
+        else:
+            self.spans.append([offset, offset + 1])
+        self.next_offset = offset + 1
+        if event_id is not None:
+            self.ids.append(event_id)
+            self.id_offsets.append(offset)
+
+    def below(self, hi: int) -> tuple[list[str], int]:
+        """The run's ids and the number of records read at offsets below ``hi``."""
+        kept = bisect.bisect_left(self.id_offsets, hi)
+        scanned = sum(max(0, min(end, hi) - start) for start, end in self.spans)
+        return self.ids[:kept], scanned
+
+
+class TopicFollower:
+    """A thread reading ``topic`` from ``start`` (partition to first offset) for ``run_id``'s ids."""
+
+    def __init__(
+        self, kafka: Mapping[str, KafkaValue], topic: str, start: Mapping[int, int], run_id: str
+    ) -> None:
+        self._kafka = dict(kafka)
+        self._topic = topic
+        self._start = dict(start)
+        self._runs = encoded_runs(run_id)
+        self._partitions = {partition: _Partition(next_offset=lo) for partition, lo in self._start.items()}
+        self._until: dict[int, int] | None = None
+        self._idle_timeout_s = 0.0
+        self._stop = threading.Event()
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._follow, name=f"follow-{topic}", daemon=True)
+
+    def start(self) -> TopicFollower:
+        self._thread.start()
+        return self
+
+    def finish(self, until: OffsetRanges, *, idle_timeout_s: float) -> tuple[list[str], int]:
+        """The run's ids and the records read in ``[start, hi)`` of every partition, once the thread
+        has read up to each ``hi``. Raises what stopped the thread, or TimeoutError when nothing more
+        comes for ``idle_timeout_s`` while a partition is still short of its ``hi``."""
+        missing = set(until.partitions) - set(self._start)
+        if until.topic != self._topic or missing:
+            self.close()
+            raise ValueError(f"the follower of {self._topic} did not follow {until.topic} {sorted(missing)}")
+        self._idle_timeout_s = idle_timeout_s
+        self._until = {partition: hi for partition, (_, hi) in until.partitions.items()}
+        self._thread.join()  # it ends once every partition is read up to its hi, or on the timeout
+        if self._failure is not None:
+            raise self._failure
+        ids: list[str] = []
+        scanned = 0
+        for partition, hi in sorted(self._until.items()):
+            found, read = self._partitions[partition].below(hi)
+            ids += found
+            scanned += read
+        return ids, scanned
+
+    def close(self) -> None:
+        """Stop reading (a run that failed or needs no verdict); safe to call twice."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+    # --- the thread ---------------------------------------------------------------------------------
+
+    def _follow(self) -> None:
+        consumer = Consumer(
+            {
+                **client_config(self._kafka),
+                "group.id": f"replay-follow-{uuid.uuid4().hex}",  # assign() only: never joins or commits
+                "enable.auto.commit": False,
+                "enable.partition.eof": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        try:
+            consumer.assign([TopicPartition(self._topic, p, lo) for p, lo in self._start.items()])
+            last_record = time.monotonic()
+            while not self._stop.is_set() and not self._done(consumer, last_record):
+                messages = consumer.consume(num_messages=BATCH, timeout=POLL_S)
+                if messages:
+                    last_record = time.monotonic()
+                for message in messages:
+                    error = message.error()
+                    if error is not None:
+                        raise KafkaException(error)
+                    offset, partition = message.offset(), message.partition()
+                    if offset is None or partition is None or partition not in self._partitions:
+                        continue
+                    headers: Headers = message.headers()
+                    self._partitions[partition].read(offset, event_id_of(headers, self._runs))
+        except BaseException as exc:  # handed to `finish`, which raises it on the driver's thread
+            self._failure = exc
+        finally:
+            consumer.close()
+
+    def _done(self, consumer: Consumer, last_record: float) -> bool:
+        """Every partition read up to its ``hi``: by the records read, or (offsets a record does not
+        take, such as a transaction's markers) by the consumer's position once nothing comes."""
+        until = self._until
+        if until is None:
+            return False
+        short = [p for p, hi in until.items() if self._partitions[p].next_offset < hi]
+        if not short:
+            return True
+        quiet_s = time.monotonic() - last_record
+        if quiet_s < 2 * POLL_S:
+            return False
+        positions = consumer.position([TopicPartition(self._topic, p) for p in short])
+        if all(tp.offset >= until[tp.partition] for tp in positions):
+            return True
+        if quiet_s > self._idle_timeout_s:
+            behind = {p: (self._partitions[p].next_offset, until[p]) for p in short}
+            raise TimeoutError(
+                f"nothing read from {self._topic} in {self._idle_timeout_s:.0f}s while short of the run's "
+                f"end offsets (read up to, end): {behind}"
+            )
+        return False
