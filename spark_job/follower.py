@@ -9,9 +9,9 @@ the run's id and how many records it read. When publishing has ended and the end
 `finish` reads what is left below them and returns exactly what reading ``[lo, hi)`` afterwards
 would have: records at or above ``hi`` (another producer's, on a live topic) are not counted.
 
-Memory: the run's own ids (bounded by the selection, which the driver path bounds) and their
-offsets, and per partition the offset ranges read as contiguous spans, so other producers' traffic
-costs a few integers, not one per record (rule 11).
+Memory: the run's own ids as Arrow strings (bounded by the selection, which the driver path
+bounds) and their offsets, and per partition the offset ranges read as contiguous spans, so other
+producers' traffic costs a few integers, not one per record (rule 11).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from spark_job.kafka_conf import client_config
@@ -37,12 +38,16 @@ POLL_S = 0.2
 BATCH = 2_000
 
 
+CHUNK_IDS = 10_000  # ids kept as Python strings before they become one Arrow array
+
+
 @dataclass
 class _Partition:
-    """What was read of one partition: its run's ids with their offsets, and every offset read as
-    contiguous spans ``[start, end)``."""
+    """What was read of one partition: its run's ids (Arrow chunks, about 50 bytes an id) with their
+    offsets, and every offset read as contiguous spans ``[start, end)``."""
 
-    ids: list[str] = field(default_factory=list)
+    chunks: list[pa.Array] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
     id_offsets: array[int] = field(default_factory=lambda: array("q"))
     spans: list[list[int]] = field(default_factory=list)
     next_offset: int = -1
@@ -54,14 +59,18 @@ class _Partition:
             self.spans.append([offset, offset + 1])
         self.next_offset = offset + 1
         if event_id is not None:
-            self.ids.append(event_id)
+            self.pending.append(event_id)
             self.id_offsets.append(offset)
+            if len(self.pending) >= CHUNK_IDS:
+                self.chunks.append(pa.array(self.pending, pa.string()))
+                self.pending = []
 
-    def below(self, hi: int) -> tuple[list[str], int]:
+    def below(self, hi: int) -> tuple[pa.ChunkedArray, int]:
         """The run's ids and the number of records read at offsets below ``hi``."""
         kept = bisect.bisect_left(self.id_offsets, hi)
+        ids = pa.chunked_array([*self.chunks, pa.array(self.pending, pa.string())], pa.string())
         scanned = sum(max(0, min(end, hi) - start) for start, end in self.spans)
-        return self.ids[:kept], scanned
+        return ids.slice(0, kept), scanned
 
 
 class TopicFollower:
@@ -85,7 +94,7 @@ class TopicFollower:
         self._thread.start()
         return self
 
-    def finish(self, until: OffsetRanges, *, idle_timeout_s: float) -> tuple[list[str], int]:
+    def finish(self, until: OffsetRanges, *, idle_timeout_s: float) -> tuple[pa.ChunkedArray, int]:
         """The run's ids and the records read in ``[start, hi)`` of every partition, once the thread
         has read up to each ``hi``. Raises what stopped the thread, or TimeoutError when nothing more
         comes for ``idle_timeout_s`` while a partition is still short of its ``hi``."""
@@ -98,13 +107,13 @@ class TopicFollower:
         self._thread.join()  # it ends once every partition is read up to its hi, or on the timeout
         if self._failure is not None:
             raise self._failure
-        ids: list[str] = []
+        chunks: list[pa.Array] = []
         scanned = 0
         for partition, hi in sorted(self._until.items()):
             found, read = self._partitions[partition].below(hi)
-            ids += found
+            chunks += found.chunks
             scanned += read
-        return ids, scanned
+        return pa.chunked_array(chunks, pa.string()), scanned
 
     def close(self) -> None:
         """Stop reading (a run that failed or needs no verdict); safe to call twice."""

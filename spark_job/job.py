@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
+import pyarrow as pa
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from pyspark import SparkContext
@@ -204,7 +205,7 @@ def _reconciled(
     ids = selected.select(sf.col(spec.event_id_column).cast("string").alias("event_id"))
     if rows <= DRIVER_MAX_ROWS:
         began = time.monotonic()
-        collected = ids.toArrow().column("event_id").to_pylist()
+        collected = ids.toArrow().column("event_id")
         collected_s = time.monotonic() - began
         followed = _followed(follower, target)
         log.info(
@@ -217,7 +218,7 @@ def _reconciled(
     return reconcile(spark, ids, kafka=spec.kafka, topic=topic, target=target)
 
 
-def _followed(follower: TopicFollower | None, target: ReconcileTarget) -> tuple[list[str], int] | None:
+def _followed(follower: TopicFollower | None, target: ReconcileTarget) -> tuple[pa.ChunkedArray, int] | None:
     """What the follower read within the target's ranges; None (read them again) when there is none
     or it failed, which is logged."""
     if follower is None or target.offsets is None:

@@ -27,6 +27,7 @@ from dataclasses import replace
 from functools import partial
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -322,35 +323,52 @@ def _sample(joined: DataFrame, condition: Column) -> tuple[str, ...]:
 
 
 def reconcile_on_driver(
-    selected_ids: Iterable[str | None],
+    selected_ids: pa.Array | pa.ChunkedArray | Iterable[str | None],
     *,
     kafka: Kafka,
     topic: str,
     target: ReconcileTarget,
     idle_timeout_s: float = IDLE_TIMEOUT_S,
     timeout_s: float = SNAPSHOT_TIMEOUT_S,
-    followed: tuple[list[str], int] | None = None,
+    followed: tuple[pa.ChunkedArray, int] | None = None,
 ) -> Reconciliation:
-    """``reconcile`` for a small run: the same ranges read by one consumer here, then ``tally``.
-    ``followed``: the run's ids and records in those ranges as a `TopicFollower` read them while
-    the run published (`spark_job.follower`): nothing is read again.
+    """``reconcile`` for a run of at most ``DRIVER_MAX_ROWS``: the same ranges read by one consumer
+    here, then ``tally_arrow``. ``followed``: the run's ids and records in those ranges as a
+    `TopicFollower` read them while the run published (`spark_job.follower`): nothing is read again.
 
     A null selected id counts as "", as in Spark; never raises (see ``reconcile``).
     """
     try:
-        selected = {"" if event_id is None else event_id for event_id in selected_ids}
+        selected = _strings(selected_ids)
         ranges = target.offsets or whole_topic(kafka, topic, timeout_s=timeout_s)
-        found, scanned = followed or _read_on_driver(kafka, ranges, target.runs, idle_timeout_s)
+        if followed is None:
+            ids, scanned = _read_on_driver(kafka, ranges, target.runs, idle_timeout_s)
+            found: pa.Array | pa.ChunkedArray = pa.array(ids, pa.string())
+        else:
+            found, scanned = followed
+        result = tally_arrow(selected, found)
         explained = None
         if target.dlq_topic:
             dlq = whole_topic(kafka, target.dlq_topic, timeout_s=timeout_s)
-            parked = set(_read_on_driver(kafka, dlq, target.runs, idle_timeout_s)[0])
-            explained = len((selected - set(found)) & parked)
-        result = tally(selected, found)
+            parked = pa.array(_read_on_driver(kafka, dlq, target.runs, idle_timeout_s)[0], pa.string())
+            chosen = pc.unique(pc.fill_null(selected, ""))
+            missing = pc.filter(chosen, pc.invert(pc.is_in(chosen, value_set=_whole(found))))
+            explained = _sum(pc.cast(pc.is_in(missing, value_set=parked), pa.int64()))
         return replace(result, missing_dead_lettered=explained, scanned_records=scanned)
     except Exception as exc:
         log.warning("reconcile of run %s failed: %s", target.run_id, reason_of(exc))
         return Reconciliation.failed(reason_of(exc))
+
+
+def _whole(ids: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One array (``is_in`` takes its value set as one)."""
+    return ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+
+
+def _strings(ids: pa.Array | pa.ChunkedArray | Iterable[str | None]) -> pa.Array | pa.ChunkedArray:
+    if isinstance(ids, pa.Array | pa.ChunkedArray):
+        return ids.cast(pa.string())
+    return pa.array(list(ids), pa.string())
 
 
 def _read_on_driver(
@@ -366,6 +384,45 @@ def _read_on_driver(
             found += [event_id for event_id, count in zip(ids, counts, strict=True) if count is None]
             scanned += sum(count for count in counts if count is not None)
     return found, scanned
+
+
+def tally_arrow(
+    selected_ids: pa.Array | pa.ChunkedArray, found_ids: pa.Array | pa.ChunkedArray
+) -> Reconciliation:
+    """``tally`` on Arrow string arrays, for the driver's path: about 50 bytes per id instead of a
+    Python string and a set entry each, and vectorised (a null selected id counts as "")."""
+    selected = pc.unique(pc.fill_null(selected_ids, ""))
+    found = pc.fill_null(_whole(found_ids), "")
+    counted = pc.value_counts(found)
+    values, copies = counted.field("values"), counted.field("counts")
+    landed = pc.is_in(selected, value_set=values)
+    ours = pc.is_in(values, value_set=selected)
+    missing = pc.filter(selected, pc.invert(landed))
+    unexpected = pc.filter(counted, pc.invert(ours))
+    duplicated = pc.filter(counted, pc.and_(ours, pc.greater(copies, 1)))
+    return Reconciliation(
+        selected=len(selected),
+        found=len(found),
+        missing=len(missing),
+        unexpected=_sum(unexpected.field("counts")),
+        duplicates=_sum(duplicated.field("counts")) - len(duplicated),
+        missing_sample=_first(missing),
+        unexpected_sample=_first(unexpected.field("values")),
+        duplicates_sample=_first(duplicated.field("values")),
+    )
+
+
+def _sum(values: pa.Array) -> int:
+    total = pc.sum(values).as_py()
+    return int(total or 0)
+
+
+def _first(ids: pa.Array) -> tuple[str, ...]:
+    """The first ``SAMPLE_SIZE`` ids in sorted order."""
+    if len(ids) == 0:
+        return ()
+    first = pc.take(ids, pc.select_k_unstable(ids, min(SAMPLE_SIZE, len(ids)), [("id", "ascending")]))
+    return tuple(first.to_pylist())
 
 
 def tally(selected_ids: Iterable[str], found_ids: Iterable[str]) -> Reconciliation:

@@ -68,7 +68,8 @@ def test_what_the_follower_read_is_what_reading_the_ranges_afterwards_finds(kafk
     ranges = OffsetRanges(topic, {p: (before[p], hi) for p, (_, hi) in after.items()})
     produce(kafka_bootstrap, topic, [(0, RUN, "e-late"), (1, "r-other", "o-late")])  # a live topic goes on
 
-    ids, scanned = follower.finish(ranges, idle_timeout_s=10)
+    followed, scanned = follower.finish(ranges, idle_timeout_s=10)
+    ids = followed.to_pylist()
 
     expected, expected_scanned = read_back(kafka_bootstrap, ranges)
     assert (Counter(ids), scanned) == (expected, expected_scanned)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
 from confluent_kafka import Message, Producer
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 from spark_job import main as job_main
-from spark_job.reconcile import chunks, reconcile, reconcile_on_driver, tally, watermarks
+from spark_job.reconcile import chunks, reconcile, reconcile_on_driver, tally, tally_arrow, watermarks
 from spark_job.result import SAMPLE_SIZE
 from spark_job.spec.model import OffsetRanges, ReconcileTarget
 from tests.fixtures.kafka import consume_all, create_topic, headers_of, unique_topic
@@ -58,6 +59,27 @@ def test_tally_samples_are_the_first_ids_of_each_kind(selected: list[str], found
     }
     for name, expected in kinds.items():
         assert list(getattr(result, name)) == expected[:SAMPLE_SIZE]
+
+
+@given(
+    st.lists(st.one_of(st.none(), st.text(max_size=4)), max_size=60),
+    st.lists(st.text(max_size=4), max_size=80),
+    st.integers(min_value=1, max_value=5),
+)
+def test_the_drivers_arrow_comparison_is_the_reference(
+    selected: list[str | None], found: list[str], pieces: int
+) -> None:
+    """Counts and samples alike, whatever the ids (unicode, "", nulls selected) and however the
+    found ids are chunked (the follower hands them over in chunks)."""
+    size = max(1, len(found) // pieces)
+    chunked = pa.chunked_array(
+        [pa.array(found[start : start + size], pa.string()) for start in range(0, len(found), size)],
+        pa.string(),
+    )
+
+    assert tally_arrow(pa.array(selected, pa.string()), chunked) == tally(
+        ["" if event_id is None else event_id for event_id in selected], found
+    )
 
 
 @given(st.lists(ids, max_size=40, unique=True), st.randoms())
