@@ -26,7 +26,8 @@ from pathlib import Path
 
 SCRIPTS_DIR = Path(__file__).resolve().parent
 POM = SCRIPTS_DIR / "spark-kafka" / "pom.xml"
-FALLBACK_VERSION = "4.0.0"  # same Spark minor as the default EMR release; its 4.0.2 token provider did not resolve here
+# the default EMR release's Spark minor: its 4.0.2 token provider did not resolve from Maven here
+FALLBACK_VERSION = "4.0.0"
 KEEP = ("spark-sql-kafka-0-10_", "spark-token-provider-kafka-0-10_", "kafka-clients-", "commons-pool2-")
 MAVEN_TIMEOUT_S = 600.0
 

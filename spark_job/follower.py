@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 POLL_S = 0.2
 BATCH = 2_000
+FINISH_LIMIT_S = 300.0  # the tail however large: past it, the ranges are read back instead
 
 
 CHUNK_IDS = 10_000  # ids kept as Python strings before they become one Arrow array
@@ -53,6 +54,8 @@ class _Partition:
     next_offset: int = -1
 
     def read(self, offset: int, event_id: str | None) -> None:
+        if offset < self.next_offset:  # a reset (an unclean leader election): the spans would lie
+            raise ValueError(f"offset {offset} read again after {self.next_offset - 1}")
         if self.spans and self.spans[-1][1] == offset:
             self.spans[-1][1] = offset + 1
         else:
@@ -87,7 +90,8 @@ class TopicFollower:
         self._until: dict[int, int] | None = None
         self._idle_timeout_s = 0.0
         self._stop = threading.Event()
-        self._failure: BaseException | None = None
+        self._failure: Exception | None = None
+        self._complete = False  # set by the thread only once every partition was read up to its hi
         self._thread = threading.Thread(target=self._follow, name=f"follow-{topic}", daemon=True)
 
     def start(self) -> TopicFollower:
@@ -95,18 +99,31 @@ class TopicFollower:
         return self
 
     def finish(self, until: OffsetRanges, *, idle_timeout_s: float) -> tuple[pa.ChunkedArray, int]:
-        """The run's ids and the records read in ``[start, hi)`` of every partition, once the thread
-        has read up to each ``hi``. Raises what stopped the thread, or TimeoutError when nothing more
-        comes for ``idle_timeout_s`` while a partition is still short of its ``hi``."""
-        missing = set(until.partitions) - set(self._start)
-        if until.topic != self._topic or missing:
+        """The run's ids and the records read in ``[lo, hi)`` of every partition, once the thread has
+        read up to each ``hi``. Raises what stopped the thread; TimeoutError when a partition still
+        short of its ``hi`` moves no further for ``idle_timeout_s``, or the whole tail takes longer
+        than ``FINISH_LIMIT_S``; RuntimeError when it stopped short for any other reason. Whatever
+        it raises, nothing it read is used: the caller reads the ranges back."""
+        unfollowed = {p for p, (lo, _) in until.partitions.items() if self._start.get(p) != lo}
+        if until.topic != self._topic or unfollowed:
             self.close()
-            raise ValueError(f"the follower of {self._topic} did not follow {until.topic} {sorted(missing)}")
+            raise ValueError(
+                f"the follower of {self._topic} did not follow {until.topic} {sorted(unfollowed)} from there"
+            )
+        if self._stop.is_set():
+            raise RuntimeError(f"the follower of {self._topic} was closed before the run's end")
         self._idle_timeout_s = idle_timeout_s
         self._until = {partition: hi for partition, (_, hi) in until.partitions.items()}
-        self._thread.join()  # it ends once every partition is read up to its hi, or on the timeout
+        self._thread.join(timeout=FINISH_LIMIT_S)
+        if self._thread.is_alive():
+            self.close()
+            raise TimeoutError(
+                f"the follower of {self._topic} did not reach the run's end in {FINISH_LIMIT_S:.0f}s"
+            )
         if self._failure is not None:
             raise self._failure
+        if not self._complete:
+            raise RuntimeError(f"the follower of {self._topic} stopped short of the run's end offsets")
         chunks: list[pa.Array] = []
         scanned = 0
         for partition, hi in sorted(self._until.items()):
@@ -124,23 +141,24 @@ class TopicFollower:
     # --- the thread ---------------------------------------------------------------------------------
 
     def _follow(self) -> None:
-        consumer = Consumer(
-            {
-                **client_config(self._kafka),
-                "group.id": f"replay-follow-{uuid.uuid4().hex}",  # assign() only: never joins or commits
-                "enable.auto.commit": False,
-                "enable.partition.eof": False,
-                "auto.offset.reset": "earliest",
-            }
-        )
+        consumer: Consumer | None = None
         try:
+            consumer = Consumer(
+                {
+                    **client_config(self._kafka),
+                    "group.id": f"replay-follow-{uuid.uuid4().hex}",  # assign() only: never joins or commits
+                    "enable.auto.commit": False,
+                    "enable.partition.eof": False,
+                    "auto.offset.reset": "earliest",
+                }
+            )
             consumer.assign([TopicPartition(self._topic, p, lo) for p, lo in self._start.items()])
-            last_record = time.monotonic()
-            while not self._stop.is_set() and not self._done(consumer, last_record):
-                messages = consumer.consume(num_messages=BATCH, timeout=POLL_S)
-                if messages:
-                    last_record = time.monotonic()
-                for message in messages:
+            progress = _Progress()
+            while not self._stop.is_set():
+                if self._until is not None and self._reached(consumer, self._until, progress):
+                    self._complete = True
+                    return
+                for message in consumer.consume(num_messages=BATCH, timeout=POLL_S):
                     error = message.error()
                     if error is not None:
                         raise KafkaException(error)
@@ -149,30 +167,40 @@ class TopicFollower:
                         continue
                     headers: Headers = message.headers()
                     self._partitions[partition].read(offset, event_id_of(headers, self._runs))
-        except BaseException as exc:  # handed to `finish`, which raises it on the driver's thread
+        except Exception as exc:  # handed to `finish`, which raises it on the driver's thread
             self._failure = exc
         finally:
-            consumer.close()
+            if consumer is not None:
+                consumer.close()
 
-    def _done(self, consumer: Consumer, last_record: float) -> bool:
-        """Every partition read up to its ``hi``: by the records read, or (offsets a record does not
-        take, such as a transaction's markers) by the consumer's position once nothing comes."""
-        until = self._until
-        if until is None:
-            return False
+    def _reached(self, consumer: Consumer, until: dict[int, int], progress: _Progress) -> bool:
+        """Every partition read up to its ``hi``: by the records read, or (offsets no record takes,
+        such as a transaction's markers) by the consumer's position. TimeoutError when the partitions
+        still short move no further for the idle timeout, whatever other partitions receive."""
         short = [p for p, hi in until.items() if self._partitions[p].next_offset < hi]
         if not short:
             return True
-        quiet_s = time.monotonic() - last_record
-        if quiet_s < 2 * POLL_S:
-            return False
         positions = consumer.position([TopicPartition(self._topic, p) for p in short])
         if all(tp.offset >= until[tp.partition] for tp in positions):
             return True
-        if quiet_s > self._idle_timeout_s:
+        if progress.stalled(sum(self._partitions[p].next_offset for p in short), self._idle_timeout_s):
             behind = {p: (self._partitions[p].next_offset, until[p]) for p in short}
             raise TimeoutError(
                 f"nothing read from {self._topic} in {self._idle_timeout_s:.0f}s while short of the run's "
                 f"end offsets (read up to, end): {behind}"
             )
         return False
+
+
+@dataclass
+class _Progress:
+    """How far the short partitions have got, and since when they have not moved."""
+
+    reached: int = -1
+    since: float = field(default_factory=time.monotonic)
+
+    def stalled(self, reached: int, idle_timeout_s: float) -> bool:
+        now = time.monotonic()
+        if reached != self.reached:
+            self.reached, self.since = reached, now
+        return now - self.since > idle_timeout_s

@@ -8,6 +8,7 @@ goes on). The reference is the reconcile's own read of ``[lo, hi)``.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -77,19 +78,47 @@ def test_what_the_follower_read_is_what_reading_the_ranges_afterwards_finds(kafk
     assert "e-late" not in ids and "e-0" not in ids
 
 
-def test_a_follower_short_of_the_end_offsets_times_out_naming_them(kafka_bootstrap: str) -> None:
-    """End offsets past what the topic holds (records that never come) fail the follow, and the
-    reconcile reads the ranges instead (`spark_job.job._followed`)."""
+def test_a_follower_short_of_the_end_offsets_times_out_naming_them_while_others_write(
+    kafka_bootstrap: str,
+) -> None:
+    """End offsets past what a partition holds (records that never come) fail the follow after the
+    idle timeout, even while another producer keeps writing to another partition; the reconcile then
+    reads the ranges instead (`spark_job.job._followed`)."""
     topic = unique_topic("follow-short")
-    create_topic(kafka_bootstrap, topic, partitions=1)
+    create_topic(kafka_bootstrap, topic, partitions=2)
     kafka = {"bootstrap.servers": kafka_bootstrap}
-    follower = TopicFollower(kafka, topic, {0: 0}, RUN).start()
+    follower = TopicFollower(kafka, topic, {0: 0, 1: 0}, RUN).start()
     produce(kafka_bootstrap, topic, [(0, RUN, "e-1")])
+    writing = threading.Event()
+    writing.set()
 
+    def other_producer() -> None:
+        while writing.is_set():
+            produce(kafka_bootstrap, topic, [(1, "r-other", "o")])
+            time.sleep(0.05)
+
+    traffic = threading.Thread(target=other_producer, daemon=True)
+    traffic.start()
     began = time.monotonic()
-    with pytest.raises(TimeoutError, match=r"short of the run's end offsets .*\{0: \(1, 5\)\}"):
-        follower.finish(OffsetRanges(topic, {0: (0, 5)}), idle_timeout_s=1)
+    try:
+        with pytest.raises(TimeoutError, match=r"short of the run's end offsets .*\{0: \(1, 5\)\}"):
+            follower.finish(OffsetRanges(topic, {0: (0, 5), 1: (0, 0)}), idle_timeout_s=1)
+    finally:
+        writing.clear()
+        traffic.join(timeout=10)
     assert time.monotonic() - began < 10
+
+
+def test_a_follower_closed_before_the_end_refuses_to_answer(kafka_bootstrap: str) -> None:
+    """What it read until then is not the run's whole range: no partial answer, ever."""
+    topic = unique_topic("follow-closed")
+    create_topic(kafka_bootstrap, topic, partitions=1)
+    follower = TopicFollower({"bootstrap.servers": kafka_bootstrap}, topic, {0: 0}, RUN).start()
+    produce(kafka_bootstrap, topic, [(0, RUN, "e-1")])
+    follower.close()
+
+    with pytest.raises(RuntimeError, match="closed before the run's end"):
+        follower.finish(OffsetRanges(topic, {0: (0, 1)}), idle_timeout_s=1)
 
 
 def test_a_follower_asked_for_a_partition_it_did_not_follow_refuses(kafka_bootstrap: str) -> None:
