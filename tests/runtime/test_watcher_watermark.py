@@ -50,6 +50,20 @@ class ReportingLauncher(Launcher):
         return None
 
 
+def launch_and_conclude(store: Store, launcher: Launcher) -> None:
+    """One watcher's two ticks: the first launches the claimed run, the second concludes it."""
+    watcher = Watcher(
+        store=store,
+        launcher=launcher,
+        notifier=LogNotifier(),
+        build_spec=lambda _run: "{}",
+        progress=NoBeacons(),
+        owner="test",
+    )
+    watcher.tick()
+    watcher.tick()
+
+
 @pytest.mark.parametrize(("selected", "moves"), [(0, False), (40, True)])
 def test_only_a_run_that_selected_rows_commits_its_high_mark(
     store: Store, selected: int, moves: bool
@@ -78,17 +92,7 @@ def test_only_a_run_that_selected_rows_commits_its_high_mark(
     )
     assert run is not None
     payload = {"status": "succeeded", "rows_selected": selected, "confirmed": selected, "failed_tasks": 0}
-    watcher = Watcher(
-        store=store,
-        launcher=ReportingLauncher(payload),
-        notifier=LogNotifier(),
-        build_spec=lambda _run: "{}",
-        progress=NoBeacons(),
-        owner="test",
-    )
-
-    watcher.tick()  # launch
-    watcher.tick()  # conclude
+    launch_and_conclude(store, ReportingLauncher(payload))
 
     assert store.runs.get(run.id).state == RunState.SUCCEEDED
     assert store.pipelines.get(pipeline.id).watermark_value == (high if moves else None)
@@ -140,17 +144,7 @@ def test_a_snapshot_pipeline_run_moves_its_snapshot_only_when_it_succeeded(
         "failed_tasks": 0 if succeeded else 1,
         **({} if succeeded else {"reason": "lost the broker after sending"}),
     }
-    watcher = Watcher(
-        store=store,
-        launcher=ReportingLauncher(payload, succeeded=succeeded),
-        notifier=LogNotifier(),
-        build_spec=lambda _run: "{}",
-        progress=NoBeacons(),
-        owner="test",
-    )
-
-    watcher.tick()  # launch
-    watcher.tick()  # conclude
+    launch_and_conclude(store, ReportingLauncher(payload, succeeded=succeeded))
 
     finished = store.runs.get(run.id)
     assert (finished.state, finished.confirmed) == (

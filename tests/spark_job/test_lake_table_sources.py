@@ -19,7 +19,14 @@ import pytest
 
 from scripts.devtools.sample_pii import email_of
 from scripts.devtools.sample_table import write_sample_table
-from tests.fixtures.bronze import IN_WINDOW, as_record, land_bronze, original_records, produce
+from tests.fixtures.bronze import (
+    IN_WINDOW,
+    as_record,
+    land_bronze,
+    original_records,
+    produce,
+    raw_document,
+)
 from tests.fixtures.kafka import (
     KEEP_FOREVER,
     consume_all,
@@ -110,19 +117,11 @@ def test_a_bronze_lake_table_is_replayed_byte_for_byte(
     path = as_lake_table(bronze, tmp_path / "lake", table_format)
     topic = unique_topic(f"bronze-replay-{table_format}")
     create_topic(kafka_bootstrap, topic, partitions=3, config=KEEP_FOREVER)
-    document = job_spec(
+    document = raw_document(
         Path(path),
         kafka_bootstrap,
         topic,
         source={"name": "bronze", "path": path, "format": table_format},
-        window={"column": "dt", "start_day": "2024-01-02", "end_day": "2024-01-02"},
-        key_column="key",
-        event_id_column="event_id",
-        event_time_column="timestamp",
-        value_format="raw",
-        value_column="value",
-        headers_column="headers",
-        raw_timestamp_column="timestamp",
         timestamp="event",
     )
 

@@ -23,30 +23,11 @@ from spark_job import transforms
 from spark_job.errors import SourceError
 from spark_job.spec.model import JobSpec
 from spark_job.spec.parse import spec_from_dict
-from tests.fixtures.bronze import IN_WINDOW, as_record, land_bronze, original_records, produce
+from tests.fixtures.bronze import IN_WINDOW, as_record, land_bronze, original_records, produce, raw_document
 from tests.fixtures.kafka import KEEP_FOREVER, consume_all, create_topic, unique_topic
 from tests.fixtures.spark import job_spec, write_spec
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
-
-
-def raw_document(table: Path, bootstrap: str, topic: str, **overrides: Any) -> dict[str, Any]:
-    document = job_spec(
-        table,
-        bootstrap,
-        topic,
-        source={"name": "bronze", "path": str(table), "format": "parquet"},
-        window={"column": "dt", "start_day": "2024-01-02", "end_day": "2024-01-02"},
-        key_column="key",
-        event_id_column="event_id",
-        event_time_column="timestamp",
-        value_format="raw",
-        value_column="value",
-        headers_column="headers",
-        raw_timestamp_column="timestamp",
-    )
-    document.update(overrides)
-    return document
 
 
 @pytest.fixture(scope="module")
