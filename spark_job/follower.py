@@ -17,7 +17,6 @@ producers' traffic costs a few integers, not one per record (rule 11).
 from __future__ import annotations
 
 import bisect
-import logging
 import threading
 import time
 import uuid
@@ -32,13 +31,9 @@ from spark_job.kafka_conf import client_config
 from spark_job.reconcile import Headers, encoded_runs, event_id_of
 from spark_job.spec.model import KafkaValue, OffsetRanges
 
-log = logging.getLogger(__name__)
-
 POLL_S = 0.2
 BATCH = 2_000
 FINISH_LIMIT_S = 300.0  # the tail however large: past it, the ranges are read back instead
-
-
 CHUNK_IDS = 10_000  # ids kept as Python strings before they become one Arrow array
 
 

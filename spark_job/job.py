@@ -18,9 +18,11 @@ started, any failure is a ``JobFailed`` carrying what is known (never "nothing w
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -237,6 +239,7 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
     """One replay; ``phase.publishing`` turns true just before the first record may be sent."""
     phase = phase or Phase()
     started_at = utc_now()
+    context = spark.sparkContext
     slots = _sized_shuffles(spark)
     spec = erasures.pinned(spark, spec)  # read before anything is sent: a run never goes without it
     # a redrive's rows are its subject's dead letters, read once on the driver
@@ -270,91 +273,54 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
     records = transforms.distribute(transforms.with_record_columns(selected, spec), partitions, spec.ordering)
     shaped = _shaped(selected, spec)
     before = end_offsets(spec.kafka, spec.topic)
-    # a run the driver reconciles has its records read as they land: its verdict waits for the tail only
-    follower = (
-        TopicFollower(spec.kafka, spec.topic, before, spec.run_id).start()
-        if rows <= DRIVER_MAX_ROWS and spec.repair is None
-        else None
-    )
-    try:
-        return _published_and_reconciled(
-            spark,
-            spec,
-            phase,
-            started_at,
-            _Planned(selected, whole, letters, rows, slots, sizes, records, shaped, before),
-            follower,
+    with _following(spec, rows, before) as follower:
+        phase.mark("plan")  # topics checked, partition sizes known
+        phase.publishing = True
+        published = _publish(context, records, spec, slots, sizes, started_at, before, shaped)
+        phase.mark("publish")
+        first = min(
+            (task["first_delivery_at"] for task in published.tasks if task["first_delivery_at"]), default=None
         )
+        if first is not None:
+            log.info("phase=first_event t=%.3f", first - phase.origin)
+        try:
+            failed = _failed_tasks(context, spec.run_id)
+            if spec.repair is not None:  # the repaired run's whole selection against all their records
+                reconciled = _reconcile_repaired(spark, spec, whole)
+            else:
+                reconciled = _reconcile(spark, spec, selected, rows, published.offsets, follower)
+            reconciled = _with_erasures(reconciled, spark, spec, letters)
+            phase.mark("reconcile")
+            return _result(spec, started_at, rows, published, slots, failed=failed, reconciled=reconciled)
+        except Exception as exc:  # counted, then failed: the tasks' own counts are known
+            confirmed = sum(task["confirmed"] for task in published.tasks)
+            dead = sum(task["dead_lettered"] for task in published.tasks)
+            offsets = published.offsets.document() if published.offsets else None
+            failure = ReplayFailure(
+                run_id=spec.run_id,
+                reason=reason_of(exc),
+                confirmed=confirmed,
+                started_at=started_at,
+                ended_at=utc_now(),
+                on_topic_at_least=confirmed,
+                dead_lettered=dead if spec.on_error == "dlq" else None,  # nothing is set aside in fail mode
+                offsets=offsets,
+            )
+            raise JobFailed(failure) from exc
+
+
+@contextlib.contextmanager
+def _following(spec: JobSpec, rows: int, before: dict[int, int]) -> Iterator[TopicFollower | None]:
+    """A run the driver reconciles has its records read as they land (ADR 0052), so its verdict
+    waits for the tail only; the follower stops with the run, whatever ends it."""
+    if rows > DRIVER_MAX_ROWS or spec.repair is not None:
+        yield None
+        return
+    follower = TopicFollower(spec.kafka, spec.topic, before, spec.run_id).start()
+    try:
+        yield follower
     finally:
-        if follower is not None:
-            follower.close()
-
-
-@dataclass(frozen=True)
-class _Planned:
-    """A replay ready to publish: what it selected, how it is split, and the topic's end before it."""
-
-    selected: DataFrame
-    whole: DataFrame  # the selection before a repair left out what landed
-    letters: DataFrame | None  # a redrive's dead letters
-    rows: int
-    slots: int
-    sizes: list[int]
-    records: DataFrame
-    shaped: Shaped | None
-    before: dict[int, int]
-
-
-def _published_and_reconciled(
-    spark: SparkSession,
-    spec: JobSpec,
-    phase: Phase,
-    started_at: str,
-    planned: _Planned,
-    follower: TopicFollower | None,
-) -> ReplayResult:
-    context = spark.sparkContext
-    selected, whole, letters, rows, slots = (
-        planned.selected,
-        planned.whole,
-        planned.letters,
-        planned.rows,
-        planned.slots,
-    )
-    sizes, records, shaped, before = planned.sizes, planned.records, planned.shaped, planned.before
-    phase.mark("plan")  # topics checked, partition sizes known
-    phase.publishing = True
-    published = _publish(context, records, spec, slots, sizes, started_at, before, shaped)
-    phase.mark("publish")
-    first = min(
-        (task["first_delivery_at"] for task in published.tasks if task["first_delivery_at"]), default=None
-    )
-    if first is not None:
-        log.info("phase=first_event t=%.3f", first - phase.origin)
-    try:
-        failed = _failed_tasks(context, spec.run_id)
-        if spec.repair is not None:  # the repaired run's whole selection against all their records
-            reconciled = _reconcile_repaired(spark, spec, whole)
-        else:
-            reconciled = _reconcile(spark, spec, selected, rows, published.offsets, follower)
-        reconciled = _with_erasures(reconciled, spark, spec, letters)
-        phase.mark("reconcile")
-        return _result(spec, started_at, rows, published, slots, failed=failed, reconciled=reconciled)
-    except Exception as exc:  # counted, then failed: the tasks' own counts are known
-        confirmed = sum(task["confirmed"] for task in published.tasks)
-        dead = sum(task["dead_lettered"] for task in published.tasks)
-        offsets = published.offsets.document() if published.offsets else None
-        failure = ReplayFailure(
-            run_id=spec.run_id,
-            reason=reason_of(exc),
-            confirmed=confirmed,
-            started_at=started_at,
-            ended_at=utc_now(),
-            on_topic_at_least=confirmed,
-            dead_lettered=dead if spec.on_error == "dlq" else None,  # nothing is set aside in fail mode
-            offsets=offsets,
-        )
-        raise JobFailed(failure) from exc
+        follower.close()
 
 
 def _reconcile(
