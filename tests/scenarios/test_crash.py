@@ -43,7 +43,7 @@ def _alive(handle: dict[str, Any]) -> bool:
 def test_daemon_killed_mid_run_reattaches_and_notifies_once(
     tmp_path: Path, sample_table: Path, kafka_bootstrap: str
 ) -> None:
-    daemon = running_daemon(tmp_path, sample_table=sample_table, bootstrap=kafka_bootstrap)
+    daemon = running_daemon(tmp_path, sample_table=sample_table, bootstrap=kafka_bootstrap, standby=True)
     try:
         client = daemon.client()
         # "running" means the job process is alive: its Spark start-up alone outlasts the restart below,
@@ -96,7 +96,7 @@ def test_two_daemons_on_one_postgres_launch_a_run_once(
 def test_cancel_mid_run_stops_the_job_and_reports_the_count_so_far(
     tmp_path: Path, sample_table: Path, kafka_bootstrap: str
 ) -> None:
-    daemon = running_daemon(tmp_path, sample_table=sample_table, bootstrap=kafka_bootstrap)
+    daemon = running_daemon(tmp_path, sample_table=sample_table, bootstrap=kafka_bootstrap, standby=True)
     try:
         client = daemon.client()
         run_id = client.create_replay(OWNER, SLOW.model_copy(update={"tps": 20})).id

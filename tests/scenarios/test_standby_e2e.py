@@ -46,7 +46,7 @@ def _wait_ready(state_dir: Path, other_than: int | None = None) -> int:
 def test_a_replay_takes_the_warm_standby_and_publishes_exactly_its_window(
     tmp_path: Path, sample_table: Path, kafka_bootstrap: str
 ) -> None:
-    daemon = running_daemon(tmp_path, sample_table=sample_table, bootstrap=kafka_bootstrap)
+    daemon = running_daemon(tmp_path, sample_table=sample_table, bootstrap=kafka_bootstrap, standby=True)
     try:
         warm = _wait_ready(daemon.state_dir)
         body = ReplayBody(source="orders", window="2024-01-02", tps=2000)
@@ -74,7 +74,7 @@ def test_a_replay_takes_the_warm_standby_and_publishes_exactly_its_window(
 def test_a_killed_daemon_leaves_no_idle_standby_behind(
     tmp_path: Path, sample_table: Path, kafka_bootstrap: str
 ) -> None:
-    daemon = running_daemon(tmp_path, sample_table=sample_table, bootstrap=kafka_bootstrap)
+    daemon = running_daemon(tmp_path, sample_table=sample_table, bootstrap=kafka_bootstrap, standby=True)
     try:
         idle = _wait_ready(daemon.state_dir)
         daemon.kill()  # SIGKILL: no teardown of its own runs

@@ -119,6 +119,7 @@ class World:
             bootstrap=self.bootstrap,
             database_url=database_url,
             source_extra={"owners": [OWNER, *(owners or [])]},
+            standby=True,  # the product's default: kills and restarts meet standbys too
             extra={
                 "REPLAY_SLACK_BOT_TOKEN": BOT_TOKEN,
                 "REPLAY_SLACK_API_URL": self.slack.base_url,
