@@ -3,6 +3,7 @@
 Each group imports only the ones listed after it, and nothing of ``daemon``, ``bot`` or ``store``:
 
     main          the spark-submit entry point: session, final REPLAY_RESULT / REPLAY_FAILED line
+    warmup        a small job run once so the driver JVM's classes can be archived (not a replay)
     job           one run on the driver: select, distribute, publish, count
     pii/          decrypting declared columns on the executors (envelope format, data keys)
     transforms    the DataFrame -> DataFrame steps (read, window, records, partitions)

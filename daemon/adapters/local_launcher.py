@@ -14,10 +14,12 @@ Admission: the machine paces only so many jobs at once (`max_concurrent_runs`, d
 wakes the watcher the moment the job prints its result line and again when its process exits, so a
 finished run is concluded at once, not at the watcher's next poll.
 
-Warm start: with `standby_workers` set, the launcher keeps a standby driver (`local_standby`) within the
-admission limit, and a run with that many workers takes it instead of starting a JVM of its own. The
-run's pid file then names the standby's process, and the standby's logs are hard-linked as the run's,
-so watching, cancelling, re-attaching and failure reasons work the same for both.
+Warm start: every driver starts with the install's class archive when there is one
+(`spark_class_archive`, built in the background when missing). With `standby_workers` set, the
+launcher keeps a standby driver (`local_standby`) within the admission limit, and a run with that many
+workers takes it instead of starting a JVM of its own. The run's pid file then names the standby's
+process, and the standby's logs are hard-linked as the run's, so watching, cancelling, re-attaching
+and failure reasons work the same for both.
 
 Secrets: the spec carries the Kafka SASL password, so the run directory is 0700, the spec, pid and
 logs are created 0600, and `release` deletes the spec once the run has ended (the job reads it only at
@@ -44,6 +46,7 @@ import structlog
 
 import spark_job
 from daemon.adapters.local_standby import Standby, StandbyDrivers, process_start_ticks
+from daemon.adapters.spark_class_archive import DRIVER_JAVA_OPTIONS, ClassArchive
 from daemon.core.errors import Unavailable
 from daemon.core.retry import Clock, Sleep, poll
 from daemon.usecases.ports import (
@@ -169,13 +172,6 @@ def default_spark_submit() -> str:
     return str(beside) if beside.exists() else "spark-submit"
 
 
-# A local job's JVM mostly reads Parquet and hands Arrow batches to Python, and on a small machine its
-# start-up dominates: the C1 compiler alone and the serial collector start it seconds sooner (a
-# 900-row job, spark-submit to REPLAY_RESULT: 25-33 s with them, 35-58 s without, same loaded
-# machine). `extra_conf` may set `spark.driver.extraJavaOptions` instead; EMR keeps the JVM defaults.
-LOCAL_DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
-
 class LocalSparkLauncher(Launcher):
     kind = "local"
 
@@ -190,6 +186,7 @@ class LocalSparkLauncher(Launcher):
         jars: tuple[Path, ...] = (),
         standby_workers: int | None = None,
         standby_max_idle_s: float = 600.0,
+        class_archive: ClassArchive | None = None,
         clock: Clock = time.monotonic,
         sleep: Sleep = time.sleep,
     ) -> None:
@@ -199,6 +196,7 @@ class LocalSparkLauncher(Launcher):
         self._task_retries = task_retries
         self._extra_conf = extra_conf or {}
         self._jars = jars
+        self._class_archive = class_archive
         self.max_concurrent_runs = max_concurrent_runs or default_max_concurrent_runs()
         self._wake: Callable[[], None] | None = None
         self._monitored: set[str] = set()  # run ids with a monitor thread (jobs of a restarted daemon too)
@@ -272,6 +270,12 @@ class LocalSparkLauncher(Launcher):
         return None if self._standbys is None else self._standbys.ready_for(workers)
 
     def keep_warm(self, busy: Callable[[], bool]) -> None:
+        """The class archive built when it is missing (once per install), and the standbys kept."""
+        if self._class_archive is not None:
+            _private_dir(self._runs_dir.parent)
+            self._class_archive.start_builder(
+                job_environment(os.environ), self._runs_dir.parent / "class-archive.log"
+            )
         if self._standbys is not None:
             self._standbys.start(busy)
 
@@ -395,7 +399,8 @@ class LocalSparkLauncher(Launcher):
 
     def submit_command(self, run_id: str, spec_path: Path, *, workers: int) -> list[str]:
         """The `spark-submit` of one run's job: `workers` slots, no speculation, the configured jars."""
-        conf = {"spark.driver.extraJavaOptions": LOCAL_DRIVER_JAVA_OPTIONS, **self._extra_conf}
+        options = self._class_archive.java_options() if self._class_archive else DRIVER_JAVA_OPTIONS
+        conf = {"spark.driver.extraJavaOptions": options, **self._extra_conf}
         jars = ["--jars", ",".join(str(jar) for jar in self._jars)] if self._jars else []
         return [
             self._spark_submit,

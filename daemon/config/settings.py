@@ -123,6 +123,15 @@ class Settings(BaseSettings):
         description="keep a standby driver (past its JVM and SparkSession) for the next run of "
         "local_workers slots, within the admission limit (daemon.adapters.local_standby)",
     )
+    local_class_archive: bool = Field(
+        default=True,
+        description="start local drivers with a JVM class-data archive of Spark's classes, built once per "
+        "install in the background (daemon.adapters.spark_class_archive)",
+    )
+    local_class_archive_dir: Path | None = Field(
+        default=None,
+        description="where that archive lives; default: $XDG_CACHE_HOME/kafka-replay/spark-classes",
+    )
     local_standby_max_idle_s: float = Field(
         default=600.0, ge=10, description="a standby driver unused this long is replaced by a fresh one"
     )

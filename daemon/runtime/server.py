@@ -37,10 +37,11 @@ from daemon.adapters.kafka_progress_source import KafkaProgressSource
 from daemon.adapters.kafka_run_control import KafkaRunControlChannel
 from daemon.adapters.kafka_topic_admin import KafkaTopicAdmin
 from daemon.adapters.lake_table_stats import LakeTableStats
-from daemon.adapters.local_launcher import LocalSparkLauncher
+from daemon.adapters.local_launcher import LocalSparkLauncher, default_spark_submit
 from daemon.adapters.log_notifier import LogNotifier
 from daemon.adapters.packaging import package_and_upload
 from daemon.adapters.slack_notifier import slack_notifier_from_settings
+from daemon.adapters.spark_class_archive import ClassArchive, default_directory
 from daemon.adapters.table_catalogs import TableCatalogs
 from daemon.config.lake_catalogs import session_catalog
 from daemon.config.logs import configure_logging
@@ -116,13 +117,18 @@ class Daemon:
 
 def build_launcher(settings: Settings) -> Launcher:
     if settings.launcher == "local":
+        spark_submit = settings.spark_submit or default_spark_submit()
+        archive_dir = settings.local_class_archive_dir or default_directory()
         return LocalSparkLauncher(
             runs_dir=settings.state_dir / "runs",
-            spark_submit=settings.spark_submit or None,
+            spark_submit=spark_submit,
             max_concurrent_runs=settings.local_max_concurrent_runs,
             jars=tuple(settings.local_jars),
             standby_workers=settings.local_workers if settings.local_standby else None,
             standby_max_idle_s=settings.local_standby_max_idle_s,
+            class_archive=ClassArchive.for_install(archive_dir, spark_submit)
+            if settings.local_class_archive
+            else None,
         )
     emr = settings.emr
     kwargs = emr.client_kwargs()
