@@ -18,6 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+if __package__ in (None, ""):  # run as a script: import the package, not this directory's modules
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
 if TYPE_CHECKING:
     import pyarrow as pa
 

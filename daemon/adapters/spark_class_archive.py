@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -60,14 +61,22 @@ def _spark_home(spark_submit: str) -> Path:
     return Path(shutil.which(spark_submit) or spark_submit).resolve().parent.parent
 
 
-def _java() -> Path | None:
+def _jvm() -> tuple[str, int, int] | None:
+    """The JVM a driver runs: its library (what a JDK update replaces; the `java` launcher often stays
+    byte for byte the same), by path, size and modification time."""
     home = os.environ.get("JAVA_HOME")
     found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    return Path(found).resolve() if found else None
+    if not found:
+        return None
+    java = Path(found).resolve()
+    library = java.parent.parent / "lib" / "server" / "libjvm.so"
+    target = library if library.exists() else java
+    stat = target.stat()
+    return (str(target), stat.st_size, stat.st_mtime_ns)
 
 
-def install_digest(jars: list[tuple[str, int]], java: tuple[str, int] | None, options: str) -> str:
-    """What an archive is valid for: Spark's jars (names and sizes), the JVM binary, the JVM options."""
+def install_digest(jars: list[tuple[str, int]], java: tuple[str, int, int] | None, options: str) -> str:
+    """What an archive is valid for: Spark's jars (names and sizes), the JVM, the JVM options."""
     text = repr((sorted(jars), java, options))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -83,13 +92,15 @@ class ClassArchive:
     def for_install(cls, directory: Path, spark_submit: str) -> ClassArchive:
         home = _spark_home(spark_submit)
         jars = [(jar.name, jar.stat().st_size) for jar in (home / "jars").glob("*.jar")]
-        java = _java()
-        java_id = (str(java), java.stat().st_size) if java is not None and java.exists() else None
-        digest = install_digest(jars, java_id, DRIVER_JAVA_OPTIONS)
+        digest = install_digest(jars, _jvm(), DRIVER_JAVA_OPTIONS)
         return cls(path=directory / f"spark-classes-{digest}.jsa", spark_submit=spark_submit)
 
     def java_options(self) -> str:
-        """The driver's JVM options with the archive (used only if it is there and fits)."""
+        """The driver's JVM options, with the archive once it is there. Not before: a JVM told of an
+        archive it cannot map starts without the JDK's own class archive too. Nor at a path with
+        whitespace, which Spark would split into two options."""
+        if not self.ready() or any(char.isspace() for char in str(self.path)):
+            return DRIVER_JAVA_OPTIONS
         return f"{DRIVER_JAVA_OPTIONS} -XX:SharedArchiveFile={self.path}"
 
     def ready(self) -> bool:
@@ -109,7 +120,7 @@ class ClassArchive:
             except BlockingIOError:
                 log.info("class archive being built by another process", path=str(self.path))
                 return False
-            for stale in self.path.parent.glob("*.tmp"):  # no build runs but ours: they are leftovers
+            for stale in self.path.parent.glob("spark-classes-*.jsa.*.tmp"):  # builds interrupted earlier
                 stale.unlink(missing_ok=True)
             return self.ready() or self._build_locked(environment, timeout_s)
 
@@ -169,6 +180,7 @@ class ClassArchive:
                 start_new_session=True,
                 env=dict(environment),
             )
+        threading.Thread(target=process.wait, name="class-archive-builder", daemon=True).start()  # no zombie
         log.info("class archive builder started", pid=process.pid, log=str(log_path))
         return process
 
@@ -191,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.archive
         else ClassArchive.for_install(default_directory(), args.spark_submit)
     )
-    env = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, **os.environ}
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     built = archive.build(env, wait=not args.no_wait)
     print(f"class archive: {archive.path}" if built else "class archive: not built (see the log above)")
     return 0 if built or args.no_wait else 1

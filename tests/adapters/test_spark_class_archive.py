@@ -73,22 +73,30 @@ def test_the_digest_does_not_depend_on_the_jars_order(
 ) -> None:
     shuffled = list(listed)
     rng.shuffle(shuffled)
-    assert install_digest(listed, ("/java", 1), "-x") == install_digest(shuffled, ("/java", 1), "-x")
+    assert install_digest(listed, ("/jvm", 1, 2), "-x") == install_digest(shuffled, ("/jvm", 1, 2), "-x")
 
 
 @pytest.mark.parametrize(
     "changed",
     [
-        ([("spark-core.jar", 2)], ("/usr/bin/java", 9), "-XX:+UseSerialGC"),  # a jar changed size
-        ([("spark-core.jar", 1), ("extra.jar", 3)], ("/usr/bin/java", 9), "-XX:+UseSerialGC"),
-        ([("spark-core.jar", 1)], ("/opt/jdk21/bin/java", 9), "-XX:+UseSerialGC"),  # another JVM
-        ([("spark-core.jar", 1)], ("/usr/bin/java", 9), "-XX:+UseG1GC"),  # other options
+        (
+            [("spark-core.jar", 2)],
+            ("/jdk/lib/server/libjvm.so", 9, 1),
+            "-XX:+UseSerialGC",
+        ),  # a jar changed size
+        ([("spark-core.jar", 1), ("extra.jar", 3)], ("/jdk/lib/server/libjvm.so", 9, 1), "-XX:+UseSerialGC"),
+        (
+            [("spark-core.jar", 1)],
+            ("/jdk/lib/server/libjvm.so", 9, 2),
+            "-XX:+UseSerialGC",
+        ),  # the JDK updated in place
+        ([("spark-core.jar", 1)], ("/jdk/lib/server/libjvm.so", 9, 1), "-XX:+UseG1GC"),  # other options
     ],
 )
 def test_an_archive_belongs_to_one_install_jvm_and_set_of_options(
-    changed: tuple[list[tuple[str, int]], tuple[str, int], str],
+    changed: tuple[list[tuple[str, int]], tuple[str, int, int], str],
 ) -> None:
-    base = install_digest([("spark-core.jar", 1)], ("/usr/bin/java", 9), "-XX:+UseSerialGC")
+    base = install_digest([("spark-core.jar", 1)], ("/jdk/lib/server/libjvm.so", 9, 1), "-XX:+UseSerialGC")
     assert install_digest(*changed) != base
 
 
@@ -137,22 +145,37 @@ def test_a_detached_builder_finishes_the_archive_by_itself(tmp_path: Path) -> No
     assert archive.start_builder(os.environ, tmp_path / "builder.log") is None, "nothing left to build"
 
 
-def test_every_local_driver_is_started_with_the_archive_when_given(tmp_path: Path) -> None:
+def test_every_local_driver_is_started_with_the_archive_once_it_is_there(tmp_path: Path) -> None:
     archive = ClassArchive(tmp_path / "spark-classes-1.jsa", "spark-submit")
     with_archive = LocalSparkLauncher(runs_dir=tmp_path / "a" / "runs", class_archive=archive)
     without = LocalSparkLauncher(runs_dir=tmp_path / "b" / "runs")
 
-    options = {
-        name: next(
-            arg for arg in launcher.submit_command("r-1", tmp_path / "spec.json", workers=2) if "Java" in arg
-        )
-        for name, launcher in (("with", with_archive), ("without", without))
-    }
-    assert (
-        options["with"]
-        == f"spark.driver.extraJavaOptions={DRIVER_JAVA_OPTIONS} -XX:SharedArchiveFile={archive.path}"
-    )
-    assert options["without"] == f"spark.driver.extraJavaOptions={DRIVER_JAVA_OPTIONS}"
+    def java_options(launcher: LocalSparkLauncher) -> str:
+        command = launcher.submit_command("r-1", tmp_path / "spec.json", workers=2)
+        return next(arg for arg in command if arg.startswith("spark.driver.extraJavaOptions="))
+
+    plain = f"spark.driver.extraJavaOptions={DRIVER_JAVA_OPTIONS}"
+    assert java_options(with_archive) == plain, "not before it is built: the JDK's own archive would go too"
+    archive.path.write_bytes(b"archive")
+    assert java_options(with_archive) == f"{plain} -XX:SharedArchiveFile={archive.path}"
+    assert java_options(without) == plain
+
+
+def test_an_archive_at_a_path_spark_would_split_is_not_used(tmp_path: Path) -> None:
+    archive = ClassArchive(tmp_path / "a cache" / "spark-classes-1.jsa", "spark-submit")
+    archive.path.parent.mkdir()
+    archive.path.write_bytes(b"archive")
+    assert archive.java_options() == DRIVER_JAVA_OPTIONS
+
+
+def test_a_build_clears_only_its_own_leftovers(tmp_path: Path) -> None:
+    submit = standin(tmp_path / "bin")
+    archive = ClassArchive(tmp_path / "cache" / "spark-classes-1.jsa", submit)
+    archive.path.parent.mkdir(parents=True)
+    someone_elses = archive.path.parent / "upload.tmp"
+    someone_elses.write_bytes(b"not ours")
+    assert archive.build(os.environ) is True
+    assert someone_elses.exists()
 
 
 @pytest.mark.spark

@@ -85,6 +85,7 @@ def test_a_local_job_inherits_no_daemon_secret_and_its_spec_is_private_then_dele
         bootstrap=kafka_bootstrap,
         database_url=f"sqlite:///{tmp_path / 'store-with-a-secret-name.db'}",
         extra={"REPLAY_SLACK_BOT_TOKEN": BOT_TOKEN, "REPLAY_SLACK_API_URL": slack.base_url},
+        standby=True,  # a standby driver's environment is checked too
     )
     secrets = {name: daemon.env[name] for name in SECRET_NAMES}
     try:
