@@ -76,7 +76,7 @@ def _jvm() -> tuple[str, int, int] | None:
 
 
 def install_digest(jars: list[tuple[str, int]], java: tuple[str, int, int] | None, options: str) -> str:
-    """What an archive is valid for: Spark's jars (names and sizes), the JVM, the JVM options."""
+    """What an archive is valid for: Spark's jars (paths and sizes), the JVM, the JVM options."""
     text = repr((sorted(jars), java, options))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -91,7 +91,9 @@ class ClassArchive:
     @classmethod
     def for_install(cls, directory: Path, spark_submit: str) -> ClassArchive:
         home = _spark_home(spark_submit)
-        jars = [(jar.name, jar.stat().st_size) for jar in (home / "jars").glob("*.jar")]
+        # by path: the JVM checks the class path an archive was written with, so a second checkout's
+        # Spark, byte for byte the same, still needs an archive of its own
+        jars = [(str(jar), jar.stat().st_size) for jar in (home / "jars").glob("*.jar")]
         digest = install_digest(jars, _jvm(), DRIVER_JAVA_OPTIONS)
         return cls(path=directory / f"spark-classes-{digest}.jsa", spark_submit=spark_submit)
 
