@@ -1,7 +1,8 @@
 """The ceiling the product is compared with: one process, one confluent-kafka Producer, the same bytes.
 
 The records are the product's own, read back from its topic (key, value and every header), held in
-memory, and sent with the job's producer settings (``spark_job.kafka_conf.producer_config``) into a
+memory, and sent with the job's unthrottled producer settings (``spark_job.kafka_conf.producer_config``,
+with the daemon's tuning when the bench sets one) into a
 fresh ``LogAppendTime`` topic with as many partitions. Its rate is taken from the broker's stamps,
 first record to last, like the product's: no Spark, no schedule, no reading or encoding.
 """
@@ -14,7 +15,9 @@ from bench.broker import Record
 from spark_job.kafka_conf import producer_config
 
 
-def send_all(bootstrap: str, target: str, records: list[Record]) -> None:
+def send_all(
+    bootstrap: str, target: str, records: list[Record], tuning: dict[str, int | str] | None = None
+) -> None:
     """Produce every record and wait for every delivery report; fail loudly on any error."""
     confirmed = 0
     failed: list[KafkaError] = []
@@ -26,7 +29,8 @@ def send_all(bootstrap: str, target: str, records: list[Record]) -> None:
         else:
             failed.append(error)
 
-    producer = Producer({**producer_config({"bootstrap.servers": bootstrap}), "on_delivery": on_delivery})
+    config = producer_config({"bootstrap.servers": bootstrap, **(tuning or {})}, unthrottled=True)
+    producer = Producer({**config, "on_delivery": on_delivery})
     for count, record in enumerate(records):
         headers: list[tuple[str, str | bytes | None]] = list(record.headers)
         while True:

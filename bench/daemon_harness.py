@@ -78,9 +78,11 @@ def replayd(
     lake: dict[str, Path] | None = None,
     jars: list[Path] | None = None,
     standby: bool = True,
+    producer: str | None = None,
 ) -> Iterator[Daemon]:
     """`python -m daemon.runtime.server` on a free port until the block ends (with `lake`, its copies
-    of the table as sources too, read with `jars`; `standby=False`: no standby driver, every run cold)."""
+    of the table as sources too, read with `jars`; `standby=False`: no standby driver, every run cold;
+    `producer`: REPLAY_KAFKA_PRODUCER, the jobs' producer tuning as JSON)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     token = secrets.token_hex(16)
@@ -102,6 +104,8 @@ def replayd(
         env["REPLAY_LOCAL_JARS"] = ",".join(str(jar) for jar in jars)
     if not standby:
         env["REPLAY_LOCAL_STANDBY"] = "false"
+    if producer is not None:
+        env["REPLAY_KAFKA_PRODUCER"] = producer
     with (state_dir / "replayd.log").open("ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "daemon.runtime.server"], cwd=REPO, env=env, stdout=log, stderr=log
@@ -162,15 +166,31 @@ def replay_cli(daemon: Daemon, *words: str) -> tuple[list[dict[str, Any]], str]:
     return answers, done.stderr
 
 
-def _session_rss_kb(session: int) -> int:
-    """Summed VmRSS of every process in one session (the launcher starts each job in its own)."""
-    total = 0
+def session_pids(session: int) -> list[tuple[int, str]]:
+    """Every process in one session (the launcher starts each job in its own), with its command line."""
+    found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError, ValueError, IndexError):
             text = stat.read_text()
-            if int(text[text.rindex(")") + 2 :].split()[3]) != session:
-                continue
-            for line in (stat.parent / "status").read_text().splitlines():
+            if int(text[text.rindex(")") + 2 :].split()[3]) == session:
+                command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                found.append((int(stat.parent.name), command))
+    return found
+
+
+def session_of(run_dir: Path) -> int | None:
+    """The session of a run's job, from the pid file its launcher writes; None until it is there."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        return int((run_dir / "pid").read_text().split()[0])
+    return None
+
+
+def _session_rss_kb(session: int) -> int:
+    """Summed VmRSS of every process in one session."""
+    total = 0
+    for pid, _ in session_pids(session):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
                     total += int(line.split()[1])
     return total
@@ -194,9 +214,7 @@ class JobMemory:
         session: int | None = None
         while not self._stop.wait(0.5):
             if session is None:
-                pid_file = self._runs_dir / str(self._run_id) / "pid"
-                with contextlib.suppress(OSError, ValueError, IndexError):
-                    session = int(pid_file.read_text().split()[0])
+                session = session_of(self._runs_dir / str(self._run_id))
                 continue
             self.peak_kb = max(self.peak_kb, _session_rss_kb(session))
 

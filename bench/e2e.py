@@ -4,6 +4,8 @@
         [--workers W]                                     # slots: the run's workers= (default: the daemon's)
         [--start warm|cold|both]                          # a ready standby driver, none, or one of each
     .venv/bin/python bench/e2e.py --max [--rows 1000000]  # unthrottled: vs a bare loop and Spark's sink
+        [--profile DIR]                                   # py-spy on the job's Python workers
+    [--producer '{"linger.ms": 20}']                      # the daemon's REPLAY_KAFKA_PRODUCER (tuning)
     .venv/bin/python bench/e2e.py --concurrent 3 --tps 3000 --rows 90000  # admission: N at once
     .venv/bin/python bench/e2e.py --formats parquet,iceberg,delta  # the same rows from each table format
     .venv/bin/python bench/e2e.py --selective 0.01 --rows 1000000 --tps 5000  # 1 % of the window by key
@@ -41,8 +43,9 @@ the pacer never waits, so this is the product unthrottled. It then also prints
 
 rate: the product's records / broker span (first to last stamp); bare: the same for one
 confluent-kafka loop re-sending the product's own records (bench/bare_loop.py); ratio = rate / bare;
-spark_sink: Spark's ``df.write.format("kafka")`` on the same table, ``local[2]``, the same producer
-settings (bench/spark_sink.py), or ``unavailable (why)``.
+spark_sink: Spark's ``df.write.format("kafka")`` on the same table, ``local[2]``, or ``unavailable
+(why)`` (bench/spark_sink.py). Both get the producer settings the product's run had: its unthrottled
+defaults and ``--producer``.
 
 ``--concurrent N`` asks for N replays at once (one plan, then N commands back to back), prints each
 run's lines as above and then
@@ -123,6 +126,8 @@ from bench.daemon_harness import (
 )
 from bench.seconds import Figures, per_second, span_rate, summary
 from bench.throttle import sample_table
+from bench.worker_profile import WorkerProfiler
+from bench.worker_profile import summary as profile_summary
 from daemon.contract.client import DaemonClient
 from scripts.devtools.sample_table import write_sample_table
 from scripts.lake_jars import ensure_lake_jars
@@ -147,10 +152,12 @@ class Started:
     eta_s: float
     rss_before: float
     first: dict[str, Any]  # the run as created (a queued run carries its place in line)
+    profiler: WorkerProfiler | None = None
 
 
-def start_run(daemon: Daemon, words: list[str], eta_s: float) -> Started:
-    """`replay WORDS --follow --json`, returned as soon as the run exists."""
+def start_run(daemon: Daemon, words: list[str], eta_s: float, profile: Path | None = None) -> Started:
+    """`replay WORDS --follow --json`, returned as soon as the run exists; ``profile``: py-spy on its
+    Python workers, the samples kept there."""
     before = memory_mb(daemon.pid)
     sampler = JobMemory(daemon.state_dir / "runs")
     command = time.time()
@@ -169,14 +176,19 @@ def start_run(daemon: Daemon, words: list[str], eta_s: float) -> Started:
         raise SystemExit(f"replay {' '.join(words)}: {first}{cli.stderr.read() if cli.stderr else ''}")
     created = json.loads(first)
     sampler.watch(created["id"])
+    profiler = WorkerProfiler(daemon.state_dir / "runs", profile) if profile is not None else None
+    if profiler is not None:
+        profiler.watch(created["id"])
     promised = float(created["eta_s"]) if created.get("eta_s") is not None else eta_s  # the card's ETA
-    return Started(cli, sampler, command, promised, before["VmRSS"], created)
+    return Started(cli, sampler, command, promised, before["VmRSS"], created, profiler)
 
 
 def finish_run(daemon: Daemon, started: Started) -> tuple[dict[str, Any], dict[str, float]]:
     """Wait for the run's final state; it as the API answered it, and the bench's timings."""
     rest, errors = started.cli.communicate()
     peak = started.sampler.stop()
+    if started.profiler is not None:
+        print("\n".join(profile_summary(started.profiler.stop())), flush=True)
     after = memory_mb(daemon.pid)
     answers = [json.loads(line) for line in rest.splitlines() if line.startswith("{")]
     if not answers:
@@ -209,7 +221,12 @@ def span_figures(stamps: list[int], tps: int) -> str:
 
 
 def run_once(
-    daemon: Daemon, tps: int, ordering: str, source: str = "orders", workers: int | None = None
+    daemon: Daemon,
+    tps: int,
+    ordering: str,
+    source: str = "orders",
+    workers: int | None = None,
+    profile: Path | None = None,
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """One replay through the CLI; the final run as the API answered it, and the bench's timings
     (`plan_s`: how long `replay plan` took, the CLI's start included)."""
@@ -217,7 +234,7 @@ def run_once(
     asked = time.monotonic()
     plans, _ = replay_cli(daemon, "plan", *words)
     plan_s = time.monotonic() - asked
-    run, timings = finish_run(daemon, start_run(daemon, words, float(plans[0]["eta_s"])))
+    run, timings = finish_run(daemon, start_run(daemon, words, float(plans[0]["eta_s"]), profile))
     return run, {**timings, "plan_s": plan_s}
 
 
@@ -525,16 +542,18 @@ def report_run(
     return stamps, back.records, whole
 
 
-def bare_rate(bootstrap: str, records: list[Record], partitions: int) -> float:
+def bare_rate(bootstrap: str, records: list[Record], partitions: int, tuning: dict[str, int | str]) -> float:
     target = create_topic(bootstrap, "bench-bare", partitions, {"message.timestamp.type": "LogAppendTime"})
     try:
-        bare_loop.send_all(bootstrap, target, records)
+        bare_loop.send_all(bootstrap, target, records, tuning)
         return span_rate(read_back(bootstrap, target).stamps)
     finally:
         delete_topic(bootstrap, target)
 
 
-def spark_sink_figure(bootstrap: str, table: Path, records: list[Record], partitions: int) -> str:
+def spark_sink_figure(
+    bootstrap: str, table: Path, records: list[Record], partitions: int, tuning: dict[str, int | str]
+) -> str:
     """Spark's own sink on the same table, as ``<rate>`` or ``unavailable (<why>)``."""
     try:
         connector = ensure_jars()
@@ -547,7 +566,7 @@ def spark_sink_figure(bootstrap: str, table: Path, records: list[Record], partit
     }
     target = create_topic(bootstrap, "bench-sink", partitions, {"message.timestamp.type": "LogAppendTime"})
     try:
-        started = spark_sink.submit(connector.jars, table, target, bootstrap, headers)
+        started = spark_sink.submit(connector.jars, table, target, bootstrap, headers, tuning)
         back = read_back(bootstrap, target, with_bytes=True)
     except RuntimeError as exc:
         return f"unavailable ({str(exc)[:300]})"
@@ -563,17 +582,24 @@ def spark_sink_figure(bootstrap: str, table: Path, records: list[Record], partit
 
 
 def unthrottled(
-    bootstrap: str, table: Path, stamps: list[int], records: list[Record], partitions: int, skip_sink: bool
+    bootstrap: str,
+    table: Path,
+    stamps: list[int],
+    records: list[Record],
+    partitions: int,
+    skip_sink: bool,
+    tuning: dict[str, int | str],
 ) -> None:
-    """The product's span rate against the bare loop and Spark's sink, on topics of as many partitions."""
+    """The product's span rate against the bare loop and Spark's sink, on topics of as many partitions,
+    both with the producer settings the product's run had."""
     rate = span_rate(stamps)
-    bare = bare_rate(bootstrap, records, partitions)
+    bare = bare_rate(bootstrap, records, partitions, tuning)
     size = sum(len(r.value or b"") for r in records) / max(1, len(records))
     print(f"bare rows={len(records)} rate={bare:.0f} value_bytes={size:.0f} partitions={partitions}")
     sink = (
         "unavailable (--no-spark-sink)"
         if skip_sink
-        else spark_sink_figure(bootstrap, table, records, partitions)
+        else spark_sink_figure(bootstrap, table, records, partitions, tuning)
     )
     print(f"e2e-max rate={rate:.0f} bare={bare:.0f} ratio={rate / bare:.3f} spark_sink={sink}", flush=True)
 
@@ -642,6 +668,10 @@ def main() -> int:
     )
     parser.add_argument("--max-tps", type=int, default=GRAMMAR_MAX_TPS, help="the rate --max asks for")
     parser.add_argument("--no-spark-sink", action="store_true", help="--max without Spark's sink line")
+    parser.add_argument("--producer", metavar="JSON", help="the daemon's REPLAY_KAFKA_PRODUCER (tuning)")
+    parser.add_argument(
+        "--profile", type=Path, metavar="DIR", help="py-spy on the job's workers (bench/worker_profile.py)"
+    )
     parser.add_argument("--bootstrap", help="HOST:PORT of a running broker (default: start one)")
     parser.add_argument("--shaped", type=float, metavar="SPEED", help="tps=original speed=SPEED, max=--tps")
     parser.add_argument("--window", default="2024-01-01T08:00..2024-01-01T10:00", help="with --shaped")
@@ -690,6 +720,7 @@ def main() -> int:
                         table,
                         max_tps=tps if args.max else None,
                         standby=start == "warm",
+                        producer=args.producer,
                     )
                 )
                 for start in starts
@@ -718,7 +749,7 @@ def one_run(
     if start == "warm":
         waited_s, rss_mb = wait_for_standby(daemon)
         print(f"standby waited_s={waited_s:.1f} idle_rss_mb={rss_mb:.0f}")
-    run, timings = run_once(daemon, tps, args.ordering, workers=args.workers)
+    run, timings = run_once(daemon, tps, args.ordering, workers=args.workers, profile=args.profile)
     if run["state"] != "succeeded":
         print(f"e2e run={run['id']} state={run['state']} reason={run.get('failure_reason')}")
         return False
@@ -735,7 +766,8 @@ def one_run(
         )
         if args.max:
             partitions = partition_count(bootstrap, run["topic"])
-            unthrottled(bootstrap, table, stamps, records, partitions, args.no_spark_sink)
+            tuning = json.loads(args.producer) if args.producer else {}
+            unthrottled(bootstrap, table, stamps, records, partitions, args.no_spark_sink, tuning)
     finally:
         delete_topic(bootstrap, run["topic"])
     return True

@@ -29,13 +29,15 @@ JAVA_NAMES = {
 }
 
 
-def java_options(bootstrap: str) -> dict[str, str]:
-    """The job's producer settings as ``kafka.*`` options of Spark's sink."""
+def java_options(bootstrap: str, tuning: dict[str, int | str] | None = None) -> dict[str, str]:
+    """The job's unthrottled producer settings (with the daemon's ``tuning``) as ``kafka.*`` options
+    of Spark's sink."""
     # librdkafka allocates batches as records come; the Java client reserves batch.size per partition
     # from buffer.memory (default 32 MB), so 1 MB batches on 64 partitions would block on memory the
     # C client never needs. Room for them, well under librdkafka's own queue limit (1 GB).
     options = {"kafka.bootstrap.servers": bootstrap, "kafka.buffer.memory": str(256 * 1024 * 1024)}
-    for name, value in producer_config({"bootstrap.servers": bootstrap}).items():
+    config = producer_config({"bootstrap.servers": bootstrap, **(tuning or {})}, unthrottled=True)
+    for name, value in config.items():
         if name in JAVA_NAMES:
             options[f"kafka.{JAVA_NAMES[name]}"] = (
                 str(value).lower() if isinstance(value, bool) else str(value)
@@ -43,12 +45,19 @@ def java_options(bootstrap: str) -> dict[str, str]:
     return options
 
 
-def submit(jars: list[Path], table: Path, target: str, bootstrap: str, headers: dict[str, str]) -> float:
+def submit(
+    jars: list[Path],
+    table: Path,
+    target: str,
+    bootstrap: str,
+    headers: dict[str, str],
+    tuning: dict[str, int | str] | None = None,
+) -> float:
     """spark-submit this file on ``local[2]``; the wall time it was started at (for first_event_s)."""
     submit_bin = str(Path(sys.executable).with_name("spark-submit"))
     env = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     argument = json.dumps(
-        {"table": str(table), "topic": target, "options": java_options(bootstrap), "headers": headers}
+        {"table": str(table), "topic": target, "options": java_options(bootstrap, tuning), "headers": headers}
     )
     command = [
         submit_bin,

@@ -22,6 +22,20 @@ from daemon.core.grammar.limits import Limits
 from daemon.core.grammar.values import MAX_TPS, MAX_WORKERS
 
 ENV_PREFIX = "REPLAY_"
+# librdkafka's batching and compression: what an operator may tune for the jobs' producers. The rest
+# of the producer (idempotence, acks, the partitioner, the delivery timeout) is the data path's.
+PRODUCER_TUNING = frozenset(
+    {
+        "batch.num.messages",
+        "batch.size",
+        "compression.level",
+        "compression.type",
+        "linger.ms",
+        "queue.buffering.max.kbytes",
+        "queue.buffering.max.messages",
+    }
+)
+COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
 def _split_list(value: object) -> object:
@@ -55,6 +69,12 @@ class Settings(BaseSettings):
     )
     kafka_message_timeout_ms: int | None = Field(
         default=None, gt=0, description="the job's producer delivery timeout (librdkafka message.timeout.ms)"
+    )
+    kafka_producer: Annotated[dict[str, int | str], NoDecode] = Field(
+        default_factory=dict,
+        description="the jobs' producer tuning, a JSON object of librdkafka settings: "
+        + ", ".join(sorted(PRODUCER_TUNING))
+        + "; idempotence, acks and the partitioner are the data path's",
     )
     topic_retention_ms: int = Field(
         default=7 * 24 * 3600 * 1000,
@@ -281,6 +301,34 @@ class Settings(BaseSettings):
                 return json.loads(value) if value.strip() else {}
             except json.JSONDecodeError as exc:
                 raise ValueError(f"not a JSON object of catalog name to settings: {exc}") from None
+        return value
+
+    @field_validator("kafka_producer", mode="before")
+    @classmethod
+    def _producer_json(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return json.loads(value) if value.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not a JSON object of librdkafka settings: {exc}") from None
+        return value
+
+    @field_validator("kafka_producer")
+    @classmethod
+    def _producer_tuning_only(cls, value: dict[str, int | str]) -> dict[str, int | str]:
+        others = sorted(set(value) - PRODUCER_TUNING)
+        if others:
+            raise ValueError(
+                f"{', '.join(others)} cannot be set here: only {', '.join(sorted(PRODUCER_TUNING))}"
+            )
+        for name, setting in value.items():
+            if name == "compression.type":
+                if setting not in COMPRESSION_TYPES:
+                    raise ValueError(
+                        f"compression.type is one of {', '.join(COMPRESSION_TYPES)}, got {setting!r}"
+                    )
+            elif not isinstance(setting, int) or isinstance(setting, bool) or setting < 0:
+                raise ValueError(f"{name} is a whole number >= 0, got {setting!r}")
         return value
 
     @field_validator("local_jars")

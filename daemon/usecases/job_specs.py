@@ -79,6 +79,7 @@ def _job_kafka(settings: Settings) -> dict[str, str | int | float | bool]:
     config: dict[str, str | int | float | bool] = dict(settings.kafka_config())
     if settings.kafka_message_timeout_ms is not None:
         config["message.timeout.ms"] = settings.kafka_message_timeout_ms
+    config.update(settings.kafka_producer)  # over the job's defaults (spark_job.kafka_conf)
     return config
 
 

@@ -132,3 +132,31 @@ def test_a_bad_lake_catalogs_variable_in_the_environment_is_a_config_error(
             load_settings()
     else:
         assert load_settings().lake_catalogs == {}  # set but empty: no catalogs
+
+
+def test_producer_tuning_is_read_from_json() -> None:
+    settings = load_settings({"REPLAY_KAFKA_PRODUCER": '{"linger.ms": 20, "compression.type": "zstd"}'})
+
+    assert settings.kafka_producer == {"linger.ms": 20, "compression.type": "zstd"}
+    assert load_settings({}).kafka_producer == {}
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ('{"enable.idempotence": false}', "enable.idempotence cannot be set here: only batch.num.messages"),
+        ('{"acks": 1, "partitioner": "random"}', "acks, partitioner cannot be set here"),
+        ('{"compression.type": "brotli"}', "compression.type is one of none, gzip, snappy, lz4, zstd"),
+        ('{"linger.ms": "10"}', "linger.ms is a whole number >= 0, got '10'"),
+        ('{"batch.size": -1}', "batch.size is a whole number >= 0, got -1"),
+        ("linger.ms=10", "not a JSON object of librdkafka settings"),
+    ],
+)
+def test_producer_settings_outside_the_tuning_are_refused_naming_the_variable(
+    value: str, problem: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"REPLAY_KAFKA_PRODUCER": value})
+
+    assert "REPLAY_KAFKA_PRODUCER" in str(caught.value)
+    assert problem in str(caught.value)

@@ -74,6 +74,25 @@ def test_the_producer_takes_the_specs_partitioner_and_still_forces_the_data_path
     )
 
 
+def test_the_operators_producer_tuning_reaches_the_producer_under_the_data_path_rules(tmp_path: Path) -> None:
+    settings = load_settings({"REPLAY_KAFKA_PRODUCER": '{"linger.ms": 25, "compression.type": "zstd"}'})
+    spec = build_spec(
+        unsaved_day_run(), catalog=load_catalog(_catalog(tmp_path)), settings=settings, result_uri=None
+    )
+
+    config = producer_config(spec_from_json(spec.to_json()).kafka, unthrottled=True)
+
+    assert (config["linger.ms"], config["compression.type"], config["batch.size"]) == (25, "zstd", 1_000_000)
+    assert (config["enable.idempotence"], config["acks"]) == (True, "all")
+    untuned = build_spec(
+        unsaved_day_run(),
+        catalog=load_catalog(_catalog(tmp_path)),
+        settings=load_settings({}),
+        result_uri=None,
+    )
+    assert producer_config(untuned.kafka, unthrottled=True)["linger.ms"] == 50  # the job's own default
+
+
 # --- the job spec -------------------------------------------------------------------------------
 
 
