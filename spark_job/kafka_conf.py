@@ -21,8 +21,9 @@ PRODUCER_DEFAULTS: dict[str, KafkaValue] = {
     "compression.type": "lz4",
     "message.timeout.ms": 120_000,
 }
-# Unthrottled, nothing waits on a deadline: let batches fill (fewer, larger requests per broker).
-UNTHROTTLED_DEFAULTS: dict[str, KafkaValue] = {"linger.ms": 50}
+# Unthrottled, nothing waits on a deadline: let batches fill (fewer, larger requests per broker);
+# 200 ms sent a sixth more a second than 50 ms here (ADR 0055).
+UNTHROTTLED_DEFAULTS: dict[str, KafkaValue] = {"linger.ms": 200}
 PRODUCER_REQUIRED: dict[str, KafkaValue] = {"enable.idempotence": True, "acks": "all"}
 
 _TIMEOUT_ALIASES = ("message.timeout.ms", "delivery.timeout.ms")

@@ -74,7 +74,7 @@ class Settings(BaseSettings):
         default_factory=dict,
         description="the jobs' producer tuning, a JSON object of librdkafka settings: "
         + ", ".join(sorted(PRODUCER_TUNING))
-        + "; idempotence, acks and the partitioner are the data path's",
+        + " (docs/decisions/0055); idempotence, acks and the partitioner are the data path's",
     )
     topic_retention_ms: int = Field(
         default=7 * 24 * 3600 * 1000,

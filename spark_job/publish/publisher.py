@@ -5,16 +5,18 @@ Runs inside ``mapInArrow`` (one call per partition task) and yields a single res
 driver's ``collect()`` only sees the counts of attempts that succeeded (Spark discards the results
 of failed attempts). docs/rules.md rules 1, 3, 4, 5: idempotent producer with ``acks=all``, key = entity
 column, provenance headers on every record, and a record counts only when its delivery report came
-back without error; ``flush()`` before the task ends, and any delivery error fails the task with the
-broker's own error text. A record refused for its own sake (too large, not encodable, marked bad
-by an earlier step) is set aside instead (``spark_job.publish.dead_letters``): on the dead-letter
-topic with ``on_error=dlq``, else it fails the task naming its event id. Beacons report the
-confirmed count (and when they were sent) while the task runs.
+back without error (served, no failure reported); ``flush()`` before the task ends, and any
+delivery error fails the task with the broker's own error text. A record refused for its own sake
+(too large, not encodable, marked bad by an earlier step) is set aside instead
+(``spark_job.publish.dead_letters``): on the dead-letter topic with ``on_error=dlq``, else it fails
+the task naming its event id. Beacons report the confirmed count (and when they were sent) while the
+task runs.
 
 Each record also carries its own ``replay-event-id`` header, last, so a reconcile reads ids from
-headers whatever the value's format. The delivery callback notes the wall-clock time of the first
-and last confirmation and counts confirmations per second: the run's achieved rate and rate series
-come from the broker's answers, not from the driver's clock.
+headers whatever the value's format. The producer calls back on failures only; ``DeliveryCounter``
+counts the rest as their reports are served, with the wall-clock time of the first and last
+confirmation and per second: the run's achieved rate and rate series come from the broker's
+answers, not from the driver's clock.
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ MAX_WAIT_S = 0.1  # longest sleep between checks for delivery reports, beacons a
 # The flushes bounded by these end early once no broker is reachable (``spark_job.publish.reach``).
 FAILURE_FLUSH_S = 3.0  # on the way out of a failed task: let in-flight reports land, briefly
 BEACON_FLUSH_S = 2.0
+FAILURE_REPORTS_ONLY = {"delivery.report.only.error": True}  # successes are counted (DeliveryCounter)
 
 
 @dataclass(frozen=True)
@@ -123,8 +126,15 @@ class TaskTotals:
 
 
 class DeliveryCounter:
-    """The producer's delivery callback: counts confirmations (in total and per wall-clock second, with
-    the first and last one's time), remembers the first error.
+    """What the broker confirmed, without a Python call per record.
+
+    The producer calls back on failures only (``delivery.report.only.error``): a success callback
+    per record cost a ``Message`` object and a Python call, a quarter of a task's time unthrottled
+    (ADR 0055). Every report still comes back and is served by ``poll``; until then its record is
+    outstanding (``len(producer)``). So after each poll ``confirmed`` is accepted - outstanding -
+    failed, counted in total, per wall-clock second and with the first and last time it grew.
+    Outstanding also holds a beacon in flight, so between polls the count may trail the broker,
+    never lead it; after the last flush it is exact.
 
     A record the broker refused for its own sake (too large, invalid) goes to ``dead_letters``
     instead, named by the event id its own ``report`` callback was bound to.
@@ -132,13 +142,47 @@ class DeliveryCounter:
 
     def __init__(self, topic: str, dead_letters: DeadLetters | None = None) -> None:
         self.topic = topic
+        self.producer: Producer | None = None  # attached once built (it takes this counter's callback)
+        self.accepted = 0  # records produce() took (set-aside and refused ones not)
         self.confirmed = 0
-        self.first_at: float | None = None  # time.time() of the first and the last confirmation
+        self.first_at: float | None = None  # time.time() of the first and the last confirmation seen
         self.last_at: float | None = None
         self.per_second: defaultdict[int, int] = defaultdict(int)
         self.failed = 0
+        self.set_aside = 0  # refused by the broker for their own sake, after produce() took them
         self.first_error: KafkaError | None = None
         self.dead_letters = dead_letters
+
+    def attach(self, producer: Producer) -> Producer:
+        self.producer = producer
+        return producer
+
+    def poll(self, timeout_s: float) -> int:
+        """``producer.poll``, then the count brought up to date (the pacer sleeps in this)."""
+        assert self.producer is not None, "attached before the task publishes"
+        served = self.producer.poll(timeout_s)
+        self.observe()
+        return served
+
+    def flush(self, timeout_s: float) -> int:
+        """``producer.flush``, then the count brought up to date; what is still outstanding."""
+        assert self.producer is not None, "attached before the task publishes"
+        left = self.producer.flush(timeout_s)
+        self.observe()
+        return left
+
+    def observe(self) -> None:
+        """Count what is no longer outstanding and was not reported failed (never lowers the count)."""
+        assert self.producer is not None, "attached before the task publishes"
+        confirmed = self.accepted - len(self.producer) - self.failed - self.set_aside
+        if confirmed <= self.confirmed:
+            return
+        now = time.time()
+        self.per_second[int(now)] += confirmed - self.confirmed
+        self.confirmed = confirmed
+        self.last_at = now
+        if self.first_at is None:
+            self.first_at = now
 
     def __call__(self, error: KafkaError | None, message: Message) -> None:
         self.report(None, error, message)
@@ -146,17 +190,13 @@ class DeliveryCounter:
     def report(
         self, event_id: str | None, error: KafkaError | None, message: Message, original: bytes | None = None
     ) -> None:
-        if error is None:
-            now = time.time()
-            self.confirmed += 1
-            self.per_second[int(now)] += 1
-            self.last_at = now
-            if self.first_at is None:
-                self.first_at = now
+        """A record's failure report (the producer sends no others)."""
+        if error is None:  # not asked for; a success is counted by ``observe``
             return
         if self.dead_letters is not None and is_bad_record(error):
             value = original if original is not None else message.value()
             bad = BadRecord(message.key(), value, event_id, kafka_reason(error))
+            self.set_aside += 1
             self.dead_letters.set_aside(bad)
             return
         self.failed += 1
@@ -217,8 +257,9 @@ def publish_partition(
     dead_letters = DeadLetters(settings.dead_letters, target=settings.topic, headers=settings.headers)
     counter = DeliveryCounter(settings.topic, dead_letters)
     reach = BrokerReach()
-    producer = Producer({**settings.producer, "on_delivery": counter, "error_cb": reach})
-    flush = partial(flush_while_reachable, producer, reach=reach, last_confirmed_at=lambda: counter.last_at)
+    config = {**settings.producer, **FAILURE_REPORTS_ONLY, "on_delivery": counter, "error_cb": reach}
+    producer = counter.attach(Producer(config))
+    flush = partial(flush_while_reachable, counter, reach=reach, last_confirmed_at=lambda: counter.last_at)
     identity = Beacon(settings.run_id, partition, attempt, 0, task_id=task_id)
     beacons = BeaconEmitter(producer, settings, identity)
     t0 = time.monotonic() + (settings.t0_wall - time.time())
@@ -229,7 +270,7 @@ def publish_partition(
     schedule = timed or partition_schedule(settings.sizes, settings.tps, settings.slots, partition)
     rate = RateFollower.start(settings, t0)
     timeline = rate.timeline if rate else shaped_timeline(t0, settings.ramp, ()) if settings.ramp else None
-    pacer = Pacer(schedule, t0, sleep=producer.poll, timeline=timeline)
+    pacer = Pacer(schedule, t0, sleep=counter.poll, timeline=timeline)
     budget = byte_budget(settings, partition)
     seen = 0
     try:
@@ -248,7 +289,7 @@ def publish_partition(
             if timed is not None and settings.warp is not None:  # its events' own times, under the ceiling
                 timed.extend([settings.warp.at(x) for x in batch.column(OFFSET).to_pylist()])
             _publish_batch(producer, settings, batch, pacer, counter, beacons, rate, budget)
-        while producer.flush(MAX_WAIT_S) > 0:
+        while counter.flush(MAX_WAIT_S) > 0:
             counter.raise_if_failed()
             beacons.tick(counter.confirmed)
         counter.raise_if_failed()
@@ -318,7 +359,7 @@ def _publish_batch(
             if limit == 0:  # the next record does not fit: it waits for bytes, due or not
                 if pacer.next_due() <= now:
                     budget.hold(now)
-                producer.poll(min(max(budget.frees_at() - now, 0.001), MAX_WAIT_S))
+                counter.poll(min(max(budget.frees_at() - now, 0.001), MAX_WAIT_S))
                 counter.raise_if_failed()
                 beacons.tick(counter.confirmed)
                 continue
@@ -344,7 +385,7 @@ def _publish_batch(
                         originals[index] if originals is not None else None,
                     )
             done = end
-            producer.poll(0)
+            counter.poll(0)
         else:
             pacer.wait(MAX_WAIT_S)
         counter.raise_if_failed()
@@ -424,23 +465,29 @@ class _Sender:
         self.producer = producer
         self.topic = topic
         self.appended = appended
+        self.counter = counter
         self.report = counter.report
         self.dead_letters = counter.dead_letters
 
     def plain(self, keys: list[Any], values: list[Any], event_ids: list[Any], timestamps: list[int]) -> None:
         produce, topic, appended, report = self.producer.produce, self.topic, self.appended, self.report
-        for key, value, event_id, stamp in zip(keys, values, event_ids, timestamps, strict=True):
-            try:
-                produce(
-                    topic,
-                    value,
-                    key,
-                    headers=[*appended, (EVENT_ID_HEADER, event_id)],
-                    timestamp=stamp,
-                    on_delivery=partial(report, event_id),
-                )
-            except (BufferError, KafkaException, TypeError, ValueError):
-                self.one(key, value, event_id, stamp, None, None, None)
+        accepted = 0
+        try:
+            for key, value, event_id, stamp in zip(keys, values, event_ids, timestamps, strict=True):
+                try:
+                    produce(
+                        topic,
+                        value,
+                        key,
+                        headers=[*appended, (EVENT_ID_HEADER, event_id)],
+                        timestamp=stamp,
+                        on_delivery=partial(report, event_id),
+                    )
+                    accepted += 1
+                except (BufferError, KafkaException, TypeError, ValueError):
+                    self.one(key, value, event_id, stamp, None, None, None)  # counts its own
+        finally:
+            self.counter.accepted += accepted
 
     def one(
         self,
@@ -472,9 +519,10 @@ class _Sender:
                     timestamp=stamp,
                     on_delivery=partial(self.report, event_id, original=original),
                 )
+                self.counter.accepted += 1
                 return
             except BufferError:  # local queue full: serve reports, then retry
-                self.producer.poll(MAX_WAIT_S)
+                self.counter.poll(MAX_WAIT_S)
             except (KafkaException, TypeError, ValueError) as exc:  # refused at produce()
                 reason = bad_record_of(exc, key, value)
                 if reason is None or dead_letters is None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Protocol
 
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError
 
 STEP_S = 0.1  # how often a flush looks again at whether a broker is still reachable
 
@@ -33,8 +34,16 @@ class BrokerReach:
         return last_confirmed_at is None or last_confirmed_at < self.down_at
 
 
+class Flushable(Protocol):
+    """A producer, or the delivery counter in front of one (which counts as it polls)."""
+
+    def poll(self, timeout_s: float, /) -> int: ...
+
+    def flush(self, timeout_s: float, /) -> int: ...
+
+
 def flush_while_reachable(
-    producer: Producer, timeout_s: float, reach: BrokerReach, last_confirmed_at: Callable[[], float | None]
+    producer: Flushable, timeout_s: float, reach: BrokerReach, last_confirmed_at: Callable[[], float | None]
 ) -> None:
     """``producer.flush(timeout_s)``, cut short once no broker is reachable."""
     deadline = time.monotonic() + timeout_s

@@ -90,7 +90,7 @@ def test_the_operators_producer_tuning_reaches_the_producer_under_the_data_path_
         settings=load_settings({}),
         result_uri=None,
     )
-    assert producer_config(untuned.kafka, unthrottled=True)["linger.ms"] == 50  # the job's own default
+    assert producer_config(untuned.kafka, unthrottled=True)["linger.ms"] == 200  # the job's own default
 
 
 # --- the job spec -------------------------------------------------------------------------------
