@@ -38,6 +38,7 @@ from pyspark.sql import functions as sf
 from spark_job import erasures, key_files, redrive, transforms
 from spark_job.arrow_map import ArrowMapFunction, map_in_arrow
 from spark_job.errors import SourceError
+from spark_job.executors import await_executors
 from spark_job.follower import TopicFollower
 from spark_job.kafka_conf import client_config, producer_config
 from spark_job.pii.decrypting import decrypting_body
@@ -159,10 +160,16 @@ def count(selected: DataFrame, spec: JobSpec, slots: int) -> transforms.Census:
 
 
 def _sized_shuffles(spark: SparkSession) -> int:
-    """The session's task slots; its SQL shuffles (counts, the reconcile's joins) sized to them."""
+    """The session's task slots (on a cluster, of the executors that registered: every one asked
+    for, or the run fails here); its SQL shuffles (counts, the reconcile's joins) sized to them."""
     context = spark.sparkContext
     assert context.master is not None, "a running SparkContext has a master"
-    slots = task_slots(context.master, dict(context.getConf().getAll()))
+    conf = dict(context.getConf().getAll())
+    executors = await_executors(context)
+    if executors is not None:
+        log.info("%d executors registered on %s", executors, context.master)
+        conf["spark.executor.instances"] = str(executors)
+    slots = task_slots(context.master, conf)
     spark.conf.set("spark.sql.shuffle.partitions", str(slots * SHUFFLE_PARTITIONS_PER_SLOT))
     return slots
 

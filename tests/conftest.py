@@ -14,6 +14,7 @@ pytest_plugins = [
     "tests.fixtures.kafka",
     "tests.fixtures.database",
     "tests.fixtures.spark",
+    "tests.fixtures.spark_cluster",
     "tests.fixtures.catalog_services",
     "tests.fixtures.daemon",
     "tests.fixtures.aws",

@@ -120,8 +120,28 @@ class Settings(BaseSettings):
         'Data Catalog, and hive, a metastore; "session": true on one of those makes it Spark\'s '
         "session catalog, for two-part names; daemon.config.lake_catalogs)",
     )
-    launcher: Literal["local", "emr"] = Field(
-        default="local", description="`local`: spark-submit on this machine; `emr`: EMR Serverless"
+    launcher: Literal["local", "emr", "spark"] = Field(
+        default="local",
+        description="`local`: spark-submit on this machine; `emr`: EMR Serverless; `spark`: spark-submit "
+        "to the cluster at REPLAY_SPARK_MASTER (docs/decisions/0056)",
+    )
+    spark_master: str | None = Field(
+        default=None,
+        description="the cluster `launcher=spark` submits to: spark://host:port, k8s://https://host, yarn",
+    )
+    spark_executor_cores: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="`launcher=spark`: cores of each executor (a run's workers= is executors)",
+    )
+    spark_executor_memory: str = Field(
+        default="1g", pattern=r"^[1-9][0-9]*[mg]$", description="`launcher=spark`: each executor's memory"
+    )
+    spark_executor_wait_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="`launcher=spark`: how long a job waits for every executor it asked for before it fails",
     )
     emr: EmrSettings = Field(
         default_factory=EmrSettings, description="REPLAY_EMR__<FIELD>, e.g. REPLAY_EMR__BUCKET"
@@ -353,6 +373,17 @@ class Settings(BaseSettings):
     def user_token_digests(self) -> dict[str, str]:
         """Personal tokens' SHA-256 -> the user each one acts as."""
         return {entry.partition(":")[2]: entry.partition(":")[0] for entry in self.user_tokens}
+
+    @model_validator(mode="after")
+    def _cluster_named(self) -> Settings:
+        if self.launcher == "spark" and not self.spark_master:
+            raise ValueError("REPLAY_LAUNCHER=spark needs REPLAY_SPARK_MASTER (e.g. spark://host:7077)")
+        if self.spark_master is not None and not self.spark_master.startswith(("spark://", "k8s://", "yarn")):
+            raise ValueError(
+                f"REPLAY_SPARK_MASTER must be spark://host:port, k8s://… or yarn, not {self.spark_master!r} "
+                "(local jobs: REPLAY_LAUNCHER=local)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _reserve_below_the_cap(self) -> Settings:

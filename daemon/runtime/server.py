@@ -31,6 +31,7 @@ import structlog
 import uvicorn
 from fastapi import FastAPI
 
+from daemon.adapters.cluster_launcher import ClusterSparkLauncher
 from daemon.adapters.emr_launcher import EmrServerlessLauncher
 from daemon.adapters.kafka_consumer_group_admin import KafkaConsumerGroupAdmin
 from daemon.adapters.kafka_progress_source import KafkaProgressSource
@@ -116,6 +117,23 @@ class Daemon:
 
 
 def build_launcher(settings: Settings) -> Launcher:
+    if settings.launcher == "spark":
+        assert settings.spark_master is not None, "the settings require it with launcher=spark"
+        spark_submit = settings.spark_submit or default_spark_submit()
+        archive_dir = settings.local_class_archive_dir or default_directory()
+        return ClusterSparkLauncher(
+            master=settings.spark_master,
+            executor_cores=settings.spark_executor_cores,
+            executor_memory=settings.spark_executor_memory,
+            executor_wait_s=settings.spark_executor_wait_s,
+            runs_dir=settings.state_dir / "runs",
+            spark_submit=spark_submit,
+            max_concurrent_runs=settings.local_max_concurrent_runs,
+            jars=tuple(settings.local_jars),
+            class_archive=ClassArchive.for_install(archive_dir, spark_submit)
+            if settings.local_class_archive
+            else None,
+        )
     if settings.launcher == "local":
         spark_submit = settings.spark_submit or default_spark_submit()
         archive_dir = settings.local_class_archive_dir or default_directory()

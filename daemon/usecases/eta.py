@@ -50,9 +50,9 @@ from store import Store
 from store.models import Run
 
 HISTORY_RUNS = 10
-DEFAULT_STARTUP_S = {"local": 20.0, "emr": 90.0}
+DEFAULT_STARTUP_S = {"local": 20.0, "emr": 90.0, "spark": 30.0}  # spark: executors start on the cluster too
 WARM_STARTUP_S = {"local": 4.0, "emr": 30.0}  # a ready standby (ADR 0049), a started application (0050)
-DEFAULT_FINISH_S = {"local": 3.0, "emr": 10.0}
+DEFAULT_FINISH_S = {"local": 3.0, "emr": 10.0, "spark": 3.0}
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from daemon.usecases.catalog import Source
 
 
 def check_table_runtime(source: Source, settings: Settings) -> None:
-    """A local job reads Iceberg and Delta only with their runtimes' jars: a replay or a pipeline of
-    such a source is refused before anything is created, not failed in the job (EMR's images carry
-    them)."""
-    if settings.launcher != "local":
+    """A job spark-submit starts here (locally or on a cluster) reads Iceberg and Delta only with
+    their runtimes' jars: a replay or a pipeline of such a source is refused before anything is
+    created, not failed in the job (EMR's images carry them)."""
+    if settings.launcher == "emr":
         return
     missing = missing_runtime(source.table.format, [jar.name for jar in settings.local_jars])
     if missing is not None:

@@ -160,3 +160,18 @@ def test_producer_settings_outside_the_tuning_are_refused_naming_the_variable(
 
     assert "REPLAY_KAFKA_PRODUCER" in str(caught.value)
     assert problem in str(caught.value)
+
+
+def test_the_cluster_launcher_needs_a_cluster_url_it_can_submit_to() -> None:
+    with pytest.raises(ConfigError, match=r"REPLAY_LAUNCHER=spark needs REPLAY_SPARK_MASTER"):
+        load_settings({"REPLAY_LAUNCHER": "spark"})
+    with pytest.raises(ConfigError, match=r"must be spark://host:port, k8s://… or yarn, not 'local\[2\]'"):
+        load_settings({"REPLAY_LAUNCHER": "spark", "REPLAY_SPARK_MASTER": "local[2]"})
+
+    settings = load_settings({"REPLAY_LAUNCHER": "spark", "REPLAY_SPARK_MASTER": "spark://10.0.0.5:7077"})
+
+    assert (settings.spark_master, settings.spark_executor_cores, settings.spark_executor_memory) == (
+        "spark://10.0.0.5:7077",
+        1,
+        "1g",
+    )

@@ -1,0 +1,72 @@
+"""`ClusterSparkLauncher`: the job under `spark-submit --master <cluster>` (standalone, Kubernetes, YARN).
+
+The driver runs here in client mode, exactly as a local job's does (its own process session, a pid
+file, the run's lock, logs under the run's directory), so watching, cancelling, re-attaching after a
+restart and failure reasons are the local launcher's; only its executors run on the cluster. A run's
+``workers`` is its executor count, each of ``executor_cores`` cores, allocated statically (dynamic
+allocation off): the job waits until every one of them has registered before it counts its slots
+(``spark_job.executors``), and fails naming the cluster when they do not come. The driver ships the
+job's code to the executors itself (``spark_job.main``); their Python needs the job's dependencies
+(``kafka-replay[job]``). No standby driver: an idle one would hold the cluster's
+executors (ADR 0056).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from daemon.adapters.local_launcher import JOB_ENTRY, LocalSparkLauncher
+from daemon.adapters.spark_class_archive import DRIVER_JAVA_OPTIONS
+
+EXECUTOR_WAIT_CONF = "spark.replay.executorWaitSeconds"  # read by spark_job.executors
+
+
+class ClusterSparkLauncher(LocalSparkLauncher):
+    kind = "spark"
+
+    def __init__(
+        self,
+        *,
+        master: str,
+        executor_cores: int = 1,
+        executor_memory: str = "1g",
+        executor_wait_s: float = 120.0,
+        **local: Any,
+    ) -> None:
+        super().__init__(standby_workers=None, class_archive=local.pop("class_archive", None), **local)
+        self.master = master
+        self._executor_cores = executor_cores
+        self._executor_memory = executor_memory
+        self._executor_wait_s = executor_wait_s
+
+    def submit_command(self, run_id: str, spec_path: Path, *, workers: int) -> list[str]:
+        """`workers` executors of `executor_cores` cores each, held for the whole run."""
+        options = self._class_archive.java_options() if self._class_archive else DRIVER_JAVA_OPTIONS
+        conf = {
+            "spark.driver.extraJavaOptions": options,
+            "spark.executor.instances": str(workers),
+            "spark.executor.cores": str(self._executor_cores),
+            "spark.cores.max": str(workers * self._executor_cores),  # standalone: this many, no more
+            "spark.executor.memory": self._executor_memory,
+            "spark.dynamicAllocation.enabled": "false",
+            "spark.task.maxFailures": str(self._task_retries + 1),
+            "spark.speculation": "false",
+            "spark.ui.enabled": "false",
+            EXECUTOR_WAIT_CONF: f"{self._executor_wait_s:g}",
+            **self._extra_conf,
+        }
+        jars = ["--jars", ",".join(str(jar) for jar in self._jars)] if self._jars else []
+        return [
+            self._spark_submit,
+            "--master",
+            self.master,
+            "--deploy-mode",
+            "client",
+            "--name",
+            f"replay-{run_id}",
+            *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
+            *jars,
+            str(JOB_ENTRY),
+            str(spec_path),
+        ]

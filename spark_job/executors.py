@@ -1,0 +1,56 @@
+"""On a cluster, wait for the executors the job asked for before counting its slots.
+
+The throttle divides T by slots = executors x cores (``spark_job.publish.slots``). A cluster grants
+executors some seconds after the driver starts, and may grant fewer than asked (no free cores): a
+job that counted slots from its request before they existed would start its tasks on whatever had
+registered and miss its rate. So a job on a cluster master waits until every executor it asked for
+(``spark.executor.instances``) has registered, at most ``spark.replay.executorWaitSeconds``, and
+fails naming the cluster and what it gave when they do not all come; nothing is read or sent before.
+Local masters have no executors to wait for.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from pyspark import SparkContext
+
+from spark_job.errors import SlotsError
+
+WAIT_CONF = "spark.replay.executorWaitSeconds"
+DEFAULT_WAIT_S = 120.0
+POLL_S = 0.25
+
+
+def registered(context: SparkContext) -> int:
+    """Executors registered with the driver now (the driver itself not counted)."""
+    ids = context._jsc.sc().getExecutorIds()  # py4j: Spark's own list
+    return int(ids.size())
+
+
+def await_executors(
+    context: SparkContext,
+    *,
+    count: Callable[[SparkContext], int] = registered,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int | None:
+    """The executor count once all asked for have registered; None on a local master."""
+    master = context.master or ""
+    if master.startswith("local"):
+        return None
+    conf = context.getConf()
+    asked = int(conf.get("spark.executor.instances", "0") or 0)
+    if asked < 1:
+        return None  # task_slots says what is missing
+    wait_s = float(conf.get(WAIT_CONF, str(DEFAULT_WAIT_S)) or DEFAULT_WAIT_S)
+    deadline = clock() + wait_s
+    while (have := count(context)) < asked:
+        if clock() >= deadline:
+            raise SlotsError(
+                f"the cluster {master} registered {have} of the {asked} executors this run asked for "
+                f"within {wait_s:g} s: free that many executors' cores on it, or ask for fewer workers="
+            )
+        sleep(POLL_S)
+    return have
