@@ -7,7 +7,7 @@ down; nothing else reads the environment, so a hidden env read fails loudly in t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -42,6 +42,20 @@ def _split_list(value: object) -> object:
     if isinstance(value, str):
         return [item.strip() for item in value.split(",") if item.strip()]
     return value
+
+
+def _json_object(what: str) -> Callable[[object], object]:
+    """A variable's JSON text as the object it holds (an empty one: ``{}``), for a before-validator."""
+
+    def parse(value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return json.loads(value) if value.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not a JSON object of {what}: {exc}") from None
+        return value
+
+    return parse
 
 
 class Settings(BaseSettings):
@@ -313,25 +327,8 @@ class Settings(BaseSettings):
     _split_local_jars = field_validator("local_jars", mode="before")(_split_list)
     _catalog_names = field_validator("lake_catalogs")(check_catalog_names)
 
-    @field_validator("lake_catalogs", mode="before")
-    @classmethod
-    def _catalogs_json(cls, value: object) -> object:
-        if isinstance(value, str):
-            try:
-                return json.loads(value) if value.strip() else {}
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"not a JSON object of catalog name to settings: {exc}") from None
-        return value
-
-    @field_validator("kafka_producer", mode="before")
-    @classmethod
-    def _producer_json(cls, value: object) -> object:
-        if isinstance(value, str):
-            try:
-                return json.loads(value) if value.strip() else {}
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"not a JSON object of librdkafka settings: {exc}") from None
-        return value
+    _catalogs_json = field_validator("lake_catalogs", mode="before")(_json_object("catalog name to settings"))
+    _producer_json = field_validator("kafka_producer", mode="before")(_json_object("librdkafka settings"))
 
     @field_validator("kafka_producer")
     @classmethod
