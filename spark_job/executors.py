@@ -6,7 +6,8 @@ job that counted slots from its request before they existed would start its task
 registered and miss its rate. So a job on a cluster master waits until every executor it asked for
 (``spark.executor.instances``) has registered, at most ``spark.replay.executorWaitSeconds``, and
 fails naming the cluster and what it gave when they do not all come; nothing is read or sent before.
-Local masters have no executors to wait for.
+Only a job the Spark-cluster launcher started sets that wait (EMR Serverless sizes its applications
+itself, ADR 0050); local masters have no executors to wait for.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from pyspark import SparkContext
 from spark_job.errors import SlotsError
 
 WAIT_CONF = "spark.replay.executorWaitSeconds"
-DEFAULT_WAIT_S = 120.0
 POLL_S = 0.25
 
 
@@ -36,15 +36,14 @@ def await_executors(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int | None:
-    """The executor count once all asked for have registered; None on a local master."""
+    """The executors asked for, once all have registered; None when the job was not asked to wait."""
     master = context.master or ""
-    if master.startswith("local"):
-        return None
     conf = context.getConf()
     asked = int(conf.get("spark.executor.instances", "0") or 0)
-    if asked < 1:
-        return None  # task_slots says what is missing
-    wait_s = float(conf.get(WAIT_CONF, str(DEFAULT_WAIT_S)) or DEFAULT_WAIT_S)
+    waiting = conf.get(WAIT_CONF)
+    if master.startswith("local") or waiting is None or asked < 1:
+        return None  # task_slots counts from the configuration (and says what is missing)
+    wait_s = float(waiting)
     deadline = clock() + wait_s
     while (have := count(context)) < asked:
         if clock() >= deadline:
@@ -53,4 +52,4 @@ def await_executors(
                 f"within {wait_s:g} s: free that many executors' cores on it, or ask for fewer workers="
             )
         sleep(POLL_S)
-    return have
+    return asked  # not more: an executor registered beyond them may be released again

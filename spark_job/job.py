@@ -167,7 +167,7 @@ def _sized_shuffles(spark: SparkSession) -> int:
     conf = dict(context.getConf().getAll())
     executors = await_executors(context)
     if executors is not None:
-        log.info("%d executors registered on %s", executors, context.master)
+        log.info("%d executors registered on %s", executors, context.master)  # every one asked for
         conf["spark.executor.instances"] = str(executors)
     slots = task_slots(context.master, conf)
     spark.conf.set("spark.sql.shuffle.partitions", str(slots * SHUFFLE_PARTITIONS_PER_SLOT))

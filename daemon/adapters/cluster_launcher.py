@@ -5,14 +5,18 @@ file, the run's lock, logs under the run's directory), so watching, cancelling, 
 restart and failure reasons are the local launcher's; only its executors run on the cluster. A run's
 ``workers`` is its executor count, each of ``executor_cores`` cores, allocated statically (dynamic
 allocation off): the job waits until every one of them has registered before it counts its slots
-(``spark_job.executors``), and fails naming the cluster when they do not come. The driver ships the
-job's code to the executors itself (``spark_job.main``); their Python needs the job's dependencies
-(``kafka-replay[job]``). No standby driver: an idle one would hold the cluster's
-executors (ADR 0056).
+(``spark_job.executors``), and fails naming the cluster when they do not come.
+
+The driver ships the job's code to the executors itself (``spark_job.main``). They run
+``executor_python`` (default: this interpreter's path, which must then exist on every node), which
+needs the job's dependencies (``kafka-replay[job]``). Admission is the local launcher's cap
+(``REPLAY_LOCAL_MAX_CONCURRENT_RUNS``): size it to what the cluster holds. No standby driver: an
+idle one would hold the cluster's executors (ADR 0056).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,7 @@ class ClusterSparkLauncher(LocalSparkLauncher):
         executor_cores: int = 1,
         executor_memory: str = "1g",
         executor_wait_s: float = 120.0,
+        executor_python: str | None = None,
         **local: Any,
     ) -> None:
         super().__init__(standby_workers=None, class_archive=local.pop("class_archive", None), **local)
@@ -39,6 +44,7 @@ class ClusterSparkLauncher(LocalSparkLauncher):
         self._executor_cores = executor_cores
         self._executor_memory = executor_memory
         self._executor_wait_s = executor_wait_s
+        self._executor_python = executor_python or sys.executable
 
     def submit_command(self, run_id: str, spec_path: Path, *, workers: int) -> list[str]:
         """`workers` executors of `executor_cores` cores each, held for the whole run."""
@@ -50,6 +56,8 @@ class ClusterSparkLauncher(LocalSparkLauncher):
             "spark.cores.max": str(workers * self._executor_cores),  # standalone: this many, no more
             "spark.executor.memory": self._executor_memory,
             "spark.dynamicAllocation.enabled": "false",
+            "spark.pyspark.driver.python": sys.executable,  # the driver runs here
+            "spark.pyspark.python": self._executor_python,  # the executors on the cluster's nodes
             "spark.task.maxFailures": str(self._task_retries + 1),
             "spark.speculation": "false",
             "spark.ui.enabled": "false",

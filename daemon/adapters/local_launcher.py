@@ -83,7 +83,7 @@ PRIVATE_FILE = 0o600
 JOB_ENV_NAMES = frozenset(
     {
         *("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR"),
-        *("JAVA_HOME", "JAVA_TOOL_OPTIONS", "HADOOP_HOME", "HADOOP_CONF_DIR"),
+        *("JAVA_HOME", "JAVA_TOOL_OPTIONS", "HADOOP_HOME", "HADOOP_CONF_DIR", "YARN_CONF_DIR"),
         *("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE"),
         *("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"),
     }

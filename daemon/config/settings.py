@@ -24,17 +24,14 @@ from daemon.core.grammar.values import MAX_TPS, MAX_WORKERS
 ENV_PREFIX = "REPLAY_"
 # librdkafka's batching and compression: what an operator may tune for the jobs' producers. The rest
 # of the producer (idempotence, acks, the partitioner, the delivery timeout) is the data path's.
-PRODUCER_TUNING = frozenset(
-    {
-        "batch.num.messages",
-        "batch.size",
-        "compression.level",
-        "compression.type",
-        "linger.ms",
-        "queue.buffering.max.kbytes",
-        "queue.buffering.max.messages",
-    }
-)
+# Whole numbers within librdkafka's own bounds (a value it refuses would fail every task instead).
+PRODUCER_TUNING_RANGES = {
+    "batch.num.messages": (1, 1_000_000),
+    "batch.size": (1, 2_147_483_647),
+    "compression.level": (-1, 12),
+    "linger.ms": (0, 900_000),
+}
+PRODUCER_TUNING = frozenset({*PRODUCER_TUNING_RANGES, "compression.type"})
 COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
@@ -88,7 +85,8 @@ class Settings(BaseSettings):
         default_factory=dict,
         description="the jobs' producer tuning, a JSON object of librdkafka settings: "
         + ", ".join(sorted(PRODUCER_TUNING))
-        + " (docs/decisions/0055); idempotence, acks and the partitioner are the data path's",
+        + " (docs/decisions/0055), for every run (a long linger.ms holds paced records back too); "
+        "idempotence, acks and the partitioner are the data path's",
     )
     topic_retention_ms: int = Field(
         default=7 * 24 * 3600 * 1000,
@@ -151,6 +149,11 @@ class Settings(BaseSettings):
     )
     spark_executor_memory: str = Field(
         default="1g", pattern=r"^[1-9][0-9]*[mg]$", description="`launcher=spark`: each executor's memory"
+    )
+    spark_python: str | None = Field(
+        default=None,
+        description="`launcher=spark`: the Python the executors run on the cluster's nodes "
+        "(spark.pyspark.python), with the job's dependencies; default: this daemon's interpreter path",
     )
     spark_executor_wait_s: float = Field(
         default=120.0,
@@ -344,8 +347,10 @@ class Settings(BaseSettings):
                     raise ValueError(
                         f"compression.type is one of {', '.join(COMPRESSION_TYPES)}, got {setting!r}"
                     )
-            elif not isinstance(setting, int) or isinstance(setting, bool) or setting < 0:
-                raise ValueError(f"{name} is a whole number >= 0, got {setting!r}")
+                continue
+            low, high = PRODUCER_TUNING_RANGES[name]
+            if not isinstance(setting, int) or isinstance(setting, bool) or not low <= setting <= high:
+                raise ValueError(f"{name} is a whole number from {low:,} to {high:,}, got {setting!r}")
         return value
 
     @field_validator("local_jars")

@@ -126,6 +126,7 @@ def build_launcher(settings: Settings) -> Launcher:
             executor_cores=settings.spark_executor_cores,
             executor_memory=settings.spark_executor_memory,
             executor_wait_s=settings.spark_executor_wait_s,
+            executor_python=settings.spark_python,
             runs_dir=settings.state_dir / "runs",
             spark_submit=spark_submit,
             max_concurrent_runs=settings.local_max_concurrent_runs,

@@ -147,8 +147,10 @@ def test_producer_tuning_is_read_from_json() -> None:
         ('{"enable.idempotence": false}', "enable.idempotence cannot be set here: only batch.num.messages"),
         ('{"acks": 1, "partitioner": "random"}', "acks, partitioner cannot be set here"),
         ('{"compression.type": "brotli"}', "compression.type is one of none, gzip, snappy, lz4, zstd"),
-        ('{"linger.ms": "10"}', "linger.ms is a whole number >= 0, got '10'"),
-        ('{"batch.size": -1}', "batch.size is a whole number >= 0, got -1"),
+        ('{"linger.ms": "10"}', "linger.ms is a whole number from 0 to 900,000, got '10'"),
+        ('{"batch.size": 0}', "batch.size is a whole number from 1 to 2,147,483,647, got 0"),
+        ('{"compression.level": 13}', "compression.level is a whole number from -1 to 12, got 13"),
+        ('{"queue.buffering.max.kbytes": 64}', "queue.buffering.max.kbytes cannot be set here"),
         ("linger.ms=10", "not a JSON object of librdkafka settings"),
     ],
 )

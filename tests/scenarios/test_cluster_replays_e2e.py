@@ -4,6 +4,7 @@ one-core workers give a run its executors (JVMs of their own, not the driver's t
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,12 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 
 def _cluster_daemon(
-    tmp_path: Path, cluster: Cluster, sample_table: Path, bootstrap: str, wait_s: float = 120
+    tmp_path: Path,
+    cluster: Cluster,
+    sample_table: Path,
+    bootstrap: str,
+    wait_s: float = 120,
+    python: Path | None = None,
 ) -> DaemonProcess:
     return running_daemon(
         tmp_path,
@@ -29,14 +35,24 @@ def _cluster_daemon(
             "REPLAY_SPARK_MASTER": cluster.master,
             "REPLAY_SPARK_EXECUTOR_MEMORY": "512m",
             "REPLAY_SPARK_EXECUTOR_WAIT_S": str(wait_s),
+            **({"REPLAY_SPARK_PYTHON": str(python)} if python is not None else {}),
         },
     )
+
+
+def _recording_python(directory: Path) -> tuple[Path, Path]:
+    """A Python for the executors that notes each start, then is this environment's interpreter."""
+    marker, wrapper = directory / "executor-pythons.txt", directory / "executor-python"
+    wrapper.write_text(f'#!/bin/sh\necho "$$" >> {marker}\nexec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper, marker
 
 
 def test_a_replay_on_the_cluster_publishes_its_window_from_two_executors(
     spark_cluster: Cluster, sample_table: Path, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
-    daemon = _cluster_daemon(tmp_path, spark_cluster, sample_table, kafka_bootstrap)
+    python, started = _recording_python(tmp_path)
+    daemon = _cluster_daemon(tmp_path, spark_cluster, sample_table, kafka_bootstrap, python=python)
     try:
         client = daemon.client()
         created = client.create_replay(
@@ -53,6 +69,7 @@ def test_a_replay_on_the_cluster_publishes_its_window_from_two_executors(
         assert {headers_of(m)["replay-run-id"] for m in landed} == {run.id.encode()}
         said = (daemon.state_dir / "runs" / run.id / "stdout.log").read_text(errors="replace")
         assert f"2 executors registered on {spark_cluster.master}" in said
+        assert len(started.read_text().split()) >= 2  # each executor started REPLAY_SPARK_PYTHON
     finally:
         daemon.stop()
 

@@ -109,6 +109,7 @@ def busiest_window_bytes(stamped: list[tuple[int, int]]) -> int:
     return busiest
 
 
+@pytest.mark.serial  # its busiest second went 2.5 % over its bound once beside a second test process
 def test_a_byte_ceiling_tighter_than_the_rate_holds_every_second_and_says_how_long_it_held(
     spark: SparkSession,
     sample_table: Path,
