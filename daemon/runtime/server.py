@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import boto3
 import structlog
@@ -116,38 +116,37 @@ class Daemon:
         self.store.close()
 
 
+def _driver_here(settings: Settings) -> dict[str, Any]:
+    """What the local and the Spark-cluster launchers share: drivers started on this machine."""
+    spark_submit = settings.spark_submit or default_spark_submit()
+    archive_dir = settings.local_class_archive_dir or default_directory()
+    return {
+        "runs_dir": settings.state_dir / "runs",
+        "spark_submit": spark_submit,
+        "max_concurrent_runs": settings.local_max_concurrent_runs,
+        "jars": tuple(settings.local_jars),
+        "class_archive": ClassArchive.for_install(archive_dir, spark_submit)
+        if settings.local_class_archive
+        else None,
+    }
+
+
 def build_launcher(settings: Settings) -> Launcher:
     if settings.launcher == "spark":
         assert settings.spark_master is not None, "the settings require it with launcher=spark"
-        spark_submit = settings.spark_submit or default_spark_submit()
-        archive_dir = settings.local_class_archive_dir or default_directory()
         return ClusterSparkLauncher(
             master=settings.spark_master,
             executor_cores=settings.spark_executor_cores,
             executor_memory=settings.spark_executor_memory,
             executor_wait_s=settings.spark_executor_wait_s,
             executor_python=settings.spark_python,
-            runs_dir=settings.state_dir / "runs",
-            spark_submit=spark_submit,
-            max_concurrent_runs=settings.local_max_concurrent_runs,
-            jars=tuple(settings.local_jars),
-            class_archive=ClassArchive.for_install(archive_dir, spark_submit)
-            if settings.local_class_archive
-            else None,
+            **_driver_here(settings),
         )
     if settings.launcher == "local":
-        spark_submit = settings.spark_submit or default_spark_submit()
-        archive_dir = settings.local_class_archive_dir or default_directory()
         return LocalSparkLauncher(
-            runs_dir=settings.state_dir / "runs",
-            spark_submit=spark_submit,
-            max_concurrent_runs=settings.local_max_concurrent_runs,
-            jars=tuple(settings.local_jars),
             standby_workers=settings.local_workers if settings.local_standby else None,
             standby_max_idle_s=settings.local_standby_max_idle_s,
-            class_archive=ClassArchive.for_install(archive_dir, spark_submit)
-            if settings.local_class_archive
-            else None,
+            **_driver_here(settings),
         )
     emr = settings.emr
     kwargs = emr.client_kwargs()
