@@ -150,6 +150,7 @@ def test_a_rate_change_holds_on_the_topic_from_the_instant_it_names(
     assert busiest_window(stamps) <= (1 + CATCH_UP) * 3_000 + 2, report
 
 
+@pytest.mark.serial  # a granted record was stamped 0.25 s late once beside a second test process
 def test_a_pause_sends_nothing_until_the_resume_and_loses_nothing(
     spark: SparkSession, kafka_bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
