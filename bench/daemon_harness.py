@@ -79,10 +79,12 @@ def replayd(
     jars: list[Path] | None = None,
     standby: bool = True,
     producer: str | None = None,
+    extra: dict[str, str] | None = None,
 ) -> Iterator[Daemon]:
     """`python -m daemon.runtime.server` on a free port until the block ends (with `lake`, its copies
     of the table as sources too, read with `jars`; `standby=False`: no standby driver, every run cold;
-    `producer`: REPLAY_KAFKA_PRODUCER, the jobs' producer tuning as JSON)."""
+    `producer`: REPLAY_KAFKA_PRODUCER, the jobs' producer tuning as JSON; `extra`: more settings, such
+    as another launcher's)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     token = secrets.token_hex(16)
@@ -106,6 +108,7 @@ def replayd(
         env["REPLAY_LOCAL_STANDBY"] = "false"
     if producer is not None:
         env["REPLAY_KAFKA_PRODUCER"] = producer
+    env.update(extra or {})
     with (state_dir / "replayd.log").open("ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "daemon.runtime.server"], cwd=REPO, env=env, stdout=log, stderr=log

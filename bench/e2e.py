@@ -91,6 +91,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -131,6 +132,8 @@ from bench.worker_profile import summary as profile_summary
 from daemon.contract.client import DaemonClient
 from scripts.devtools.sample_table import write_sample_table
 from scripts.lake_jars import ensure_lake_jars
+from scripts.local_spark_cluster import start as start_cluster
+from scripts.local_spark_cluster import stop as stop_cluster
 from scripts.spark_kafka_jars import SparkKafkaJarsError, ensure_jars
 from scripts.stray_jobs import interrupt_on_sigterm
 
@@ -207,9 +210,12 @@ def finish_run(daemon: Daemon, started: Started) -> tuple[dict[str, Any], dict[s
     return answers[-1], timings
 
 
-def replay_words(tps: int, ordering: str, source: str = "orders", workers: int | None = None) -> list[str]:
+def replay_words(
+    tps: int, ordering: str, source: str = "orders", workers: int | None = None, delivery: str | None = None
+) -> list[str]:
     slots = [f"workers={workers}"] if workers is not None else []
-    return [source, WINDOW, f"tps={tps}", f"ordering={ordering}", *slots]
+    sent = [f"delivery={delivery}"] if delivery is not None else []
+    return [source, WINDOW, f"tps={tps}", f"ordering={ordering}", *slots, *sent]
 
 
 def span_figures(stamps: list[int], tps: int) -> str:
@@ -227,10 +233,11 @@ def run_once(
     source: str = "orders",
     workers: int | None = None,
     profile: Path | None = None,
+    delivery: str | None = None,
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """One replay through the CLI; the final run as the API answered it, and the bench's timings
     (`plan_s`: how long `replay plan` took, the CLI's start included)."""
-    words = replay_words(tps, ordering, source, workers)
+    words = replay_words(tps, ordering, source, workers, delivery)
     asked = time.monotonic()
     plans, _ = replay_cli(daemon, "plan", *words)
     plan_s = time.monotonic() - asked
@@ -673,6 +680,17 @@ def main() -> int:
         "--profile", type=Path, metavar="DIR", help="py-spy on the job's workers (bench/worker_profile.py)"
     )
     parser.add_argument("--bootstrap", help="HOST:PORT of a running broker (default: start one)")
+    parser.add_argument(
+        "--delivery",
+        choices=["idempotent", "transactional"],
+        help="the runs' delivery= (default: the source's)",
+    )
+    parser.add_argument(
+        "--launcher",
+        choices=["local", "spark"],
+        default="local",
+        help="spark: a loopback standalone cluster of two one-core workers (scripts/local-spark-cluster)",
+    )
     parser.add_argument("--shaped", type=float, metavar="SPEED", help="tps=original speed=SPEED, max=--tps")
     parser.add_argument("--window", default="2024-01-01T08:00..2024-01-01T10:00", help="with --shaped")
     parser.add_argument(
@@ -711,7 +729,10 @@ def main() -> int:
                 parser.error("--formats takes parquet, iceberg and/or delta")
             return 1 if formats(bootstrap, directory, table, names, tps, args.ordering) else 0
         starts = ["warm", "cold"] if args.start == "both" else [args.start]
+        if args.launcher == "spark":
+            starts = ["cold"]  # the cluster launcher keeps no standby driver
         with contextlib.ExitStack() as daemons:
+            extra = daemons.enter_context(spark_cluster(directory)) if args.launcher == "spark" else None
             started = {
                 start: daemons.enter_context(
                     replayd(
@@ -721,6 +742,7 @@ def main() -> int:
                         max_tps=tps if args.max else None,
                         standby=start == "warm",
                         producer=args.producer,
+                        extra=extra,
                     )
                 )
                 for start in starts
@@ -736,6 +758,23 @@ def main() -> int:
     return 1 if failed else 0
 
 
+@contextlib.contextmanager
+def spark_cluster(directory: Path) -> Iterator[dict[str, str]]:
+    """A loopback standalone cluster (two one-core workers) for the block; the daemon's settings for
+    its launcher. Started and stopped with the script people run by hand."""
+    state_dir = directory / "spark-cluster"
+    cluster = start_cluster(state_dir, workers=2, cores=1)
+    try:
+        yield {
+            "REPLAY_LAUNCHER": "spark",
+            "REPLAY_SPARK_MASTER": cluster.master,
+            "REPLAY_SPARK_EXECUTOR_MEMORY": "1g",
+            "REPLAY_SPARK_EXECUTOR_WAIT_S": "120",
+        }
+    finally:
+        stop_cluster(state_dir)
+
+
 def _state(directory: Path, start: str) -> Path:
     state = directory / f"state-{start}"
     state.mkdir()
@@ -749,7 +788,9 @@ def one_run(
     if start == "warm":
         waited_s, rss_mb = wait_for_standby(daemon)
         print(f"standby waited_s={waited_s:.1f} idle_rss_mb={rss_mb:.0f}")
-    run, timings = run_once(daemon, tps, args.ordering, workers=args.workers, profile=args.profile)
+    run, timings = run_once(
+        daemon, tps, args.ordering, workers=args.workers, profile=args.profile, delivery=args.delivery
+    )
     if run["state"] != "succeeded":
         print(f"e2e run={run['id']} state={run['state']} reason={run.get('failure_reason')}")
         return False

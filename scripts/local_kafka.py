@@ -30,7 +30,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -298,7 +298,9 @@ def _recorded_port(layout: Layout) -> int | None:
         return None
 
 
-def server_properties(layout: Layout, port: int, controller_port: int) -> str:
+def server_properties(
+    layout: Layout, port: int, controller_port: int, overrides: Mapping[str, str] | None = None
+) -> str:
     """Broker config: one combined KRaft node on loopback with test-friendly defaults.
 
     A static voter (controller.quorum.voters) is used instead of `format --standalone` because a
@@ -329,6 +331,7 @@ def server_properties(layout: Layout, port: int, controller_port: int) -> str:
         "offsets.topic.num.partitions": "10",
         "transaction.state.log.num.partitions": "10",
         "group.initial.rebalance.delay.ms": "0",
+        **(overrides or {}),  # `--set`: a test's own broker (one that refuses transactions, say)
     }
     lines = ["# Written by scripts/local-kafka on every start; edits are overwritten."]
     lines += [f"{key}={value}" for key, value in settings.items()]
@@ -538,13 +541,13 @@ def _wipe(layout: Layout) -> None:
             path.unlink(missing_ok=True)
 
 
-def _launch(layout: Layout, timeout_s: float) -> str:
+def _launch(layout: Layout, timeout_s: float, overrides: Mapping[str, str] | None = None) -> str:
     """Fetch jars, write config, format if needed, spawn, and wait until the broker answers."""
     libs = ensure_jars()
     port = _pick_port(_recorded_port(layout), set(), "broker")
     controller_port = _pick_port(_read_int(layout.controller_port_file), {port}, "controller")
     bootstrap = f"{HOST}:{port}"
-    layout.config.write_text(server_properties(layout, port, controller_port))
+    layout.config.write_text(server_properties(layout, port, controller_port, overrides))
     _format_storage(layout, libs)
     began = time.monotonic()
     process = _spawn(layout, libs)
@@ -564,12 +567,16 @@ def _launch(layout: Layout, timeout_s: float) -> str:
 
 
 def start(
-    state_dir: Path = DEFAULT_STATE_DIR, fresh: bool = False, timeout_s: float = START_TIMEOUT_S
+    state_dir: Path = DEFAULT_STATE_DIR,
+    fresh: bool = False,
+    timeout_s: float = START_TIMEOUT_S,
+    overrides: Mapping[str, str] | None = None,
 ) -> str:
     """Start (or find already running) the broker for state_dir and return its bootstrap address.
 
     Idempotent: a healthy broker from the same state dir is reused. `fresh` stops it and wipes
-    its data first. Data and ports persist across stop/start otherwise.
+    its data first. Data and ports persist across stop/start otherwise. `overrides`: broker
+    properties over the defaults, applied when it starts (not to one already running).
     """
     _admin_client_class()  # fail before spawning anything we could not health-check
     layout = Layout(state_dir.resolve())
@@ -589,7 +596,7 @@ def start(
                 )
             _say(f"broker pid {pid} already running on {bootstrap}")
             return bootstrap
-        return _launch(layout, timeout_s)
+        return _launch(layout, timeout_s, overrides)
 
 
 def stop(state_dir: Path = DEFAULT_STATE_DIR, timeout_s: float = STOP_TIMEOUT_S) -> None:
@@ -630,6 +637,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--fresh", action="store_true", help="start: stop and wipe this state dir first")
     parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="start: a broker property over the defaults (repeatable)",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=START_TIMEOUT_S, help="start: seconds to wait for the broker"
     )
     return parser
@@ -652,7 +666,11 @@ def main(argv: list[str] | None = None) -> int:
         _parser().error("--fresh only applies to start")
     try:
         if args.command == "start":
-            print(f"bootstrap={start(args.state_dir, fresh=args.fresh, timeout_s=args.timeout)}", flush=True)
+            overrides = dict(item.split("=", 1) for item in args.set if "=" in item)
+            if len(overrides) != len(args.set):
+                _parser().error("--set takes KEY=VALUE")
+            bootstrap = start(args.state_dir, fresh=args.fresh, timeout_s=args.timeout, overrides=overrides)
+            print(f"bootstrap={bootstrap}", flush=True)
             return 0
         if args.command == "stop":
             stop(args.state_dir)

@@ -48,6 +48,7 @@ from spark_job.publish.publisher import RESULT_SCHEMA, TaskSettings, TaskTotals,
 from spark_job.publish.slots import partition_count, task_slots
 from spark_job.publish.time_shape import Departures, Shaped, bucket_width, shape
 from spark_job.publish.topics import ensure_topic, topic_max_message_bytes, topic_partitions
+from spark_job.publish.transactions import read_committed
 from spark_job.reconcile import (
     DRIVER_MAX_ROWS,
     IDLE_TIMEOUT_S,
@@ -223,8 +224,10 @@ def _reconciled(
             collected_s,
             "the topic followed" if followed is not None else "the topic read back",
         )
-        return reconcile_on_driver(collected, kafka=spec.kafka, topic=topic, target=target, followed=followed)
-    return reconcile(spark, ids, kafka=spec.kafka, topic=topic, target=target)
+        return reconcile_on_driver(
+            collected, kafka=reading(spec), topic=topic, target=target, followed=followed
+        )
+    return reconcile(spark, ids, kafka=reading(spec), topic=topic, target=target)
 
 
 def _followed(follower: TopicFollower | None, target: ReconcileTarget) -> tuple[pa.ChunkedArray, int] | None:
@@ -277,7 +280,13 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
     partitions = slots if one_round else partition_count(rows, slots, spec.max_partition_multiple)
     sizes = counted.sizes(partitions) or transforms.census(selected, spec, partitions).sizes(partitions)
     assert sizes is not None, "a census modulo the partition count sizes its partitions"
-    records = transforms.distribute(transforms.with_record_columns(selected, spec), partitions, spec.ordering)
+    records = transforms.distribute(
+        transforms.with_record_columns(selected, spec),
+        partitions,
+        spec.ordering,
+        # a transactional retry resumes after its predecessor's last commit: the same rows, in order
+        ordered=spec.delivery == "transactional",
+    )
     shaped = _shaped(selected, spec)
     before = end_offsets(spec.kafka, spec.topic)
     with _following(spec, rows, before) as follower:
@@ -323,7 +332,7 @@ def _following(spec: JobSpec, rows: int, before: dict[int, int]) -> Iterator[Top
     if rows > DRIVER_MAX_ROWS or spec.repair is not None:
         yield None
         return
-    follower = TopicFollower(spec.kafka, spec.topic, before, spec.run_id).start()
+    follower = TopicFollower(reading(spec), spec.topic, before, spec.run_id).start()
     try:
         yield follower
     finally:
@@ -350,7 +359,7 @@ def _still_missing(spark: SparkSession, spec: JobSpec, selected: DataFrame) -> D
     topic now (read whole: the repaired run's records and every repair's lie anywhere in it)."""
     assert spec.repair is not None, "only a repair leaves out what landed"
     ranges = whole_topic(spec.kafka, spec.topic)
-    found = read_ids(spark, spec.kafka, ranges, spec.repair.runs).where(sf.col("scanned").isNull())
+    found = read_ids(spark, reading(spec), ranges, spec.repair.runs).where(sf.col("scanned").isNull())
     # read once: the count, the sizes and the publish all use the selection
     landed = found.select(sf.col("event_id").alias("__landed_id")).distinct().localCheckpoint()
     matches = selected[spec.event_id_column].cast("string") == landed["__landed_id"]
@@ -420,6 +429,7 @@ def _publish(
         ramp=spec.ramp,
         max_bytes_per_s=spec.max_bytes_per_s,
         warp=shaped.warp if shaped is not None else None,
+        delivery=spec.delivery,
     )
     context.setJobGroup(_group(spec.run_id), f"replay {spec.run_id}: publish to {spec.topic}")
     totals = TaskTotals(confirmed=context.accumulator(0), dead_lettered=context.accumulator(0))
@@ -481,6 +491,12 @@ def _offsets_after(spec: JobSpec, before: dict[int, int]) -> OffsetRanges | None
     except Exception as exc:
         log.warning("end offsets of topic '%s' unreadable: %s", spec.topic, reason_of(exc))
         return None
+
+
+def reading(spec: JobSpec) -> dict[str, KafkaValue]:
+    """How a run's records are read back: committed ones only when they were sent in transactions
+    (an aborted attempt's records are on the log, and no consumer reading committed sees them)."""
+    return read_committed(spec.kafka) if spec.delivery == "transactional" else dict(spec.kafka)
 
 
 def fitted_to_topic(producer: dict[str, KafkaValue], spec: JobSpec) -> dict[str, KafkaValue]:
@@ -557,12 +573,16 @@ def _result(
         {int(second): count for second, count in json.loads(task["per_second"]).items()} for task in tasks
     ]
     selection = spec.selection
+    # Spark's tracker misses an attempt lost with its executor when the stage is resubmitted (the
+    # stage's info is then its new attempt's): the beacons name every attempt that did not succeed.
+    beacons = _beacons(spec, published.since)
+    lost = None if beacons is None else len(set(latest_per_attempt(beacons)) - succeeded)
     return ReplayResult(
         run_id=spec.run_id,
         rows_selected=rows_selected,
         confirmed=confirmed,
-        failed_tasks=failed,
-        duplicates_possible=_duplicates(_beacons(spec, published.since), succeeded) if failed else 0,
+        failed_tasks=max(failed, lost or 0),
+        duplicates_possible=_duplicates(beacons, succeeded) if beacons is not None or failed else 0,
         achieved_tps=achieved_tps(confirmed, first, last),
         tps=spec.tps,
         started_at=started_at,
@@ -585,7 +605,21 @@ def _result(
         bytes_held_s=_bytes_held(tasks) if spec.max_bytes_per_s is not None else None,
         suppressed=reconciled.suppressed if reconciled is not None else None,
         erasures_as_of=reconciled.erasures_as_of if reconciled is not None else None,
+        delivery=spec.delivery,
+        **_transactions(tasks) if spec.delivery == "transactional" else {},
     )
+
+
+def _transactions(tasks: list[Row]) -> dict[str, Any]:
+    """What the tasks' transactions came to: how many, the longest one open, the rows retries resumed
+    after instead of sending again."""
+    return {
+        "transactions": sum(task["transactions"] or 0 for task in tasks),
+        "longest_transaction_s": round(
+            max((task["longest_transaction_s"] or 0.0 for task in tasks), default=0.0), 3
+        ),
+        "resumed": sum(task["resumed"] for task in tasks),
+    }
 
 
 def _bytes_held(tasks: list[Row]) -> float:

@@ -49,6 +49,14 @@ class Beacon:
     failed: bool = False
     task_id: int = 0  # Spark's taskAttemptId: unique in the application, later attempts are higher
     at: float | None = None  # epoch seconds when the task emitted it (None: a beacon from before)
+    # delivery=transactional: the partition's records earlier attempts committed, which this one
+    # resumed after (its own ``confirmed`` come on top); 0 for an idempotent run
+    resumed: int = 0
+
+    @property
+    def partition_total(self) -> int:
+        """The partition's records on the topic as this attempt counts them: resumed, then its own."""
+        return self.resumed + self.confirmed
 
     @property
     def attempt_id(self) -> AttemptId:
@@ -77,22 +85,31 @@ def latest_per_attempt(beacons: Iterable[Beacon]) -> dict[AttemptId, Beacon]:
     return latest
 
 
-def aggregate(beacons: Iterable[Beacon]) -> int:
-    """Confirmed total: for each partition, the highest attempt's latest count."""
+def newest_per_partition(beacons: Iterable[Beacon]) -> dict[int, Beacon]:
+    """For each partition, the highest attempt's latest beacon."""
     newest: dict[int, Beacon] = {}
     for beacon in latest_per_attempt(beacons).values():
         seen = newest.get(beacon.partition)
         if seen is None or beacon.attempt_id > seen.attempt_id:
             newest[beacon.partition] = beacon
-    return sum(beacon.confirmed for beacon in newest.values())
+    return newest
+
+
+def aggregate(beacons: Iterable[Beacon]) -> int:
+    """Confirmed total: for each partition, the highest attempt's latest count (with what it resumed
+    after, when an earlier attempt's transactions were committed)."""
+    return sum(beacon.partition_total for beacon in newest_per_partition(beacons).values())
 
 
 def duplicates_possible(beacons: Iterable[Beacon], succeeded: Collection[AttemptId] | None = None) -> int:
     """Records confirmed by attempts that did not succeed: a retry (or a re-run) sends them again.
 
     ``succeeded`` names the attempts whose results Spark kept. Without it (a run still going), the
-    lost attempts are those that reported a failure or were superseded by a later attempt.
+    lost attempts are those that reported a failure or were superseded by a later attempt. A
+    transactional retry resumes after what its predecessors committed (``resumed``), so those
+    records are not sent twice: only a partition's lost records beyond that count.
     """
+    beacons = list(beacons)
     latest = latest_per_attempt(beacons)
     if succeeded is None:
         newest: dict[int, int] = {}
@@ -101,7 +118,11 @@ def duplicates_possible(beacons: Iterable[Beacon], succeeded: Collection[Attempt
         lost = [b for b in latest.values() if b.failed or b.task_id < newest[b.partition]]
     else:
         lost = [beacon for attempt, beacon in latest.items() if attempt not in succeeded]
-    return sum(beacon.confirmed for beacon in lost)
+    resumed = {partition: beacon.resumed for partition, beacon in newest_per_partition(beacons).items()}
+    per_partition: dict[int, int] = {}
+    for beacon in lost:
+        per_partition[beacon.partition] = per_partition.get(beacon.partition, 0) + beacon.confirmed
+    return sum(max(0, count - resumed.get(partition, 0)) for partition, count in per_partition.items())
 
 
 @dataclass(frozen=True)
@@ -192,7 +213,18 @@ class ProgressReader:
                 self._messages_read += 1
                 if message.key() == self._key and value is not None:
                     self._beacons.append(Beacon.decode(value))
+            self._step_over_markers(ends)
         return self.snapshot()
+
+    def _step_over_markers(self, ends: Mapping[int, int]) -> None:
+        """A transaction's marker takes an offset no message is delivered for (a transactional run's
+        beacons end with one): the consumer's position is past it, the last message read is not."""
+        positions = self._positions
+        assert positions is not None, "assigned before reading"
+        short = [p for p, end in ends.items() if positions[p] < end]
+        if short:
+            for tp in self._consumer.position([TopicPartition(self._topic, p) for p in short]):
+                positions[tp.partition] = max(positions[tp.partition], tp.offset)
 
     def snapshot(self) -> Snapshot:
         done = {b.partition for b in latest_per_attempt(self._beacons).values() if b.done}

@@ -43,6 +43,10 @@ schedule's plus that spread, so a shortfall of ``achieved_tps`` that is not stal
 per second (``spark_job.publish.byte_budget``): the time the byte ceiling, not the rate, set; null
 without a byte ceiling. That wait also shows in ``behind_schedule_s`` when it was not made up.
 ``partition_skew`` is largest/smallest partition, null when a partition is empty.
+``delivery`` says how the records were sent: ``transactional`` runs also report ``transactions``
+(committed, over every task), ``longest_transaction_s`` (the longest one stayed open, its commit
+included) and ``resumed`` (rows a retry skipped because an earlier attempt had committed them); their
+``reconcile`` read committed records only, which is what a consumer must read to see them once.
 ``dead_lettered`` counts records set aside with ``on_error=dlq`` whose copy the broker
 confirmed on the dead-letter topic: ``confirmed + dead_lettered == rows_selected``.
 
@@ -156,6 +160,10 @@ class ReplayResult:
     bytes_held_s: float | None = None  # max_mb: the longest any task's due events waited for bytes
     suppressed: int | None = None  # an erasure list: the erased keys' events left out; None: no list
     erasures_as_of: str | None = None  # the list's version the run honoured (its newest erasure)
+    delivery: str = "idempotent"  # or "transactional" (spark_job.publish.transactions)
+    transactions: int | None = None  # transactional: transactions committed over every task
+    longest_transaction_s: float | None = None  # transactional: the longest one stayed open
+    resumed: int | None = None  # transactional: rows retries skipped because a predecessor committed them
 
     def document(self) -> dict[str, Any]:
         document = {"status": "succeeded", "mode": "replay", **asdict(self)}

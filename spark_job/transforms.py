@@ -366,14 +366,17 @@ def _timestamp_columns(selected: DataFrame, spec: JobSpec) -> list[Column]:
     return [sf.unix_millis(sf.col(name).cast("timestamp")).alias(TIMESTAMP)]
 
 
-def distribute(records: DataFrame, partitions: int, ordering: str) -> DataFrame:
+def distribute(records: DataFrame, partitions: int, ordering: str, *, ordered: bool = False) -> DataFrame:
     """Exactly ``partitions`` partitions, by the hash of ``partition_column`` (the entity key, or the
     event id without ordering), in event-time order with ``entity`` or when the replay is shaped (its
-    tasks send by their events' own times): ``planned_sizes`` counts them."""
+    tasks send by their events' own times): ``planned_sizes`` counts them. ``ordered``: in a total
+    order whatever the ordering (by event id without one), the same in every attempt at a partition."""
     if ordering == "entity":
         spread = records.repartition(partitions, KEY).sortWithinPartitions(_TIME, _ID)
     elif OFFSET in records.columns:
         spread = records.repartition(partitions, _ID).sortWithinPartitions(_TIME, _ID)
+    elif ordered:
+        spread = records.repartition(partitions, _ID).sortWithinPartitions(_ID)
     else:
         spread = records.repartition(partitions, _ID)
     optional = [name for name in (HEADERS, TIMESTAMP, OFFSET) if name in records.columns]

@@ -181,6 +181,10 @@ class Run(_AwareTimestamps, Base):
     on_topic_at_least: Mapped[int | None] = mapped_column(BigInteger)  # a failed run's confirmed so far
     behind_schedule_s: Mapped[float | None] = mapped_column(Float)
     bytes_held_s: Mapped[float | None] = mapped_column(Float)  # max_mb: due events waited for bytes
+    # delivery=transactional: transactions committed, the longest one open, rows retries resumed after
+    transactions: Mapped[int | None] = mapped_column(BigInteger)
+    longest_transaction_s: Mapped[float | None] = mapped_column(Float)
+    resumed: Mapped[int | None] = mapped_column(BigInteger)
     # an erasure list: the erased keys' events the run left out, and the list's newest erasure it honoured
     suppressed: Mapped[int | None] = mapped_column(Integer)
     erasures_as_of: Mapped[datetime | None]

@@ -21,6 +21,7 @@ from daemon.core.cron import parse_cron
 from daemon.core.drain import DrainStage
 from daemon.core.errors import BadRequest
 from daemon.core.grammar import (
+    Delivery,
     Incremental,
     OnError,
     PlanCommand,
@@ -75,6 +76,11 @@ class ReplayBody(BaseModel):
     )
     on_error: OnError | None = Field(
         default=None, description="a record that cannot be published: fail the run, or set it aside (dlq)"
+    )
+    delivery: Delivery | None = Field(
+        default=None,
+        description="idempotent, or in Kafka transactions (once for readers of committed records); "
+        "None = the source's",
     )
     watch: list[str] = Field(
         default_factory=list, description="consumer groups whose drain the run watches after it ends"
@@ -133,6 +139,7 @@ class ReplayBody(BaseModel):
             force=command.force,
             timestamp=command.timestamp,
             on_error=command.on_error,
+            delivery=command.delivery,
             watch=list(command.watch),
             auto=AutoBody.of(command.auto),
             ramp_s=command.ramp_s,
@@ -163,6 +170,7 @@ class ReplayBody(BaseModel):
             force=self.force,
             timestamp=self.timestamp,
             on_error=self.on_error,
+            delivery=self.delivery,
             watch=tuple(self.watch),
             auto=None
             if self.auto is None
@@ -391,6 +399,7 @@ class PlanOut(BaseModel):
     ordering: Literal["entity", "none"] = "entity"
     timestamp: Timestamp = Field(default="replay", description="the records' Kafka timestamp, as resolved")
     on_error: OnError = Field(default="fail", description="what a bad record does, as resolved")
+    delivery: Delivery = Field(default="idempotent", description="how records are sent, as resolved")
     overlapping: list[OverlapOut] = Field(
         default_factory=list, description="live replays this one would repeat (refused unless force)"
     )
@@ -501,6 +510,10 @@ class RunOut(BaseModel):
     topic: str
     tps: int = Field(description="the rate asked for at launch")
     current_tps: int = Field(description="the rate as last set (live control); `tps` until changed")
+    delivery: Delivery = Field(
+        default="idempotent",
+        description="transactional: consumers reading committed see each event once, whatever was retried",
+    )
     repair_of: str | None = Field(
         default=None, description="a repair: the run whose missing ids it publishes"
     )
@@ -554,6 +567,17 @@ class RunOut(BaseModel):
         default=None, description="a failed run: records the broker had confirmed before it failed"
     )
     behind_schedule_s: float | None = Field(default=None, description="schedule time the run could not keep")
+    transactions: int | None = Field(
+        default=None,
+        description="transactional delivery: transactions committed; None: idempotent, or unknown",
+    )
+    longest_transaction_s: float | None = Field(
+        default=None,
+        description="transactional delivery: the longest a transaction stayed open, its commit included",
+    )
+    resumed: int | None = Field(
+        default=None, description="delivery=transactional: rows retried tasks skipped, committed before them"
+    )
     bytes_held_s: float | None = Field(
         default=None, description="max_mb: how long due events waited for bytes; None: no ceiling, or unknown"
     )

@@ -24,7 +24,15 @@ from enum import StrEnum
 from typing import Any, get_args
 
 from daemon.core.auto_rate import AutoRate
-from daemon.core.grammar.commands import INCREMENTAL_CHOICES, Incremental, OnError, Ordering, Timestamp, Topic
+from daemon.core.grammar.commands import (
+    INCREMENTAL_CHOICES,
+    Delivery,
+    Incremental,
+    OnError,
+    Ordering,
+    Timestamp,
+    Topic,
+)
 
 VERSION = 1
 
@@ -46,6 +54,7 @@ class RunOptions:
     timestamp: Timestamp | None = None  # None: the source's default when the job is built
     on_error: OnError | None = None  # None: the source's default when the job is built
     dlq_topic: str | None = None  # with on_error=dlq: the dead-letter topic
+    delivery: Delivery = "idempotent"  # resolved when the run was created (its option, else the source's)
     workers: int = 1
     partitions: int | None = None  # of the topic the run publishes to, when the run created it
     planned_rows: int | None = None  # the plan's count from table metadata; None: not planned
@@ -214,6 +223,7 @@ def _check(options: RunOptions) -> None:
     choices: dict[str, tuple[Any, ...]] = {
         "ordering": get_args(Ordering),
         "timestamp": (None, *get_args(Timestamp)),
+        "delivery": get_args(Delivery),
     }
     for name, allowed in choices.items():
         if getattr(options, name) not in allowed:

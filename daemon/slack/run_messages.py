@@ -206,7 +206,7 @@ def run_parent(run: RunOut, *, redirected: tuple[str, str] | None = None) -> Mes
         ("Source", _source(run.source, run.snapshot, run.listed_files)),
         ("Window", _window(run)),
         ("Rows", count(run.rows)),
-        ("Target topic", f"`{escape(run.topic)}`"),
+        ("Target topic", _topic(run.topic, run.delivery)),
         ("Rate", rate_label(run.tps, run.ramp_s, run.max_mb, run.speed)),
         ("ETA", human_duration(run.duration_estimate_s)),
         ("Requested by", mention(run.requester)),
@@ -225,6 +225,8 @@ def run_parent(run: RunOut, *, redirected: tuple[str, str] | None = None) -> Mes
             footer.append(f"Reconcile: {escape(clip(run_verdict(run.reconcile).text, MAX_LINE))}")
     if note := _where_note(run, redirected):
         footer.append(note)
+    if run.delivery == "transactional":
+        footer.append(TRANSACTIONAL_NOTE)
     title = f"Replay {run.id} · {run.source} · {run.state}"
     text = (
         f"{icon} Replay {run.id}: {escape(run.source)} {escape(run.window or '')} → {escape(run.topic)} "
@@ -237,6 +239,18 @@ def run_parent(run: RunOut, *, redirected: tuple[str, str] | None = None) -> Mes
     if run.redrive_of is not None:  # a redrive: whose dead letters it sends back
         footer.insert(0, f"Redrives the dead letters of `{escape(run.redrive_of)}`.")
     return message(text, header(title), fields(pairs), context(*footer))
+
+
+TRANSACTIONAL_NOTE = (
+    "Sent in Kafka transactions: consumers that read committed records (isolation.level=read_committed) "
+    "see each event once, retries included; read uncommitted, an aborted attempt's records show too."
+)
+
+
+def _topic(topic: str, delivery: str, partitions: int | None = None) -> str:
+    """The target topic's field: its name, its partitions when known, and how records go to it."""
+    text = f"`{escape(topic)}`" + (f" ({partitions} partitions)" if partitions is not None else "")
+    return text + (" · transactional" if delivery == "transactional" else "")
 
 
 def _place(run: RunOut) -> str:
@@ -296,6 +310,8 @@ def _report(run: RunOut, zone: tzinfo | None) -> list[str]:
         read = _source(run.source, None, run.listed_files)
         lines.append(f"It read {read}; files written since are not in it.")
     lines += [report_line(run), *verdict_lines(run.id, run.reconcile)]
+    if run.delivery == "transactional":
+        lines.append(TRANSACTIONAL_NOTE)
     if aside := set_aside(run):
         lines.append(aside)
     return lines
@@ -407,7 +423,7 @@ def _plan_fields(plan: PlanOut) -> dict[str, Any]:
             ("Source", _source(plan.source, plan.snapshot, plan.listed_files)),
             ("Window", f"`{escape(plan.window)}`" + ("" if " tz=" in plan.window else " (UTC)") + kept),
             ("Rows", count(plan.rows) + _erasures(plan)),
-            ("Target topic", f"`{escape(plan.topic)}` ({plan.partitions} partitions)"),
+            ("Target topic", _topic(plan.topic, plan.delivery, plan.partitions)),
             (
                 "Rate",
                 f"{rate_label(plan.tps, plan.ramp_s, plan.max_mb, plan.speed)} on {plan.workers} workers",

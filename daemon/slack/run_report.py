@@ -123,12 +123,24 @@ def report_line(run: RunOut) -> str:
                 else f"max_mb={run.max_mb} held events back {human_duration(held)}"
             )
         )
+    if run.delivery == "transactional":  # a reader of committed records waits at most this long
+        parts.append(transactions_text(run.transactions, run.longest_transaction_s, run.resumed))
     if run.erasures is not None or run.suppressed is not None:  # what the erasure list left out
         as_of = run.erasures_as_of.isoformat().replace("+00:00", "Z") if run.erasures_as_of else None
         parts.append(
             "erasures: not measured" if run.suppressed is None else suppressed_text(run.suppressed, as_of)
         )
     return "*Report:* " + " · ".join(parts)
+
+
+def transactions_text(count: int | None, longest_s: float | None, resumed: int | None) -> str:
+    """How a transactional run's records were committed; "not measured" when the job did not say."""
+    if count is None or longest_s is None:
+        return "transactions: not measured"
+    text = f"{count:,} transactions, the longest open {longest_s:.1f}s"
+    if resumed:
+        text += f"; retries resumed after {resumed:,} committed rows"
+    return text
 
 
 def times_line(run: RunOut, zone: tzinfo | None) -> str | None:

@@ -29,7 +29,7 @@ from pydantic import (
 )
 
 from daemon.core.errors import BadRequest, CatalogError, UnknownSource
-from daemon.core.grammar import OnError, Timestamp
+from daemon.core.grammar import TRANSACTIONAL_DLQ, Delivery, OnError, Timestamp
 from daemon.usecases.value_formats import (
     RawColumns,
     ValueFormat,
@@ -154,11 +154,20 @@ class Source(BaseModel):
     partitioner: Partitioner = DEFAULT_PARTITIONER
     timestamp: Timestamp = "replay"  # the runs' default: records stamped at publish, or at event time
     on_error: OnError = "fail"  # the runs' default: a bad record fails the run, or goes to its dlq topic
+    # the runs' default: idempotent, or in Kafka transactions (recommended for a live topic, ADR 0057)
+    delivery: Delivery = "idempotent"
 
     @model_validator(mode="before")
     @classmethod
     def _raw_defaults(cls, body: Any) -> Any:
         return with_raw_defaults(body)
+
+    @field_validator("delivery")
+    @classmethod
+    def _delivery_fits(cls, value: Delivery, info: ValidationInfo) -> Delivery:
+        if value == "transactional" and info.data.get("on_error") == "dlq":
+            raise ValueError(TRANSACTIONAL_DLQ)
+        return value
 
     @field_validator("value_format")
     @classmethod

@@ -163,6 +163,7 @@ def build_spec(
         decrypt=decrypt_section(source, settings, read_at=options.table_metadata),
         partitioner=source.partitioner,
         timestamp=options.timestamp or source.timestamp,
+        delivery=options.delivery,
         on_error="dlq" if dead_letters["on_error"] == "dlq" else "fail",
         dlq_topic=options.dlq_topic or dead_letters["dlq_topic"],
         dlq_retention_ms=dead_letter_retention_ms(
@@ -202,6 +203,7 @@ def _as_redrive(spec: JobSpec, run: Run) -> JobSpec:
         decrypt=None,
         timestamp="replay",
         on_error="dlq",
+        delivery="idempotent",  # a record refused again goes back to the dead-letter topic
         where=None,
         keys_file=None,
         shape=None,

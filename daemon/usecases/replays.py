@@ -30,7 +30,17 @@ from daemon.core.errors import (
     ReplayError,
     ReusedIdempotencyKey,
 )
-from daemon.core.grammar import OnError, Ordering, PlanCommand, ReplayCommand, Timestamp, Topic, render
+from daemon.core.grammar import (
+    TRANSACTIONAL_DLQ,
+    Delivery,
+    OnError,
+    Ordering,
+    PlanCommand,
+    ReplayCommand,
+    Timestamp,
+    Topic,
+    render,
+)
 from daemon.core.ids import new_run_id
 from daemon.core.predicates import And, Predicate, render_predicate
 from daemon.core.quantities import partitions_for_rate
@@ -93,6 +103,7 @@ class Plan:
     ordering: Ordering = "entity"
     timestamp: Timestamp = "replay"  # resolved: the run's option, else the source's default
     on_error: OnError = "fail"  # resolved: the run's option, else the source's default
+    delivery: Delivery = "idempotent"  # resolved: the run's option, else the source's default
     force: bool = False
     overlapping: tuple[Overlap, ...] = ()  # live topic only: refused unless force
     live_approvals: int = 1
@@ -149,6 +160,15 @@ def _parts(predicate: Predicate) -> tuple[Predicate, ...]:
 
 def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.astimezone(UTC).isoformat()
+
+
+def resolved_delivery(command: ReplayCommand | PlanCommand, source: Source) -> Delivery:
+    """The run's option, else the source's default; a transactional run sets no record aside (its
+    dead letters would go outside the transactions), whichever of the two asked for what."""
+    delivery = command.delivery or source.delivery
+    if delivery == "transactional" and (command.on_error or source.on_error) == "dlq":
+        raise BadRequest(TRANSACTIONAL_DLQ)
+    return delivery
 
 
 def auto_topic_name(source: str, run_id: str) -> str:
@@ -344,6 +364,7 @@ class ReplayService:
             ordering=command.ordering,
             timestamp=command.timestamp or source.timestamp,
             on_error=command.on_error or source.on_error,
+            delivery=resolved_delivery(command, source),
             force=command.force,
             overlapping=overlapping,
             live_approvals=source.live_approvals,
@@ -583,6 +604,7 @@ class ReplayService:
                     headers=dict(plan.headers),
                     ordering=plan.ordering,
                     timestamp=plan.timestamp,
+                    delivery=plan.delivery,
                     workers=plan.workers,
                     partitions=plan.partitions,
                     planned_rows=plan.rows,
@@ -713,6 +735,7 @@ class ReplayService:
                     topic_mode=subject.options.topic_mode,
                     on_error=subject.options.on_error,
                     dlq_topic=subject.options.dlq_topic,
+                    delivery=subject.options.delivery,  # a transactional run is read committed
                     snapshot=subject.options.snapshot,  # the table as the subject read it, not as now
                     table_metadata=subject.options.table_metadata,
                     files=subject.options.files,
@@ -760,8 +783,9 @@ class ReplayService:
             letters = self._check_redrivable(actor, subject)
             earlier = tuple(run.id for run in self._store.runs.redrives_of(subject))
             # its rows are dead letters: no filter, key file, projection or timeline of the table's
+            # a record refused again goes back to the dead-letter topic: no transactions (ADR 0057)
             plain = replace(subject.options, where=None, keys_file=None, keys_digest=None, fields=())
-            plain = replace(plain, speed=None, shaped_s=None)
+            plain = replace(plain, speed=None, shaped_s=None, delivery="idempotent")
             return letters, replace(plain, redrive_of=subject.id, redrives=earlier)
 
         return self._follow_up(actor, run_id, "redrive", options, confirm_live, slack_channel)

@@ -48,6 +48,7 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         topic=run.topic,
         tps=run.tps,
         current_tps=rate.tps,
+        delivery=options.delivery,
         where=options.where,
         repair_of=options.repair_of,
         redrive_of=options.redrive_of,
@@ -78,6 +79,9 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         on_topic_at_least=run.on_topic_at_least,
         behind_schedule_s=run.behind_schedule_s,
         bytes_held_s=run.bytes_held_s,
+        transactions=run.transactions,
+        longest_transaction_s=run.longest_transaction_s,
+        resumed=run.resumed,
         erasures=options.erasures,
         suppressed=run.suppressed,
         erasures_as_of=run.erasures_as_of or _pinned(options.erasures_as_of),
@@ -198,6 +202,7 @@ def plan_out(plan: Plan) -> PlanOut:
         ordering="none" if plan.ordering == "none" else "entity",
         timestamp="event" if plan.timestamp == "event" else "replay",
         on_error="dlq" if plan.on_error == "dlq" else "fail",
+        delivery=plan.delivery,
         overlapping=[
             OverlapOut(run_id=o.run_id, requester=o.requester, state=RunState(o.state), window=o.window)
             for o in plan.overlapping

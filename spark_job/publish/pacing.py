@@ -326,6 +326,12 @@ class Pacer:
     def unthrottled(self) -> bool:
         return self._schedule.tps == 0
 
+    def resume(self, sent: int) -> None:
+        """Start after the first ``sent`` events, which an earlier attempt delivered (a transactional
+        retry): the next one keeps its own deadline, and a late start shifts as any late start does."""
+        assert not self._started, "resumed before the first take"
+        self.sent = self._window_base = sent  # the window cap counts this attempt's grants only
+
     def next_due(self) -> float:
         """Clock time at which the next event may go: its deadline, later while behind or capped."""
         deadline = self._deadline(self.sent)

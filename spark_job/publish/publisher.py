@@ -26,7 +26,7 @@ import itertools
 import json
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -52,7 +52,8 @@ from spark_job.publish.pacing import Pacer, TimedSchedule, partition_schedule
 from spark_job.publish.reach import BrokerReach, flush_while_reachable
 from spark_job.publish.time_shape import Warp
 from spark_job.publish.timeline import Timeline, ramped
-from spark_job.spec.model import EVENT_ID_HEADER, Control, KafkaValue, Ramp, RateChange
+from spark_job.publish.transactions import Transactions, committed_rows, fence, transactional_config
+from spark_job.spec.model import EVENT_ID_HEADER, Control, Delivery, KafkaValue, Ramp, RateChange
 
 Header = tuple[str, str | bytes | None]  # a record header as confluent-kafka takes it
 # Batches are (key, value[, TIMESTAMP]): the optional column carries timestamp=event's epoch ms.
@@ -71,7 +72,7 @@ ORIGINAL = "_replay_original"
 RESULT_SCHEMA = (
     "partition int, attempt int, task_id long, confirmed long, skipped_s double, late_start_s double,"
     " dead_lettered long, first_delivery_at double, last_delivery_at double, per_second string,"
-    " bytes_held_s double"
+    " bytes_held_s double, resumed long, transactions long, longest_transaction_s double"
 )
 _RESULT_ARROW = pa.schema(
     [
@@ -86,6 +87,10 @@ _RESULT_ARROW = pa.schema(
         ("last_delivery_at", pa.float64()),
         ("per_second", pa.string()),  # JSON {"<epoch second>": confirmations}
         ("bytes_held_s", pa.float64()),  # max_mb: how long due events waited for bytes (null: no budget)
+        # delivery=transactional: rows earlier attempts had committed, which this one skipped
+        ("resumed", pa.int64()),
+        ("transactions", pa.int64()),  # transactions committed (null: an idempotent run)
+        ("longest_transaction_s", pa.float64()),  # the longest one stayed open, its commit included
     ]
 )
 MAX_WAIT_S = 0.1  # longest sleep between checks for delivery reports, beacons and deadlines
@@ -115,6 +120,7 @@ class TaskSettings:
     ramp: Ramp | None = None  # a warm-up from a share of tps to all of it, from t0
     max_bytes_per_s: int | None = None  # max_mb: the byte ceiling beside the rate; None: none
     warp: Warp | None = None  # tps=original: scaled event time -> deadline under the ceiling; None: flat
+    delivery: Delivery = "idempotent"  # transactional: spark_job.publish.transactions
 
 
 @dataclass(frozen=True)
@@ -217,8 +223,12 @@ class DeliveryCounter:
 class BeaconEmitter:
     """Sends this attempt's confirmed count to the progress topic at most every interval."""
 
-    def __init__(self, producer: Producer, settings: TaskSettings, attempt: Beacon) -> None:
+    def __init__(
+        self, producer: Producer, settings: TaskSettings, attempt: Beacon, *, forced_only: bool = False
+    ) -> None:
+        """``forced_only``: beacons only when forced (a transactional task's, one per commit)."""
         self._producer = producer
+        self._forced_only = forced_only
         self._topic = settings.progress_topic
         self._interval_s = settings.progress_interval_s
         self._attempt = attempt  # run, partition, attempt and task id; the count is filled in
@@ -227,7 +237,7 @@ class BeaconEmitter:
 
     def tick(self, confirmed: int, *, force: bool = False, done: bool = False, failed: bool = False) -> None:
         now = time.monotonic()
-        if not force and (now < self._next_at or confirmed == self._last_sent):
+        if not force and (self._forced_only or now < self._next_at or confirmed == self._last_sent):
             return
         at = round(time.time(), 3)
         beacon = replace(self._attempt, confirmed=confirmed, done=done, failed=failed, at=at)
@@ -237,6 +247,17 @@ class BeaconEmitter:
             return  # the queue is full of records: the next tick tries again
         self._last_sent = confirmed
         self._next_at = now + self._interval_s
+
+    def send(self, confirmed: int, *, done: bool, poll: Callable[[float], object]) -> None:
+        """A beacon that must go (a transaction's commit carries it): a full queue is served first."""
+        beacon = replace(self._attempt, confirmed=confirmed, done=done, at=round(time.time(), 3))
+        while True:
+            try:
+                self._producer.produce(self._topic, beacon.encode(), beacon.run_id, on_delivery=_ignore)
+                break
+            except BufferError:
+                poll(MAX_WAIT_S)
+        self._last_sent = confirmed
 
 
 def _ignore(error: KafkaError | None, message: Message) -> None:
@@ -257,11 +278,34 @@ def publish_partition(
     dead_letters = DeadLetters(settings.dead_letters, target=settings.topic, headers=settings.headers)
     counter = DeliveryCounter(settings.topic, dead_letters)
     reach = BrokerReach()
-    config = {**settings.producer, **FAILURE_REPORTS_ONLY, "on_delivery": counter, "error_cb": reach}
+    transactional = settings.delivery == "transactional"
+    kafka = (
+        transactional_config(settings.producer, settings.run_id, partition)
+        if transactional
+        else settings.producer
+    )
+    config = {**kafka, **FAILURE_REPORTS_ONLY, "on_delivery": counter, "error_cb": reach}
     producer = counter.attach(Producer(config))
     flush = partial(flush_while_reachable, counter, reach=reach, last_confirmed_at=lambda: counter.last_at)
-    identity = Beacon(settings.run_id, partition, attempt, 0, task_id=task_id)
-    beacons = BeaconEmitter(producer, settings, identity)
+    resumed = 0
+    if transactional:
+        fence(producer)  # an earlier attempt at this partition can no longer commit
+        # attempt 0 of a re-submitted stage may follow one too: every attempt looks
+        resumed = committed_rows(
+            settings.producer, settings.progress_topic, settings.run_id, partition, since=settings.t0_wall
+        )
+    identity = Beacon(settings.run_id, partition, attempt, 0, task_id=task_id, resumed=resumed)
+    beacons = BeaconEmitter(producer, settings, identity, forced_only=transactional)
+    transactions = (
+        Transactions(
+            producer,
+            emit=lambda own, done: beacons.send(own, done=done, poll=counter.poll),
+            accepted=lambda: counter.accepted,
+        )
+        if transactional
+        else None
+    )
+    tick = transactions.due if transactions is not None else lambda: beacons.tick(counter.confirmed)
     t0 = time.monotonic() + (settings.t0_wall - time.time())
     timed = None
     if settings.warp is not None:  # one round: its part of the rows is its part of the ceiling
@@ -271,9 +315,12 @@ def publish_partition(
     rate = RateFollower.start(settings, t0)
     timeline = rate.timeline if rate else shaped_timeline(t0, settings.ramp, ()) if settings.ramp else None
     pacer = Pacer(schedule, t0, sleep=counter.poll, timeline=timeline)
+    pacer.resume(resumed)
     budget = byte_budget(settings, partition)
     seen = 0
     try:
+        if transactions is not None:
+            transactions.begin()  # every beacon of a transactional task is inside one
         beacons.tick(0, force=True)
         # Warm the producer before the first deadline: its delivery needs the connection and the
         # idempotent producer id, which would otherwise hold the first records back and release them
@@ -288,33 +335,45 @@ def publish_partition(
                 )
             if timed is not None and settings.warp is not None:  # its events' own times, under the ceiling
                 timed.extend([settings.warp.at(x) for x in batch.column(OFFSET).to_pylist()])
-            _publish_batch(producer, settings, batch, pacer, counter, beacons, rate, budget)
+            committed = resumed - (seen - batch.num_rows)  # rows of this batch a predecessor committed
+            if committed >= batch.num_rows:
+                continue
+            if committed > 0:
+                batch = batch.slice(committed)
+            _publish_batch(producer, settings, batch, pacer, counter, tick, rate, budget)
+        if transactions is not None:
+            transactions.commit(done=True)  # delivers every record, with the last beacon, or raises
         while counter.flush(MAX_WAIT_S) > 0:
             counter.raise_if_failed()
-            beacons.tick(counter.confirmed)
+            tick()
         counter.raise_if_failed()
         dead_lettered = dead_letters.finish()
-        beacons.tick(counter.confirmed, force=True, done=True)
-        flush(BEACON_FLUSH_S)
+        if transactions is None:
+            beacons.tick(counter.confirmed, force=True, done=True)
+            flush(BEACON_FLUSH_S)
     except BaseException:
         flush(FAILURE_FLUSH_S)  # the last count is then as true as it can be
         dead_letters.abandon()
-        with contextlib.suppress(BufferError, KafkaException):
-            beacons.tick(counter.confirmed, force=True, failed=True)
-            flush(BEACON_FLUSH_S)
+        if transactions is not None:
+            transactions.abort(FAILURE_FLUSH_S)  # no beacon: outside a transaction there is none
+        else:
+            with contextlib.suppress(BufferError, KafkaException):
+                beacons.tick(counter.confirmed, force=True, failed=True)
+                flush(BEACON_FLUSH_S)
         raise
     finally:
         if rate is not None:
             rate.close()
+    confirmed = resumed + counter.confirmed  # the partition's records on the topic
     if totals is not None:
-        totals.confirmed.add(counter.confirmed)
+        totals.confirmed.add(confirmed)
         totals.dead_lettered.add(dead_lettered)
     yield pa.RecordBatch.from_pydict(
         {
             "partition": [partition],
             "attempt": [attempt],
             "task_id": [task_id],
-            "confirmed": [counter.confirmed],
+            "confirmed": [confirmed],
             "skipped_s": [pacer.skipped_s],
             "late_start_s": [pacer.late_start_s],
             "bytes_held_s": [budget.held_s if budget is not None else None],
@@ -322,6 +381,9 @@ def publish_partition(
             "first_delivery_at": [counter.first_at],
             "last_delivery_at": [counter.last_at],
             "per_second": [json.dumps(counter.per_second, separators=(",", ":"))],
+            "resumed": [resumed],
+            "transactions": [transactions.commits if transactions is not None else None],
+            "longest_transaction_s": [transactions.longest_s if transactions is not None else None],
         },
         schema=_RESULT_ARROW,
     )
@@ -333,12 +395,13 @@ def _publish_batch(
     batch: pa.RecordBatch,
     pacer: Pacer,
     counter: DeliveryCounter,
-    beacons: BeaconEmitter,
+    tick: Callable[[], None],
     rate: RateFollower | None = None,
     budget: ByteBudget | None = None,
 ) -> None:
     """Send one Arrow batch as its rows fall due and, with a byte budget, as its bytes fit; each
-    granted stretch goes out in one tight loop."""
+    granted stretch goes out in one tight loop. ``tick`` between stretches: a beacon when one is
+    due, or a transaction's commit."""
     keys: list[Any] = batch.column(0).to_pylist()
     values: list[Any] = batch.column(1).to_pylist()
     event_ids = _optional(batch, EVENT_ID)
@@ -361,7 +424,7 @@ def _publish_batch(
                     budget.hold(now)
                 counter.poll(min(max(budget.frees_at() - now, 0.001), MAX_WAIT_S))
                 counter.raise_if_failed()
-                beacons.tick(counter.confirmed)
+                tick()
                 continue
         granted = pacer.take(limit)
         if granted:
@@ -389,7 +452,7 @@ def _publish_batch(
         else:
             pacer.wait(MAX_WAIT_S)
         counter.raise_if_failed()
-        beacons.tick(counter.confirmed)
+        tick()
 
 
 class RateFollower:

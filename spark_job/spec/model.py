@@ -35,6 +35,10 @@ refused so a typo fails fast instead of being ignored. Shape (optional fields sh
       "ordering": "entity",             # or "none"
       "partitioner": "murmur2_random",  # librdkafka's name; murmur2 = the Java client's partitions
       "timestamp": "replay",            # or "event": each record's timestamp is its row's event time
+      "delivery": "idempotent",         # or "transactional": each task sends in Kafka transactions
+                                        # and resumes a retry after its last commit (exactly once
+                                        # for consumers that read committed); a reconcile reads
+                                        # committed records only
       "progress": {"topic": "replay.progress", "interval_s": 10},
       "result_uri": null,               # where the REPLAY_RESULT JSON is also written
       "max_partition_multiple": null,   # cap on k in k x slots partitions
@@ -113,6 +117,8 @@ Partitioner = Literal[
 ]
 PARTITIONERS: tuple[str, ...] = get_args(Partitioner)
 DEFAULT_PARTITIONER: Partitioner = "murmur2_random"
+Delivery = Literal["idempotent", "transactional"]  # spark_job.publish.transactions
+DELIVERIES: tuple[Delivery, ...] = ("idempotent", "transactional")
 Timestamp = Literal["replay", "event"]  # the record's Kafka timestamp: publish time, or the row's event time
 
 
@@ -335,6 +341,7 @@ class JobSpec:
     decrypt: Decrypt | None = None  # PII columns to decrypt on the executors (spark_job.spec.decrypt)
     partitioner: Partitioner = DEFAULT_PARTITIONER
     timestamp: Timestamp = "replay"
+    delivery: Delivery = "idempotent"
     on_error: Literal["fail", "dlq"] = "fail"  # what a bad record does: fail the run, or go to dlq_topic
     dlq_topic: str | None = None
     dlq_retention_ms: int | None = None  # None: the topic's own retention is left as it is
@@ -375,6 +382,8 @@ class JobSpec:
             document["redrive"]["runs"] = list(self.redrive.runs)
         if self.reconcile is not None and not self.reconcile.also:
             del document["reconcile"]["also"]  # and reconciles of unrepaired runs stay as they were
+        if self.delivery == "idempotent":
+            del document["delivery"]  # the default: specs from before transactions stay as they were
         for optional in _OPTIONAL_SECTIONS:
             if document[optional] is None:
                 del document[optional]  # and specs without them stay as they were
@@ -477,6 +486,7 @@ def _validate(spec: JobSpec) -> None:
     _validate_control(spec)
     _validate_ramp(spec)
     _validate_byte_ceiling(spec)
+    _validate_delivery(spec)
     _validate_shape(spec)
     if spec.decrypt is not None:
         protected = (spec.key_column, spec.event_id_column)
@@ -509,6 +519,14 @@ def _throttled_only(spec: JobSpec, field: str) -> None:
     """Pacing options mean nothing to a reconcile or an unthrottled run: refuse them there."""
     if spec.mode != "replay" or spec.tps == 0:
         raise SpecError(field, "is only used by a throttled replay")
+
+
+def _validate_delivery(spec: JobSpec) -> None:
+    if spec.delivery not in DELIVERIES:
+        raise SpecError("delivery", f"must be one of {', '.join(DELIVERIES)}, got {spec.delivery!r}")
+    if spec.delivery == "transactional" and spec.on_error == "dlq":
+        # a dead letter goes out on its own producer, outside the task's transactions (ADR 0057)
+        raise SpecError("delivery", "transactional does not combine with on_error=dlq")
 
 
 def _validate_byte_ceiling(spec: JobSpec) -> None:

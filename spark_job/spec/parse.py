@@ -131,6 +131,7 @@ def _parse(doc: _Fields) -> JobSpec:
         decrypt=_parse_decrypt(doc.nested("decrypt")),
         partitioner=doc.get("partitioner", str, default=DEFAULT_PARTITIONER),
         timestamp=doc.get("timestamp", str, default="replay"),
+        delivery=doc.get("delivery", str, default="idempotent"),
         on_error=doc.get("on_error", str, default="fail"),
         dlq_topic=doc.get("dlq_topic", str),
         dlq_retention_ms=doc.get("dlq_retention_ms", int),

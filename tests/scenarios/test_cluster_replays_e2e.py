@@ -4,15 +4,20 @@ one-core workers give a run its executors (JVMs of their own, not the driver's t
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from daemon.contract.models import ReplayBody
-from scripts.local_spark_cluster import Cluster
+from daemon.contract.models import ReplayBody, RunOut
+from daemon.slack.run_report import report_line
+from scripts.local_spark_cluster import Cluster, master_state
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
-from tests.fixtures.kafka import consume_all, headers_of, value_of
+from tests.fixtures.kafka import consume_all, headers_of, topic_record_count, value_of
 from tests.fixtures.runs import TERMINAL, wait_for, window_event_ids
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -92,3 +97,98 @@ def test_a_run_asking_for_more_executors_than_the_cluster_has_fails_naming_it_an
         assert run.confirmed in (0, None)
     finally:
         daemon.stop()
+
+
+def _executor_pids(cluster: Cluster) -> list[int]:
+    """The executor JVMs of the cluster's running applications (the worker starts each as its child)."""
+    state = master_state(cluster.ui) or {}
+    active = state.get("activeapps")
+    apps = {str(app["id"]) for app in active if isinstance(app, dict)} if isinstance(active, list) else set()
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        words = [word.decode(errors="replace") for word in argv]
+        if "org.apache.spark.executor.CoarseGrainedExecutorBackend" in words and apps & set(words):
+            found.append(int(proc.name))
+    return found
+
+
+def _killed_mid_run(
+    tmp_path: Path, cluster: Cluster, sample_table: Path, bootstrap: str, delivery: str
+) -> tuple[RunOut, set[str]]:
+    """A week at 100/s on two executors; once 500 records landed, one executor's JVM gets kill -9."""
+    daemon = _cluster_daemon(tmp_path, cluster, sample_table, bootstrap)
+    try:
+        client = daemon.client()
+        body = ReplayBody(
+            source="orders",
+            window="2024-01-01..2024-01-07",
+            tps=100,
+            workers=2,
+            ordering="none",
+            delivery=delivery,  # type: ignore[arg-type]
+        )
+        created = client.create_replay(OWNER, body)
+        deadline = time.monotonic() + 300
+        while True:
+            assert time.monotonic() < deadline, "no records landed"
+            run = client.get_replay(OWNER, created.id)
+            assert run.state not in TERMINAL, run.failure_reason
+            executors = _executor_pids(cluster)
+            if run.state == "running" and len(executors) == 2 and _landed(bootstrap, run.topic) >= 500:
+                break
+            time.sleep(0.5)
+        os.kill(executors[0], signal.SIGKILL)
+        return wait_for(client, created.id, TERMINAL, timeout_s=600), window_event_ids(
+            sample_table, "2024-01-01", "2024-01-07"
+        )
+    finally:
+        daemon.stop()
+
+
+def _landed(bootstrap: str, topic: str) -> int:
+    try:
+        return topic_record_count(bootstrap, topic)
+    except Exception:  # not created yet
+        return 0
+
+
+@pytest.mark.nightly  # a minute; the in-process retry of test_job.py holds the same count in `make test`
+def test_an_executor_killed_mid_run_leaves_an_idempotent_replay_complete_with_its_duplicates_counted(
+    spark_cluster: Cluster, sample_table: Path, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """Spark reschedules the lost executor's task, which sends its partition again: nothing is
+    missing, and the copies are on the topic, counted by the reconcile and said in the report."""
+    run, expected = _killed_mid_run(tmp_path, spark_cluster, sample_table, kafka_bootstrap, "idempotent")
+
+    assert run.state == "succeeded", run.failure_reason
+    assert run.failed_tasks >= 1 and run.confirmed == len(expected)
+    assert run.reconcile is not None
+    assert (run.reconcile.missing, run.reconcile.unexpected) == (0, 0)
+    landed = Counter(json.loads(value_of(m))["event_id"] for m in consume_all(kafka_bootstrap, run.topic))
+    copies = sum(landed.values()) - len(expected)
+    assert set(landed) == expected and copies > 0
+    assert run.reconcile.duplicates == copies  # every copy counted, by its event id
+    assert run.duplicates is not None and run.duplicates > 0
+    assert f"duplicates {run.duplicates:,}" in report_line(run)
+
+
+def test_an_executor_killed_mid_run_leaves_a_transactional_replay_exactly_once_for_committed_readers(
+    spark_cluster: Cluster, sample_table: Path, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """The retry fences the lost attempt, aborts its open transaction and resumes after its last
+    commit: read committed, every event is on the topic once."""
+    run, expected = _killed_mid_run(tmp_path, spark_cluster, sample_table, kafka_bootstrap, "transactional")
+
+    assert run.state == "succeeded", run.failure_reason
+    assert run.delivery == "transactional"
+    assert run.failed_tasks >= 1 and run.confirmed == len(expected)
+    assert run.reconcile is not None and run.reconcile.verdict().clean, run.reconcile
+    landed = Counter(json.loads(value_of(m))["event_id"] for m in consume_all(kafka_bootstrap, run.topic))
+    assert set(landed) == expected and sum(landed.values()) == len(expected)
+    assert run.duplicates == 0
+    assert run.transactions is not None and run.transactions > 0
+    assert run.resumed is not None and run.resumed > 0  # the retry skipped what the lost attempt committed

@@ -88,6 +88,23 @@ def test_a_shaped_replay_says_its_timeline_on_the_card_its_shape_in_the_plan_and
     assert "slide under max=: not measured" in report_line(shaped)
 
 
+def test_a_transactional_run_says_so_on_the_card_and_how_its_transactions_went_in_the_report() -> None:
+    sent = changed(
+        RUN, delivery="transactional", state="succeeded", transactions=42, longest_transaction_s=1.04
+    )
+
+    parent = run_messages.run_parent(sent)
+    [topic] = [f["text"] for f in parent.blocks[1]["fields"] if "*Target topic*" in f["text"]]
+
+    assert topic.endswith(" · transactional")
+    assert "isolation.level=read_committed" in str(parent.blocks)
+    assert "42 transactions, the longest open 1.0s" in report_line(sent)
+    assert "retries resumed after 250 committed rows" in report_line(changed(sent, resumed=250))
+    assert "transactions: not measured" in report_line(changed(sent, transactions=None))
+    assert "transaction" not in report_line(changed(RUN, state="succeeded"))
+    assert "read_committed" not in str(run_messages.run_parent(RUN).blocks)
+
+
 def test_a_byte_ceiling_is_said_on_the_card_and_its_hold_in_the_report() -> None:
     capped = changed(RUN, max_mb=5, state="succeeded", bytes_held_s=12.0)
 

@@ -462,3 +462,22 @@ def test_skewed_slots_starting_late_stay_under_the_ceiling(
         grants += drive(pacer, clock, plan.rows)
     assert sum(granted for _, granted in grants) == sum(sizes)
     assert busiest_second(grants) <= (1 + CATCH_UP) * tps + slots
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(2, 2_000), tps=st.integers(1, 5_000), data=st.data())
+def test_a_resumed_pacer_sends_the_rest_on_their_own_deadlines(
+    rows: int, tps: int, data: st.DataObject
+) -> None:
+    """A transactional retry skips what its predecessor committed: its first event keeps its own
+    deadline (it is not owed, so nothing bursts), and the rest follow the schedule from there."""
+    resumed = data.draw(st.integers(1, rows - 1))
+    clock = FakeClock()
+    plan = schedules([rows], tps, 1)[0]
+    pacer = Pacer(plan, clock.now, clock=clock, sleep=clock.sleep, min_sleep_s=0.001)
+    pacer.resume(resumed)
+    times = send_all(pacer, clock, rows - resumed)
+    for index, sent in enumerate(times, start=resumed):
+        due = due_time(plan, index, 100.0)
+        assert due - 1e-9 <= sent <= due + 0.001 + 1e-9
+    assert pacer.take(1) == 0  # every row of the partition is accounted for

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from confluent_kafka import Producer
@@ -74,6 +75,63 @@ def test_a_retry_replaces_the_failed_attempts_count() -> None:
     ]
     assert aggregate(beacons) == 420
     assert duplicates_possible(beacons) == 500
+
+
+@st.composite
+def committed_chains(draw: st.DrawFn) -> tuple[list[Beacon], dict[int, int], int]:
+    """Per partition, attempts that committed some rows and were lost, then one that resumed after
+    them all and finished; returns the beacons, the sizes, and what the lost attempts had committed."""
+    beacons: list[Beacon] = []
+    sizes: dict[int, int] = {}
+    lost_total, task_id = 0, 0
+    for partition in range(draw(st.integers(1, 5))):
+        size = sizes[partition] = draw(st.integers(0, 1_000))
+        committed = 0
+        for attempt in range(draw(st.integers(0, 3))):
+            task_id += 1
+            own = draw(st.integers(0, size - committed))
+            beacons.append(Beacon("r-1", partition, attempt, own, task_id=task_id, resumed=committed))
+            committed += own
+        lost_total += committed
+        task_id += 1
+        final = Beacon("r-1", partition, 9, size - committed, done=True, task_id=task_id, resumed=committed)
+        beacons.append(final)
+    return beacons, sizes, lost_total
+
+
+@given(committed_chains(), st.randoms())
+def test_a_transactional_retry_resuming_after_its_predecessors_commits_duplicates_nothing(
+    chain: tuple[list[Beacon], dict[int, int], int], shuffler: random.Random
+) -> None:
+    """Each retry resumed after what the attempts before it committed: the total counts every row
+    once and nothing is a possible duplicate; had each retry sent its partition again (idempotent),
+    everything the lost attempts had confirmed would be."""
+    beacons, sizes, lost_total = chain
+    shuffler.shuffle(beacons)
+    succeeded = {beacon.attempt_id for beacon in beacons if beacon.done}
+    assert aggregate(beacons) == sum(sizes.values())
+    assert duplicates_possible(beacons, succeeded) == duplicates_possible(beacons) == 0
+    resent = [
+        replace(b, confirmed=sizes[b.partition], resumed=0) if b.done else replace(b, resumed=0)
+        for b in beacons
+    ]
+    assert aggregate(resent) == sum(sizes.values())
+    assert duplicates_possible(resent, succeeded) == lost_total
+
+
+def test_a_transactional_retry_counts_what_it_resumed_after_and_no_duplicates() -> None:
+    beacons = [
+        Beacon("r-1", 0, 0, 300, task_id=3),  # committed 300, then its executor died (no failed beacon)
+        Beacon("r-1", 0, 1, 200, done=True, task_id=9, resumed=300),
+        Beacon("r-1", 1, 0, 400, done=True, task_id=4),
+    ]
+    assert aggregate(beacons) == 900
+    assert duplicates_possible(beacons, {(0, 9), (1, 4)}) == 0
+    assert duplicates_possible(beacons) == 0
+    # an idempotent retry of the same partition sends it all again: those 300 are duplicates
+    idempotent = [replace(beacons[0]), Beacon("r-1", 0, 1, 500, done=True, task_id=9), beacons[2]]
+    assert aggregate(idempotent) == 900
+    assert duplicates_possible(idempotent, {(0, 9), (1, 4)}) == 300
 
 
 def test_beacons_round_trip_as_json() -> None:

@@ -168,6 +168,8 @@ def test_json_round_trip_is_exact(spec: JobSpec) -> None:
         ({"_test_fail_once_after": 5}, "_test_fail_once_after"),  # no test hooks in the product
         ({"headers": {"replay-event-id": "e-1"}}, "headers.replay-event-id"),
         ({"mode": "audit"}, "mode"),
+        ({"delivery": "exactly-once"}, "delivery"),
+        ({"delivery": "transactional", "on_error": "dlq", "dlq_topic": "d"}, "delivery"),
         ({"mode": "reconcile"}, "reconcile"),
         ({"reconcile": {"run_id": "r-41"}}, "reconcile"),
         ({"mode": "reconcile", "reconcile": {"offsets": None}}, "reconcile.run_id"),

@@ -146,6 +146,14 @@ def test_unknown_source_lists_the_known_ones(tmp_path: Path) -> None:
             "'orders' is not '<catalog>.<namespace>.<table>' or, in Spark's session catalog",
         ),
         (
+            (
+                "    owners: [U0OWNER1]\n",
+                "    owners: [U0OWNER1]\n    on_error: dlq\n    delivery: transactional\n",
+            ),
+            "delivery",
+            "does not combine with on_error=dlq",
+        ),
+        (
             ("    owners: [U0OWNER1]\n", "    owners: [U0OWNER1]\n    colour: blue\n"),
             "colour",
             "Extra inputs",

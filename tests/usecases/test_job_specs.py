@@ -6,6 +6,7 @@ spark_job/test_partitioner.py, spark_job/test_timestamps.py and scenarios/test_t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from daemon.core.grammar import GrammarError, PlanCommand, ReplayCommand, parse,
 from daemon.core.rate_shape import RAMP_FROM
 from daemon.usecases.catalog import load_catalog
 from daemon.usecases.job_specs import build_spec
+from daemon.usecases.replays import resolved_delivery
 from spark_job.errors import SpecError
 from spark_job.kafka_conf import producer_config
 from spark_job.spec.model import Ramp, Shape, provenance_headers
@@ -276,6 +278,34 @@ def test_a_byte_ceiling_reaches_the_jobs_spec_in_bytes(tmp_path: Path) -> None:
     assert spec_from_json(spec.to_json()).max_bytes_per_s == 5_000_000
     plain = build_spec(unsaved_day_run(), catalog=catalog, settings=load_settings({}), result_uri=None)
     assert "max_bytes_per_s" not in plain.to_dict()
+
+
+def test_transactional_delivery_goes_from_the_command_to_the_api_to_the_jobs_spec(tmp_path: Path) -> None:
+    command = parse("orders 2024-01-01 tps=100 delivery=transactional")
+    assert isinstance(command, ReplayCommand)
+    assert ReplayBody.of(command).command(ReplayCommand) == command
+
+    catalog = load_catalog(_catalog(tmp_path))
+    run = unsaved_day_run(delivery="transactional")
+    spec = build_spec(run, catalog=catalog, settings=load_settings({}), result_uri=None)
+
+    assert spec.delivery == "transactional"
+    assert spec_from_json(spec.to_json()).delivery == "transactional"
+    plain = build_spec(unsaved_day_run(), catalog=catalog, settings=load_settings({}), result_uri=None)
+    assert plain.delivery == "idempotent"
+    assert "delivery" not in plain.to_dict()  # specs from before transactions stay as they were
+
+
+def test_a_source_may_send_transactionally_by_default_and_a_run_may_choose(tmp_path: Path) -> None:
+    catalog = load_catalog(_catalog(tmp_path, "    delivery: transactional\n"))
+    source = catalog.get("orders")
+    replay = parse("orders 2024-01-01 tps=100")
+    assert isinstance(replay, ReplayCommand)
+
+    assert resolved_delivery(replay, source) == "transactional"
+    assert resolved_delivery(replace(replay, delivery="idempotent"), source) == "idempotent"
+    with pytest.raises(BadRequest, match="does not combine with on_error=dlq"):  # the source's default
+        resolved_delivery(replace(replay, on_error="dlq"), source)
 
 
 def test_a_replay_on_the_original_timeline_carries_its_speed_and_the_windows_start(tmp_path: Path) -> None:

@@ -56,6 +56,15 @@ Incremental = Literal["watermark", "snapshot"]  # past a column that only grows,
 INCREMENTAL_CHOICES: tuple[Incremental, ...] = ("watermark", "snapshot")
 OnError = Literal["fail", "dlq"]  # a record that cannot be published: fail the run, or set it aside
 ON_ERROR_CHOICES: tuple[OnError, ...] = ("fail", "dlq")
+# idempotent: a retried task may send again (counted); transactional: Kafka transactions, once for
+# consumers that read committed (ADR 0057)
+Delivery = Literal["idempotent", "transactional"]
+DELIVERY_CHOICES: tuple[Delivery, ...] = ("idempotent", "transactional")
+
+TRANSACTIONAL_DLQ = (
+    "delivery=transactional does not combine with on_error=dlq: a dead letter is sent outside the "
+    "transactions; give on_error=fail, or delivery=idempotent"
+)
 
 RUN_OPTIONS = (
     "tps",
@@ -66,6 +75,7 @@ RUN_OPTIONS = (
     "force",
     "timestamp",
     "on_error",
+    "delivery",
     "watch",
     "ramp",
     "max_mb",
@@ -108,6 +118,7 @@ class ReplaySpec:
     force: bool = False  # replay into the live topic even over an overlapping recent run
     timestamp: Timestamp | None = None  # None: the source's default (catalog)
     on_error: OnError | None = None  # None: the source's default (catalog)
+    delivery: Delivery | None = None  # None: the source's default (catalog)
     watch: tuple[str, ...] = ()  # consumer groups whose drain the run watches after it ends
     auto: AutoRate | None = None  # tps=auto: the daemon steers the rate from a group's lag (tps stays None)
     tz: str | None = None  # the zone the window's days and times were written in (IANA name); None: UTC
@@ -149,6 +160,10 @@ class ReplaySpec:
                 check_choice("timestamp", self.timestamp, ("event", "replay"))
             if self.on_error is not None:
                 check_choice("on_error", self.on_error, ON_ERROR_CHOICES)
+            if self.delivery is not None:
+                check_choice("delivery", self.delivery, DELIVERY_CHOICES)
+                if self.delivery == "transactional" and self.on_error == "dlq":
+                    raise InvalidValue(None, TRANSACTIONAL_DLQ)
             check_drain_groups(self.watch)
             check_range("ramp", self.ramp_s, 1, MAX_RAMP_S)
             check_range("max_mb", self.max_mb, 1, MAX_MB)

@@ -8,12 +8,14 @@ USAGE: dict[str, str] = {
     "replay": f"{PREFIX} <source> <window> [tz=<zone>]"
     " [tps=N | tps=auto max=N lag<M group=G | tps=original speed=Nx [max=N]]"
     " [topic=auto|live] [headers=k:v,k2:v2] [workers=N] [ordering=entity|none] [force=yes]"
-    " [timestamp=event|replay] [on_error=fail|dlq] [watch=<group>[,<group>]] [ramp=<duration>] [max_mb=N]"
+    " [timestamp=event|replay] [on_error=fail|dlq] [delivery=idempotent|transactional]"
+    " [watch=<group>[,<group>]] [ramp=<duration>] [max_mb=N]"
     " [keys=k1,k2|@<file>] [types=t1,t2] [fields=f1,f2] [snapshot=<id>] [where=<filter>]",
     "plan": f"{PREFIX} plan <source> <window> [tz=<zone>]"
     " [tps=N | tps=auto max=N lag<M group=G | tps=original speed=Nx [max=N]]"
     " [topic=auto|live] [headers=k:v,k2:v2] [workers=N] [ordering=entity|none] [force=yes]"
-    " [timestamp=event|replay] [on_error=fail|dlq] [watch=<group>[,<group>]] [ramp=<duration>] [max_mb=N]"
+    " [timestamp=event|replay] [on_error=fail|dlq] [delivery=idempotent|transactional]"
+    " [watch=<group>[,<group>]] [ramp=<duration>] [max_mb=N]"
     " [keys=k1,k2] [types=t1,t2] [fields=f1,f2] [snapshot=<id>] [where=<filter>]",
     "status": f"{PREFIX} status [run-id]",
     "list": f"{PREFIX} list [mine|running]",
@@ -81,6 +83,8 @@ _NOTES = (
     " source's type column); fields=a,b: only those columns in each JSON value",
     "snapshot=<id>: an Iceberg or Delta table as it was at that snapshot id or version (a failed run's"
     " retry reads what the run read); without it, the table's current snapshot, pinned by the plan",
+    "delivery=transactional: sent in Kafka transactions, so a retried task adds no duplicates for"
+    " consumers that read committed (isolation.level=read_committed); the source's default otherwise",
 )
 _EXAMPLES = (
     f"{PREFIX} orders 2024-01-01..2024-01-07 tps=10k",

@@ -16,6 +16,7 @@ from daemon.core.cron import parse_cron
 from daemon.core.grammar.auto import LAG_BOUND, parse_auto
 from daemon.core.grammar.commands import (
     ACTION_WORDS,
+    DELIVERY_CHOICES,
     INCREMENTAL_CHOICES,
     ON_ERROR_CHOICES,
     RUN_OPTIONS,
@@ -23,6 +24,7 @@ from daemon.core.grammar.commands import (
     CancelCommand,
     ChartCommand,
     Command,
+    Delivery,
     HelpCommand,
     Incremental,
     ListCommand,
@@ -236,6 +238,7 @@ def _parse_spec(cls: type[ReplaySpec], command: str, args: list[str], limits: Li
         force=_value(options, "force", _choice(("yes", "no")), usage) == "yes",
         timestamp=cast(Timestamp | None, _value(options, "timestamp", _choice(("event", "replay")), usage)),
         on_error=cast(OnError | None, _value(options, "on_error", _choice(ON_ERROR_CHOICES), usage)),
+        delivery=cast(Delivery | None, _value(options, "delivery", _choice(DELIVERY_CHOICES), usage)),
         watch=_value(options, "watch", parse_drain_groups, usage) or (),
         ramp_s=_value(options, "ramp", lambda v: parse_duration(v, minimum=1, maximum=MAX_RAMP_S), usage),
         max_mb=_value(options, "max_mb", _bounded("max_mb", MAX_MB), usage),

@@ -77,6 +77,8 @@ def _render_spec(spec: ReplaySpec) -> list[str]:
         parts.append(f"timestamp={spec.timestamp}")
     if spec.on_error is not None:
         parts.append(f"on_error={spec.on_error}")
+    if spec.delivery is not None:
+        parts.append(f"delivery={spec.delivery}")
     if spec.watch:
         parts.append(f"watch={render_drain_groups(spec.watch)}")
     if spec.ramp_s is not None:

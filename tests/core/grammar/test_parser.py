@@ -64,6 +64,22 @@ def test_replay_with_every_option() -> None:
     )
 
 
+def test_transactional_delivery_is_a_run_option_and_reads_back_as_written() -> None:
+    command = parse("orders 2024-01-01..2024-01-07 tps=5k delivery=transactional")
+
+    assert command == ReplayCommand("orders", WEEK, tps=5_000, delivery="transactional")
+    assert render(command).endswith(" delivery=transactional")
+    assert parse(render(command)) == command
+
+
+def test_transactional_delivery_sets_no_record_aside() -> None:
+    """A dead letter goes out on its own producer, outside the task's transactions."""
+    with pytest.raises(GrammarError) as caught:
+        parse("orders 2024-01-01..2024-01-07 delivery=transactional on_error=dlq")
+
+    assert "does not combine with on_error=dlq" in caught.value.reason
+
+
 def test_a_ramp_is_a_duration_and_reads_back_as_written() -> None:
     command = parse("orders 2024-01-01..2024-01-07 tps=5k ramp=5m")
 
@@ -355,6 +371,7 @@ def test_cli_argv_joined_with_shlex_parses_like_slack_text() -> None:
             "leave out watermark=",
         ),
         ("schedule orders every=1h incremental=cdc", "incremental=cdc", "watermark, snapshot"),
+        ("orders last=6h delivery=twice", "delivery=twice", "idempotent, transactional"),
         ('orders last=6h ""', "", "empty argument"),
         ("orders last=6h trailing\\", "trailing\\", "lone backslash"),
     ],

@@ -1,0 +1,228 @@
+"""``delivery=transactional``: a task's records in Kafka transactions, its progress committed with them.
+
+The idempotent producer cannot absorb a retried task: a new attempt is a new producer session, so it
+sends its partition again and a live topic holds duplicates (counted, not absent). Here each task's
+producer has a ``transactional.id`` derived from the run and the partition (``transactional_id``), so
+a retry's ``init_transactions`` fences its predecessor and aborts the transaction it left open.
+
+Every transaction ends with a beacon (``spark_job.progress``) carrying how many of the partition's
+records are committed, written to the progress topic *inside* the transaction: the count and the
+records become visible together or not at all. A retry reads the last committed beacon of its
+partition (``committed_rows``) and resumes after that many rows of the partition's deterministic
+order (the job sorts each partition by event id), instead of sending the partition again. A
+transaction is committed once ``interval_s`` has passed since it began (about a second of events),
+so a retry repeats at most what was uncommitted, and a consumer reading committed waits about that
+long for each record. See docs/decisions/0057-exactly-once-delivery.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Mapping
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from spark_job.errors import PublishError
+from spark_job.kafka_conf import client_config
+from spark_job.progress import CLOCK_MARGIN_S, Beacon
+from spark_job.spec.model import KafkaValue
+
+COMMIT_INTERVAL_S = 1.0  # at most about this much of a task's events in one transaction
+# A dead attempt's open transaction is aborted by the broker after this (librdkafka wants it no
+# shorter than a record's delivery timeout, which then sets it), or at once by its retry's fencing.
+TRANSACTION_TIMEOUT_MS = 60_000
+INIT_TIMEOUT_S = 30.0
+COMMIT_TIMEOUT_S = 60.0
+# A retry reads its partition's last commit: siblings' open transactions hold the committed end back
+# for up to their commit interval, a dead sibling's for up to the transaction timeout.
+CHECKPOINT_READ_S = 180.0
+
+
+def transactional_id(run_id: str, partition: int) -> str:
+    """The same for every attempt at one partition of one run: a retry fences the one before it."""
+    return f"replay-{run_id}-p{partition}"
+
+
+def transactional_config(
+    producer: Mapping[str, KafkaValue], run_id: str, partition: int
+) -> dict[str, KafkaValue]:
+    delivery_ms = max(int(producer.get(name, 0)) for name in ("message.timeout.ms", "delivery.timeout.ms"))
+    return {
+        **producer,
+        "transactional.id": transactional_id(run_id, partition),
+        "transaction.timeout.ms": max(TRANSACTION_TIMEOUT_MS, delivery_ms),
+    }
+
+
+def read_committed(kafka: Mapping[str, KafkaValue]) -> dict[str, KafkaValue]:
+    """Client settings that see only committed records: what a transactional run is reconciled with."""
+    return {**kafka, "isolation.level": "read_committed"}
+
+
+class Transactions:
+    """One task's transactions, after ``fence``: the first ``begin``s, ``due`` commits each one once
+    it has lasted ``interval_s`` and begins the next, ``commit(done=True)`` ends the last.
+
+    ``emit(own, done)`` writes the task's beacon into the open transaction just before its commit,
+    ``own`` being every record this attempt handed to the producer: the commit either delivers all
+    of them or raises. ``committed`` is then this attempt's records on the topic for readers of
+    committed data.
+    """
+
+    def __init__(
+        self,
+        producer: Producer,
+        emit: Callable[[int, bool], None],
+        accepted: Callable[[], int],
+        *,
+        interval_s: float = COMMIT_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._producer = producer
+        self._emit = emit
+        self._accepted = accepted
+        self._interval_s = interval_s
+        self._clock = clock
+        self._began: float | None = None
+        self.committed = 0
+        self.commits = 0
+        self.longest_s = 0.0  # the longest a transaction stayed open, commit included
+
+    def begin(self) -> None:
+        self._producer.begin_transaction()
+        self._began = self._clock()
+
+    def due(self) -> None:
+        """Commit, and begin the next, once the open transaction has lasted ``interval_s``."""
+        if self._began is not None and self._clock() - self._began >= self._interval_s:
+            self.commit()
+            self.begin()
+
+    def commit(self, *, done: bool = False) -> None:
+        assert self._began is not None, "a transaction is open"
+        own = self._accepted()
+        self._emit(own, done)
+        self._producer.commit_transaction(COMMIT_TIMEOUT_S)
+        self.longest_s = max(self.longest_s, self._clock() - self._began)
+        self._began = None
+        self.committed = own
+        self.commits += 1
+
+    def abort(self, timeout_s: float) -> None:
+        """Best effort on the way out of a failed task: readers of committed data move on at once
+        instead of waiting for the broker's timeout (a fenced producer cannot abort: nothing to do)."""
+        if self._began is None:
+            return
+        with contextlib.suppress(KafkaException):
+            self._producer.abort_transaction(timeout_s)
+        self._began = None
+
+
+def fence(producer: Producer) -> None:
+    """``init_transactions``: fences any earlier attempt at this partition and aborts what it left
+    open. A cluster that cannot serve transactions answers here, and the reason says so."""
+    try:
+        producer.init_transactions(INIT_TIMEOUT_S)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else None
+        if isinstance(error, KafkaError) and error.code() in (
+            KafkaError._TIMED_OUT,
+            KafkaError.COORDINATOR_NOT_AVAILABLE,
+        ):
+            raise PublishError(
+                f"the Kafka cluster did not start a transaction in {INIT_TIMEOUT_S:.0f}s ({error.str()}): "
+                "its brokers may not accept transactions (transaction.state.log.replication.factor "
+                "above the brokers' count, or transaction.state.log.min.isr not met); "
+                "replay with delivery=idempotent or fix the brokers' settings"
+            ) from exc
+        raise
+
+
+def committed_rows(
+    kafka: Mapping[str, KafkaValue],
+    topic: str,
+    run_id: str,
+    partition: int,
+    *,
+    since: float,
+    timeout_s: float = CHECKPOINT_READ_S,
+) -> int:
+    """How many of ``partition``'s rows earlier attempts committed: the largest count among the run's
+    committed beacons for it (0 when none).
+
+    Read up to the end offsets taken now, i.e. after this attempt fenced its predecessor: every
+    transaction the predecessor committed lies below them. First every beacon, committed or not, which
+    costs no wait: a first attempt finds none of its partition and starts at 0 at once. Otherwise
+    again with ``read_committed``, whose end lags while a sibling's transaction is open (about a
+    second), so that read follows the consumer's position (which steps over the transactions'
+    markers) until it passes them.
+    """
+    if _largest(kafka, topic, run_id, partition, since, "read_uncommitted", timeout_s) is None:
+        return 0
+    return _largest(kafka, topic, run_id, partition, since, "read_committed", timeout_s) or 0
+
+
+def _largest(
+    kafka: Mapping[str, KafkaValue],
+    topic: str,
+    run_id: str,
+    partition: int,
+    since: float,
+    isolation: str,
+    timeout_s: float,
+) -> int | None:
+    """The largest partition total among the run's beacons for ``partition`` that a consumer reading
+    with ``isolation`` sees below the current end offsets; None when it sees none."""
+    consumer = Consumer(
+        {
+            **client_config(kafka),
+            "isolation.level": isolation,
+            "group.id": f"replay-checkpoint-{uuid.uuid4().hex}",  # assign() only: never joins or commits
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    key = run_id.encode()
+    best: int | None = None
+    try:
+        found = consumer.list_topics(topic=topic, timeout=timeout_s).topics.get(topic)
+        if found is None or found.error is not None:
+            return None  # no beacon was ever written
+        partitions = sorted(found.partitions)
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s, cached=False)[1]
+            for p in partitions
+        }
+        wanted = [TopicPartition(topic, p, int((since - CLOCK_MARGIN_S) * 1000)) for p in partitions]
+        starts = {
+            tp.partition: tp.offset if tp.offset >= 0 else ends[tp.partition]
+            for tp in consumer.offsets_for_times(wanted, timeout=timeout_s)
+        }
+        left = [p for p in partitions if starts[p] < ends[p]]
+        consumer.assign([TopicPartition(topic, p, starts[p]) for p in left])
+        deadline = time.monotonic() + timeout_s
+        while left:
+            positions = consumer.position([TopicPartition(topic, p) for p in left])
+            left = [tp.partition for tp in positions if tp.offset < ends[tp.partition]]
+            if not left:
+                break
+            if time.monotonic() > deadline:
+                raise PublishError(
+                    f"the committed progress of partition {partition} was not readable from topic "
+                    f"'{topic}' within {timeout_s:.0f}s: a transaction there stayed open"
+                )
+            for message in consumer.consume(num_messages=1000, timeout=0.2):
+                if message.error() is not None:
+                    raise KafkaException(message.error())
+                value = message.value()
+                if message.key() != key or value is None:
+                    continue
+                beacon = Beacon.decode(value)
+                if beacon.partition == partition:
+                    best = max(best or 0, beacon.partition_total)
+        return best
+    finally:
+        consumer.close()
