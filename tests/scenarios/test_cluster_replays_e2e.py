@@ -15,10 +15,22 @@ import pytest
 
 from daemon.contract.models import ReplayBody, RunOut
 from daemon.slack.run_report import report_line
+from scripts.devtools.sample_table import write_sample_table
 from scripts.local_spark_cluster import Cluster, master_state
+from spark_job.publish.pacing import CATCH_UP
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
-from tests.fixtures.kafka import consume_all, headers_of, topic_record_count, value_of
+from tests.fixtures.java_producer import java_produce_keyed
+from tests.fixtures.kafka import (
+    consume_all,
+    create_topic,
+    headers_of,
+    key_of,
+    topic_record_count,
+    unique_topic,
+    value_of,
+)
 from tests.fixtures.runs import TERMINAL, wait_for, window_event_ids
+from tests.fixtures.spark import SAMPLE_START
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -75,6 +87,63 @@ def test_a_replay_on_the_cluster_publishes_its_window_from_two_executors(
         said = (daemon.state_dir / "runs" / run.id / "stdout.log").read_text(errors="replace")
         assert f"2 executors registered on {spark_cluster.master}" in said
         assert len(started.read_text().split()) >= 2  # each executor started REPLAY_SPARK_PYTHON
+    finally:
+        daemon.stop()
+
+
+@pytest.fixture(scope="module")
+def week_of_70k(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample's week at 10,000 rows a day: enough seconds at T=20,000 for a rate to be read."""
+    out = tmp_path_factory.mktemp("lake-70k") / "orders"
+    write_sample_table(out, SAMPLE_START, 7, 10_000, seed=11)
+    return out
+
+
+def _seconds(stamps_ms: list[int], tps: int) -> tuple[float, float]:
+    """The rate contract from the broker's clock: rows over T x the first-to-last span, and the
+    busiest whole second over T."""
+    span_s = (max(stamps_ms) - min(stamps_ms)) / 1000
+    busiest = max(Counter(stamp // 1000 for stamp in stamps_ms).values())
+    return len(stamps_ms) / (tps * span_s), busiest / tps
+
+
+@pytest.mark.serial  # a rate read off the broker's clock: alone, after the parallel phase (ADR 0053)
+def test_two_executors_hold_the_rate_on_the_brokers_clock_and_keys_land_where_java_puts_them(
+    spark_cluster: Cluster, week_of_70k: Path, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """Slots are executors x cores: two one-core executors share T between them, at 1,000/s for a day
+    (10 s) and at 20,000/s for the week (3.5 s); every key on the partition Java's producer picks."""
+    daemon = _cluster_daemon(tmp_path, spark_cluster, week_of_70k, kafka_bootstrap)
+    try:
+        client = daemon.client()
+        for tps, window, rows in ((1_000, "2024-01-03", 10_000), (20_000, "2024-01-01..2024-01-07", 70_000)):
+            body = ReplayBody(source="orders", window=window, tps=tps, workers=2)
+            run = wait_for(client, client.create_replay(OWNER, body).id, TERMINAL, timeout_s=300)
+            assert run.state == "succeeded", run.failure_reason
+            assert run.confirmed == rows and run.reconcile is not None and run.reconcile.verdict().clean
+            said = (daemon.state_dir / "runs" / run.id / "stdout.log").read_text(errors="replace")
+            assert "over 2 slots" in said  # two executors of one core each
+            landed = consume_all(kafka_bootstrap, run.topic, expected=rows)
+            span_ratio, max_second = _seconds([m.timestamp()[1] for m in landed], tps)
+            # rule 8: a task that fell behind (two executors, a driver and a broker on two cores)
+            # catches up at most CATCH_UP above its share: no second above (1 + CATCH_UP) x T + slots
+            assert max_second <= 1 + CATCH_UP + 2 / tps, (tps, max_second)
+            # The executors' tasks may start apart (their shuffle reads end apart): a later one keeps
+            # its own grid, and the job reports the spread, which the span may exceed the plan by.
+            [result] = [line for line in said.splitlines() if line.startswith("REPLAY_RESULT ")]
+            spread_s = json.loads(result.removeprefix("REPLAY_RESULT "))["start_spread_s"]
+            planned_s = rows / tps
+            assert span_ratio * (planned_s + spread_s) / planned_s >= 0.98, (tps, span_ratio, spread_s)
+        placed = {key_of(m).decode(): m.partition() for m in landed}
+        java_topic = unique_topic("java-parity-cluster")
+        create_topic(kafka_bootstrap, java_topic, partitions=len({m.partition() for m in landed}))
+        sample = sorted(placed)[:300]
+        java_produce_keyed(kafka_bootstrap, java_topic, [(key, "from-java") for key in sample])
+        java = {
+            key_of(m).decode(): m.partition() for m in consume_all(kafka_bootstrap, java_topic, expected=300)
+        }
+        assert java == {key: placed[key] for key in sample}
+        assert len(set(java.values())) > 1  # the keys spread: the comparison means something
     finally:
         daemon.stop()
 
