@@ -102,7 +102,8 @@ def _headers(
 
 
 def read_back(bootstrap: str, name: str, *, with_bytes: bool = False, timeout_s: float = 300.0) -> ReadBack:
-    """Every record up to each partition's high watermark: its broker timestamp, and its bytes."""
+    """Every record up to each partition's high watermark: its broker timestamp, and its bytes (read
+    committed, as librdkafka does by default: an aborted transaction's records are not counted)."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}", "enable.auto.commit": False}
     )
@@ -124,6 +125,10 @@ def read_back(bootstrap: str, name: str, *, with_bytes: bool = False, timeout_s:
                 partition, offset = message.partition(), message.offset()
                 if partition is not None and offset is not None and offset + 1 >= ends[partition]:
                     pending.discard(partition)
+            # a transaction's marker takes the last offset: the position steps over it, no record does
+            for tp in consumer.position([TopicPartition(name, p) for p in pending]):
+                if tp.offset >= ends[tp.partition]:
+                    pending.discard(tp.partition)
     finally:
         consumer.close()
     if pending:
