@@ -12,6 +12,7 @@ itself, ADR 0050); local masters have no executors to wait for.
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 
@@ -21,6 +22,27 @@ from spark_job.errors import SlotsError
 
 WAIT_CONF = "spark.replay.executorWaitSeconds"
 POLL_S = 0.25
+CONNECT_S = 5.0
+
+
+def check_master(master: str, *, timeout_s: float = CONNECT_S) -> None:
+    """A standalone master (``spark://host:port``, several for a standby pair) that no address answers
+    fails the run at once, naming it: Spark itself tries for a minute, then says only that its
+    context stopped. Other masters (local, k8s://, yarn) are not probed here."""
+    if not master.startswith("spark://"):
+        return
+    problems = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout_s):
+                return
+        except (OSError, ValueError) as exc:
+            problems.append(f"{address}: {exc}")
+    raise SlotsError(
+        f"the Spark master {master} does not answer ({'; '.join(problems)}): check REPLAY_SPARK_MASTER "
+        "and that the cluster is up, then retry the run"
+    )
 
 
 def registered(context: SparkContext) -> int:

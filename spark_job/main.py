@@ -108,8 +108,13 @@ def _ship_package(spark: SparkSession) -> None:
 
 
 def _session(name: str, table_format: str) -> SparkSession:
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
+    from spark_job.executors import check_master
+
+    SparkContext._ensure_initialized()  # the JVM spark-submit started: its conf names the master
+    check_master(SparkConf().get("spark.master", ""))
     builder = SparkSession.builder.appName(name)
     spark = configure(builder, table_format).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

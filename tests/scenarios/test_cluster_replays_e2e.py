@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sys
 import time
 from collections import Counter
@@ -261,3 +262,29 @@ def test_an_executor_killed_mid_run_leaves_a_transactional_replay_exactly_once_f
     assert run.duplicates == 0
     assert run.transactions is not None and run.transactions > 0
     assert run.resumed is not None and run.resumed > 0  # the retry skipped what the lost attempt committed
+
+
+def test_a_cluster_that_does_not_answer_fails_the_run_naming_it_and_sends_nothing(
+    sample_table: Path, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """REPLAY_SPARK_MASTER names a port nothing listens on: the run fails with the master's URL in its
+    reason, and no record reaches its topic."""
+    with socket.socket() as probe:  # a free port, closed again: nothing answers there
+        probe.bind(("127.0.0.1", 0))
+        nobody = f"spark://127.0.0.1:{probe.getsockname()[1]}"
+    unreachable = Cluster(master=nobody, ui="http://127.0.0.1:9", workers=2)
+    daemon = _cluster_daemon(tmp_path, unreachable, sample_table, kafka_bootstrap, wait_s=15)
+    try:
+        client = daemon.client()
+        created = client.create_replay(
+            OWNER, ReplayBody(source="orders", window="2024-01-05..2024-01-06", tps=2000, workers=2)
+        )
+        run = wait_for(client, created.id, TERMINAL, timeout_s=300)
+
+        assert run.state == "failed"
+        assert run.failure_reason is not None and nobody in run.failure_reason, run.failure_reason
+        assert "does not answer" in run.failure_reason
+        assert run.confirmed in (0, None)
+        assert _landed(kafka_bootstrap, run.topic) == 0
+    finally:
+        daemon.stop()
