@@ -38,7 +38,7 @@ from daemon.core.errors import (
     ReusedIdempotencyKey,
     StaleUpdate,
 )
-from daemon.core.grammar import ScheduleCommand, render
+from daemon.core.grammar import TRANSACTIONAL_DLQ, ScheduleCommand, render
 from daemon.core.ids import new_pipeline_id
 from daemon.core.predicates import check_predicate, render_predicate
 from daemon.core.run_options import PipelineOptions, RunOptions, WindowKind
@@ -83,6 +83,7 @@ def slot_options(
         snapshot=snapshot,
         table_metadata=table_metadata,
         **dead_letter_options(options.on_error or source.on_error, source.name),
+        delivery=source.delivery,  # the source's, as at each slot (a pipeline has no option of its own)
     )
 
 
@@ -185,6 +186,8 @@ class PipelineService:
             if not may_use_source(actor, source_owners=source.owners, admins=self._settings.admins):
                 raise Forbidden(f"only the owners of '{source.name}' or a platform admin may schedule it")
             self._check_pipeline_caps(actor, source.name)
+            if source.delivery == "transactional" and command.on_error == "dlq":  # its runs take the source's
+                raise BadRequest(TRANSACTIONAL_DLQ)
             if command.incremental == "snapshot":
                 check_table_runtime(source, self._settings)
                 refused = self._table_stats.follow_refusal(source.table)

@@ -18,13 +18,16 @@ from daemon.contract.models import ReplayBody
 from daemon.core.errors import BadRequest, CatalogError
 from daemon.core.grammar import GrammarError, PlanCommand, ReplayCommand, parse, render
 from daemon.core.rate_shape import RAMP_FROM
+from daemon.core.run_options import PipelineOptions
 from daemon.usecases.catalog import load_catalog
 from daemon.usecases.job_specs import build_spec
+from daemon.usecases.pipeline_service import slot_options
 from daemon.usecases.replays import resolved_delivery
 from spark_job.errors import SpecError
 from spark_job.kafka_conf import producer_config
 from spark_job.spec.model import Ramp, Shape, provenance_headers
 from spark_job.spec.parse import spec_from_dict, spec_from_json
+from store.models import Pipeline
 from tests.fixtures.store_rows import unsaved_day_run
 
 CATALOG = """
@@ -421,3 +424,13 @@ def test_a_redrive_spec_takes_a_window_never_a_pipelines_slot() -> None:
     with pytest.raises(SpecError) as raised:
         spec_from_dict(document(redrive=redrive, window=None, watermark={"column": "updated_at"}))
     assert raised.value.field == "redrive"
+
+
+def test_a_pipelines_runs_send_as_their_source_does(tmp_path: Path) -> None:
+    """A pipeline has no delivery= of its own: each slot takes the source's at the time."""
+    transactional = load_catalog(_catalog(tmp_path, "    delivery: transactional\n")).get("orders")
+    plain = load_catalog(_catalog(tmp_path)).get("orders")
+    pipeline = Pipeline(source="orders", options=PipelineOptions())
+
+    assert slot_options(pipeline, transactional).delivery == "transactional"
+    assert slot_options(pipeline, plain).delivery == "idempotent"
