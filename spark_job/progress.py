@@ -157,7 +157,14 @@ class ProgressReader:
             "enable.partition.eof": False,
             "auto.offset.reset": "earliest",
         }
-        self._consumer = Consumer(config, logger=logger) if logger else Consumer(config)
+        # Beacons are read committed: a transactional task's come with its records or not at all
+        # (ADR 0057). The end to read to is the high watermark, which only a read-uncommitted query
+        # answers (read committed, it is the oldest open transaction's start: a beacon past it would
+        # be left out).
+        committed = {**config, "isolation.level": "read_committed"}
+        whole = {**config, "isolation.level": "read_uncommitted"}
+        self._consumer = Consumer(committed, logger=logger) if logger else Consumer(committed)
+        self._watermarks = Consumer(whole, logger=logger) if logger else Consumer(whole)
         self._positions: dict[int, int] | None = None
         self._started: dict[int, int] = {}
         self._beacons: list[Beacon] = []
@@ -173,6 +180,7 @@ class ProgressReader:
 
     def close(self) -> None:
         self._consumer.close()
+        self._watermarks.close()
 
     def beacons(self) -> list[Beacon]:
         return list(self._beacons)
@@ -194,7 +202,7 @@ class ProgressReader:
         assert self._positions is not None
         ends: dict[int, int] = {}
         for partition, position in self._positions.items():
-            low, high = self._consumer.get_watermark_offsets(
+            low, high = self._watermarks.get_watermark_offsets(
                 TopicPartition(self._topic, partition), timeout=timeout_s, cached=False
             )
             self._positions[partition] = max(position, low)  # retention may have removed the oldest
@@ -256,7 +264,7 @@ class ProgressReader:
         partition with none. Each end is read *before* the time lookup: a beacon appended between
         the two is then at or past that end, never skipped."""
         ends = {
-            partition: self._consumer.get_watermark_offsets(
+            partition: self._watermarks.get_watermark_offsets(
                 TopicPartition(self._topic, partition), timeout=timeout_s, cached=False
             )[1]
             for partition in partitions

@@ -370,13 +370,16 @@ def distribute(records: DataFrame, partitions: int, ordering: str, *, ordered: b
     """Exactly ``partitions`` partitions, by the hash of ``partition_column`` (the entity key, or the
     event id without ordering), in event-time order with ``entity`` or when the replay is shaped (its
     tasks send by their events' own times): ``planned_sizes`` counts them. ``ordered``: in a total
-    order whatever the ordering (by event id without one), the same in every attempt at a partition."""
+    order whatever the ordering (by event id without one), the same in every attempt at a partition:
+    ties (an id that repeats, a null one) are broken by the record's key and value, since neither
+    Spark's shuffle nor its sort keeps the order of equal rows from one attempt to the next."""
+    ties = [KEY, VALUE] if ordered else []
     if ordering == "entity":
-        spread = records.repartition(partitions, KEY).sortWithinPartitions(_TIME, _ID)
+        spread = records.repartition(partitions, KEY).sortWithinPartitions(_TIME, _ID, *ties)
     elif OFFSET in records.columns:
-        spread = records.repartition(partitions, _ID).sortWithinPartitions(_TIME, _ID)
+        spread = records.repartition(partitions, _ID).sortWithinPartitions(_TIME, _ID, *ties)
     elif ordered:
-        spread = records.repartition(partitions, _ID).sortWithinPartitions(_ID)
+        spread = records.repartition(partitions, _ID).sortWithinPartitions(_ID, *ties)
     else:
         spread = records.repartition(partitions, _ID)
     optional = [name for name in (HEADERS, TIMESTAMP, OFFSET) if name in records.columns]

@@ -319,9 +319,8 @@ def publish_partition(
     budget = byte_budget(settings, partition)
     seen = 0
     try:
-        if transactions is not None:
-            transactions.begin()  # every beacon of a transactional task is inside one
-        beacons.tick(0, force=True)
+        if transactions is None:  # a transactional task's beacons come with its commits
+            beacons.tick(0, force=True)
         # Warm the producer before the first deadline: its delivery needs the connection and the
         # idempotent producer id, which would otherwise hold the first records back and release them
         # to the broker together (a burst the pacer never granted).
@@ -340,8 +339,11 @@ def publish_partition(
                 continue
             if committed > 0:
                 batch = batch.slice(committed)
+            if transactions is not None:
+                transactions.ensure_begun()
             _publish_batch(producer, settings, batch, pacer, counter, tick, rate, budget)
         if transactions is not None:
+            transactions.ensure_begun()  # nothing left to send still ends with a beacon, done
             transactions.commit(done=True)  # delivers every record, with the last beacon, or raises
         while counter.flush(MAX_WAIT_S) > 0:
             counter.raise_if_failed()

@@ -62,8 +62,8 @@ def read_committed(kafka: Mapping[str, KafkaValue]) -> dict[str, KafkaValue]:
 
 
 class Transactions:
-    """One task's transactions, after ``fence``: the first ``begin``s, ``due`` commits each one once
-    it has lasted ``interval_s`` and begins the next, ``commit(done=True)`` ends the last.
+    """One task's transactions, after ``fence``: ``ensure_begun`` before rows are sent, ``due`` commits
+    each one once it has lasted ``interval_s`` and begins the next, ``commit(done=True)`` ends the last.
 
     ``emit(own, done)`` writes the task's beacon into the open transaction just before its commit,
     ``own`` being every record this attempt handed to the producer: the commit either delivers all
@@ -93,6 +93,12 @@ class Transactions:
     def begin(self) -> None:
         self._producer.begin_transaction()
         self._began = self._clock()
+
+    def ensure_begun(self) -> None:
+        """Begin, unless one is open: the first only once there is a row to send, so no transaction
+        waits open on the partition's sort or on rows a predecessor already committed."""
+        if self._began is None:
+            self.begin()
 
     def due(self) -> None:
         """Commit, and begin the next, once the open transaction has lasted ``interval_s``."""
@@ -152,16 +158,19 @@ def committed_rows(
     """How many of ``partition``'s rows earlier attempts committed: the largest count among the run's
     committed beacons for it (0 when none).
 
-    Read up to the end offsets taken now, i.e. after this attempt fenced its predecessor: every
+    Read up to the high watermarks taken now, i.e. after this attempt fenced its predecessor: every
     transaction the predecessor committed lies below them. First every beacon, committed or not, which
     costs no wait: a first attempt finds none of its partition and starts at 0 at once. Otherwise
-    again with ``read_committed``, whose end lags while a sibling's transaction is open (about a
-    second), so that read follows the consumer's position (which steps over the transactions'
-    markers) until it passes them.
+    again with ``read_committed`` up to the same high watermarks (not the committed end, which stops
+    at the oldest open transaction: a sibling's, or another run's), so that read waits while a
+    transaction open below them ends (about a second), following the consumer's position, which
+    steps over the transactions' markers.
     """
-    if _largest(kafka, topic, run_id, partition, since, "read_uncommitted", timeout_s) is None:
+    seen, ends = _largest(kafka, topic, run_id, partition, since, "read_uncommitted", None, timeout_s)
+    if seen is None:
         return 0
-    return _largest(kafka, topic, run_id, partition, since, "read_committed", timeout_s) or 0
+    committed, _ = _largest(kafka, topic, run_id, partition, since, "read_committed", ends, timeout_s)
+    return committed or 0
 
 
 def _largest(
@@ -171,10 +180,12 @@ def _largest(
     partition: int,
     since: float,
     isolation: str,
+    ends: dict[int, int] | None,
     timeout_s: float,
-) -> int | None:
+) -> tuple[int | None, dict[int, int]]:
     """The largest partition total among the run's beacons for ``partition`` that a consumer reading
-    with ``isolation`` sees below the current end offsets; None when it sees none."""
+    with ``isolation`` sees below ``ends`` (None: the high watermarks now, read uncommitted), and the
+    ends it read to; None when it sees none."""
     consumer = Consumer(
         {
             **client_config(kafka),
@@ -190,18 +201,22 @@ def _largest(
     try:
         found = consumer.list_topics(topic=topic, timeout=timeout_s).topics.get(topic)
         if found is None or found.error is not None:
-            return None  # no beacon was ever written
+            return None, {}  # no beacon was ever written
         partitions = sorted(found.partitions)
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s, cached=False)[1]
-            for p in partitions
-        }
+        if ends is None:  # read uncommitted, a watermark query answers the high watermark itself
+            assert isolation == "read_uncommitted", "the high watermarks come from an uncommitted read"
+            ends = {
+                p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s, cached=False)[
+                    1
+                ]
+                for p in partitions
+            }
         wanted = [TopicPartition(topic, p, int((since - CLOCK_MARGIN_S) * 1000)) for p in partitions]
         starts = {
-            tp.partition: tp.offset if tp.offset >= 0 else ends[tp.partition]
+            tp.partition: tp.offset if tp.offset >= 0 else ends.get(tp.partition, 0)
             for tp in consumer.offsets_for_times(wanted, timeout=timeout_s)
         }
-        left = [p for p in partitions if starts[p] < ends[p]]
+        left = [p for p in partitions if starts[p] < ends.get(p, 0)]
         consumer.assign([TopicPartition(topic, p, starts[p]) for p in left])
         deadline = time.monotonic() + timeout_s
         while left:
@@ -211,8 +226,9 @@ def _largest(
                 break
             if time.monotonic() > deadline:
                 raise PublishError(
-                    f"the committed progress of partition {partition} was not readable from topic "
-                    f"'{topic}' within {timeout_s:.0f}s: a transaction there stayed open"
+                    f"the committed progress of partition {partition} was not read from topic "
+                    f"'{topic}' within {timeout_s:.0f}s: a transaction there stayed open, or the "
+                    "topic holds too much to read in that time"
                 )
             for message in consumer.consume(num_messages=1000, timeout=0.2):
                 if message.error() is not None:
@@ -223,6 +239,6 @@ def _largest(
                 beacon = Beacon.decode(value)
                 if beacon.partition == partition:
                     best = max(best or 0, beacon.partition_total)
-        return best
+        return best, ends
     finally:
         consumer.close()

@@ -9,6 +9,7 @@ still holds the aborted attempt's uncommitted records (read uncommitted, they ar
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import Counter
 from functools import partial
@@ -123,3 +124,35 @@ def test_a_cluster_that_refuses_transactions_fails_the_run_before_its_first_reco
         assert topic_record_count(bootstrap, topic) == 0
     finally:
         local_kafka.stop(state_dir)
+
+
+def test_a_commit_behind_another_runs_open_transaction_is_still_found(kafka_bootstrap: str) -> None:
+    """All runs' beacons share the progress partition: a transaction another task opened before the
+    predecessor's last commit holds the committed end back. The read waits it out instead of stopping
+    there, so the retry resumes after the last commit, not an older one."""
+    topic = unique_topic("replay-progress-open")
+    create_topic(kafka_bootstrap, topic)
+    other = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": unique_topic("txn-other")})
+    mine = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": unique_topic("txn-mine")})
+    other.init_transactions(30)
+    mine.init_transactions(30)
+    mine.begin_transaction()
+    mine.produce(topic, Beacon("r-held", 0, 0, 100, task_id=1).encode(), b"r-held")
+    mine.commit_transaction(30)
+    other.begin_transaction()  # open below the commit that follows, until the timer ends it
+    other.produce(topic, Beacon("r-other", 0, 0, 5, task_id=2).encode(), b"r-other")
+    other.flush(30)
+    mine.begin_transaction()
+    mine.produce(topic, Beacon("r-held", 0, 0, 340, task_id=1).encode(), b"r-held")
+    mine.commit_transaction(30)
+    timer = threading.Timer(1.5, lambda: other.commit_transaction(30))
+    timer.start()
+    try:
+        began = time.monotonic()
+        found = committed_rows({"bootstrap.servers": kafka_bootstrap}, topic, "r-held", 0, since=time.time())
+        waited = time.monotonic() - began
+    finally:
+        timer.join()
+
+    assert found == 340
+    assert waited >= 1.0  # it waited for the open transaction rather than read to where it began
