@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -260,6 +261,15 @@ class BeaconEmitter:
         self._last_sent = confirmed
 
 
+def _unless_orphaned(parent: int, step: Callable[[], None]) -> None:
+    """``step``, unless the process that forked this worker is gone: its executor died (``kill -9``,
+    a lost node), Spark has given the task to another, and a worker still sending would only add
+    copies after the run's end offsets were taken (seen on a cluster: dozens of records)."""
+    if os.getppid() != parent:
+        raise PublishError("the executor running this task is gone: its retry elsewhere sends these rows")
+    step()
+
+
 def _ignore(error: KafkaError | None, message: Message) -> None:
     """Beacons are best effort: a lost one only delays what outsiders see."""
 
@@ -305,7 +315,8 @@ def publish_partition(
         if transactional
         else None
     )
-    tick = transactions.due if transactions is not None else lambda: beacons.tick(counter.confirmed)
+    step = transactions.due if transactions is not None else lambda: beacons.tick(counter.confirmed)
+    tick = partial(_unless_orphaned, os.getppid(), step)
     t0 = time.monotonic() + (settings.t0_wall - time.time())
     timed = None
     if settings.warp is not None:  # one round: its part of the rows is its part of the ceiling
