@@ -66,6 +66,7 @@ def test_the_series_sums_tasks_per_second_and_fills_quiet_seconds() -> None:
 
 @pytest.mark.kafka
 @pytest.mark.spark
+@pytest.mark.serial  # its busiest second of confirmations went 320 against 316 beside a second process
 def test_achieved_tps_agrees_with_the_brokers_log_append_times(
     spark: SparkSession,
     sample_table: Path,
