@@ -75,8 +75,8 @@ def _jvm() -> tuple[str, int, int] | None:
     return (str(target), stat.st_size, stat.st_mtime_ns)
 
 
-def install_digest(jars: list[tuple[str, int]], java: tuple[str, int, int] | None, options: str) -> str:
-    """What an archive is valid for: Spark's jars (paths and sizes), the JVM, the JVM options."""
+def install_digest(jars: list[tuple[str, int, int]], java: tuple[str, int, int] | None, options: str) -> str:
+    """What an archive is valid for: Spark's jars (paths, sizes, times), the JVM, the JVM options."""
     text = repr((sorted(jars), java, options))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -91,9 +91,12 @@ class ClassArchive:
     @classmethod
     def for_install(cls, directory: Path, spark_submit: str) -> ClassArchive:
         home = _spark_home(spark_submit)
-        # by path: the JVM checks the class path an archive was written with, so a second checkout's
-        # Spark, byte for byte the same, still needs an archive of its own
-        jars = [(str(jar), jar.stat().st_size) for jar in (home / "jars").glob("*.jar")]
+        # by path and modification time: the JVM checks the class path an archive was written with,
+        # jars' times included, so a second checkout's Spark, or one installed again where an earlier
+        # one was, byte for byte the same, still needs an archive of its own
+        jars = [
+            (str(jar), jar.stat().st_size, jar.stat().st_mtime_ns) for jar in (home / "jars").glob("*.jar")
+        ]
         digest = install_digest(jars, _jvm(), DRIVER_JAVA_OPTIONS)
         return cls(path=directory / f"spark-classes-{digest}.jsa", spark_submit=spark_submit)
 

@@ -64,12 +64,16 @@ def calls(spark_submit: str) -> int:
     return len(counter.read_text()) if counter.exists() else 0
 
 
-jars = st.lists(st.tuples(st.text(min_size=1, max_size=12), st.integers(0, 10**9)), max_size=6, unique=True)
+jars = st.lists(
+    st.tuples(st.text(min_size=1, max_size=12), st.integers(0, 10**9), st.integers(0, 10**18)),
+    max_size=6,
+    unique=True,
+)
 
 
 @given(jars, st.randoms())
 def test_the_digest_does_not_depend_on_the_jars_order(
-    listed: list[tuple[str, int]], rng: random.Random
+    listed: list[tuple[str, int, int]], rng: random.Random
 ) -> None:
     shuffled = list(listed)
     rng.shuffle(shuffled)
@@ -80,23 +84,32 @@ def test_the_digest_does_not_depend_on_the_jars_order(
     "changed",
     [
         (
-            [("spark-core.jar", 2)],
+            [("spark-core.jar", 2, 5)],
             ("/jdk/lib/server/libjvm.so", 9, 1),
             "-XX:+UseSerialGC",
         ),  # a jar changed size
-        ([("spark-core.jar", 1), ("extra.jar", 3)], ("/jdk/lib/server/libjvm.so", 9, 1), "-XX:+UseSerialGC"),
         (
-            [("spark-core.jar", 1)],
+            [("spark-core.jar", 1, 6)],
+            ("/jdk/lib/server/libjvm.so", 9, 1),
+            "-XX:+UseSerialGC",
+        ),  # installed again where it was: same bytes, a new time (the JVM refuses the old archive)
+        (
+            [("spark-core.jar", 1, 5), ("extra.jar", 3, 5)],
+            ("/jdk/lib/server/libjvm.so", 9, 1),
+            "-XX:+UseSerialGC",
+        ),
+        (
+            [("spark-core.jar", 1, 5)],
             ("/jdk/lib/server/libjvm.so", 9, 2),
             "-XX:+UseSerialGC",
         ),  # the JDK updated in place
-        ([("spark-core.jar", 1)], ("/jdk/lib/server/libjvm.so", 9, 1), "-XX:+UseG1GC"),  # other options
+        ([("spark-core.jar", 1, 5)], ("/jdk/lib/server/libjvm.so", 9, 1), "-XX:+UseG1GC"),  # other options
     ],
 )
 def test_an_archive_belongs_to_one_install_jvm_and_set_of_options(
-    changed: tuple[list[tuple[str, int]], tuple[str, int, int], str],
+    changed: tuple[list[tuple[str, int, int]], tuple[str, int, int], str],
 ) -> None:
-    base = install_digest([("spark-core.jar", 1)], ("/jdk/lib/server/libjvm.so", 9, 1), "-XX:+UseSerialGC")
+    base = install_digest([("spark-core.jar", 1, 5)], ("/jdk/lib/server/libjvm.so", 9, 1), "-XX:+UseSerialGC")
     assert install_digest(*changed) != base
 
 
