@@ -67,8 +67,7 @@ class Transactions:
 
     ``emit(own, done)`` writes the task's beacon into the open transaction just before its commit,
     ``own`` being every record this attempt handed to the producer: the commit either delivers all
-    of them or raises. ``committed`` is then this attempt's records on the topic for readers of
-    committed data.
+    of them or raises.
     """
 
     def __init__(
@@ -86,7 +85,6 @@ class Transactions:
         self._interval_s = interval_s
         self._clock = clock
         self._began: float | None = None
-        self.committed = 0
         self.commits = 0
         self.longest_s = 0.0  # the longest a transaction stayed open, commit included
 
@@ -113,7 +111,6 @@ class Transactions:
         self._producer.commit_transaction(COMMIT_TIMEOUT_S)
         self.longest_s = max(self.longest_s, self._clock() - self._began)
         self._began = None
-        self.committed = own
         self.commits += 1
 
     def abort(self, timeout_s: float) -> None:
