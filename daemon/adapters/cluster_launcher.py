@@ -3,9 +3,10 @@
 The driver runs here in client mode, exactly as a local job's does (its own process session, a pid
 file, the run's lock, logs under the run's directory), so watching, cancelling, re-attaching after a
 restart and failure reasons are the local launcher's; only its executors run on the cluster. A run's
-``workers`` is its executor count, each of ``executor_cores`` cores, allocated statically (dynamic
-allocation off): the job waits until every one of them has registered before it counts its slots
-(``spark_job.executors``), and fails naming the cluster when they do not come.
+``workers`` is its executor count, each of ``executor_cores`` cores (or the source's catalog
+``executor`` size, carried in the spec), allocated statically (dynamic allocation off): the job waits
+until every one of them has registered before it counts its slots (``spark_job.executors``), and
+fails naming the cluster when they do not come.
 
 The driver ships the job's code to the executors itself (``spark_job.main``). They run
 ``executor_python`` (default: this interpreter's path, which must then exist on every node), which
@@ -16,6 +17,7 @@ idle one would hold the cluster's executors (ADR 0056).
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,12 @@ from daemon.adapters.local_launcher import JOB_ENTRY, LocalSparkLauncher
 from daemon.adapters.spark_class_archive import DRIVER_JAVA_OPTIONS
 
 EXECUTOR_WAIT_CONF = "spark.replay.executorWaitSeconds"  # read by spark_job.executors
+
+
+def _executor_size(spec_path: Path) -> dict[str, Any]:
+    """The spec's ``executor`` section (the source's size, from the catalog), or nothing."""
+    section = json.loads(spec_path.read_text()).get("executor")
+    return section if isinstance(section, dict) else {}
 
 
 class ClusterSparkLauncher(LocalSparkLauncher):
@@ -47,14 +55,17 @@ class ClusterSparkLauncher(LocalSparkLauncher):
         self._executor_python = executor_python or sys.executable
 
     def submit_command(self, run_id: str, spec_path: Path, *, workers: int) -> list[str]:
-        """`workers` executors of `executor_cores` cores each, held for the whole run."""
+        """`workers` executors of `executor_cores` cores each (or the source's own size, the spec's
+        ``executor``), held for the whole run."""
         options = self._class_archive.java_options() if self._class_archive else DRIVER_JAVA_OPTIONS
+        size = _executor_size(spec_path)
+        cores = int(size.get("cores", self._executor_cores))
         conf = {
             "spark.driver.extraJavaOptions": options,
             "spark.executor.instances": str(workers),
-            "spark.executor.cores": str(self._executor_cores),
-            "spark.cores.max": str(workers * self._executor_cores),  # standalone: this many, no more
-            "spark.executor.memory": self._executor_memory,
+            "spark.executor.cores": str(cores),
+            "spark.cores.max": str(workers * cores),  # standalone: this many, no more
+            "spark.executor.memory": str(size.get("memory", self._executor_memory)),
             "spark.dynamicAllocation.enabled": "false",
             "spark.pyspark.driver.python": sys.executable,  # the driver runs here
             "spark.pyspark.python": self._executor_python,  # the executors on the cluster's nodes

@@ -38,7 +38,7 @@ from daemon.usecases.value_formats import (
     check_value_format,
     with_raw_defaults,
 )
-from spark_job.spec.model import DEFAULT_PARTITIONER, Partitioner
+from spark_job.spec.model import DEFAULT_PARTITIONER, SPARK_MEMORY, Partitioner
 
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -127,6 +127,19 @@ class ErasureList(BaseModel):
     erased_at: str = Field(default="erased_at", min_length=1, description="the list's time of erasure")
 
 
+class ExecutorSize(BaseModel):
+    """A source's executors on a Spark cluster (`REPLAY_LAUNCHER=spark`), over the
+    `REPLAY_SPARK_EXECUTOR_*` settings: more memory for wide rows, more cores for more slots each.
+    Local jobs have no executors, and EMR Serverless sizes its applications from its own settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cores: int | None = Field(default=None, ge=1, le=64, description="cores of each executor")
+    memory: str | None = Field(
+        default=None, pattern=SPARK_MEMORY.pattern, description="heap of each executor, as Spark writes it"
+    )
+
+
 class Source(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -156,6 +169,7 @@ class Source(BaseModel):
     on_error: OnError = "fail"  # the runs' default: a bad record fails the run, or goes to its dlq topic
     # the runs' default: idempotent, or in Kafka transactions (recommended for a live topic, ADR 0057)
     delivery: Delivery = "idempotent"
+    executor: ExecutorSize | None = None  # its executors' size on a Spark cluster; None: the settings'
 
     @model_validator(mode="before")
     @classmethod

@@ -33,6 +33,7 @@ from spark_job.spec.model import (
     Control,
     DayWindow,
     Erasures,
+    Executor,
     JobSpec,
     KeysFile,
     OffsetRanges,
@@ -164,6 +165,9 @@ def build_spec(
         partitioner=source.partitioner,
         timestamp=options.timestamp or source.timestamp,
         delivery=options.delivery,
+        executor=(
+            Executor(cores=source.executor.cores, memory=source.executor.memory) if source.executor else None
+        ),
         on_error="dlq" if dead_letters["on_error"] == "dlq" else "fail",
         dlq_topic=options.dlq_topic or dead_letters["dlq_topic"],
         dlq_retention_ms=dead_letter_retention_ms(

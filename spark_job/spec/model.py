@@ -59,6 +59,9 @@ refused so a typo fails fast instead of being ignored. Shape (optional fields sh
       "where": null,                    # a row filter (spark_job.spec.row_filter): {"op": "compare",
                                         # "column": "status", "cmp": "=", "value": {"type": "string",
                                         # "value": "paid"}}, and/or/not/in/between/is_null nodes
+      "executor": null,                 # {"cores": 2, "memory": "4g"}: the source's executor size
+                                        # on a Spark cluster (read by the launcher that submits the
+                                        # job; the job counts the cores it was given)
       "control": null                   # live control (spark_job.control): {"topic": "replay.control",
                                         # "offset": 0, "changes": [{"at": epoch s, "tps": 3000,
                                         # "paused": false}], "key": hex}: the rate from "at" on;
@@ -90,6 +93,7 @@ Bound = str | int | float | None
 # sections a spec leaves out when it has none (specs without them stay as they were)
 _OPTIONAL_SECTIONS = (
     "control",
+    "executor",
     "ramp",
     "max_bytes_per_s",
     "shape",
@@ -316,6 +320,19 @@ class Shape:
     origin: float  # epoch seconds: the window's start, where scaled time is 0
 
 
+SPARK_MEMORY = re.compile(r"^[1-9][0-9]{0,6}[kmgt]$")  # Spark's size strings: 512m, 4g
+
+
+@dataclass(frozen=True)
+class Executor:
+    """A source's executor size on a Spark cluster (the catalog's ``executor``), over the launcher's
+    settings: a source of wide rows asks for more memory, one whose rate needs more slots per
+    executor for more cores. None in either field: the setting's."""
+
+    cores: int | None = None
+    memory: str | None = None
+
+
 @dataclass(frozen=True)
 class JobSpec:
     run_id: str
@@ -356,6 +373,7 @@ class JobSpec:
     keys_file: KeysFile | None = None  # keys=@<file>: only the entities it lists
     repair: Repair | None = None  # repair r-…: only what the repaired run is still missing
     redrive: Redrive | None = None  # redrive r-…: the subject's dead letters, sent back
+    executor: Executor | None = None  # the source's executor size on a cluster; None: the settings'
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -382,6 +400,8 @@ class JobSpec:
             document["redrive"]["runs"] = list(self.redrive.runs)
         if self.reconcile is not None and not self.reconcile.also:
             del document["reconcile"]["also"]  # and reconciles of unrepaired runs stay as they were
+        if self.executor is not None:
+            document["executor"] = {k: v for k, v in document["executor"].items() if v is not None}
         if self.delivery == "idempotent":
             del document["delivery"]  # the default: specs from before transactions stay as they were
         for optional in _OPTIONAL_SECTIONS:
@@ -487,6 +507,7 @@ def _validate(spec: JobSpec) -> None:
     _validate_ramp(spec)
     _validate_byte_ceiling(spec)
     _validate_delivery(spec)
+    _validate_executor(spec.executor)
     _validate_shape(spec)
     if spec.decrypt is not None:
         protected = (spec.key_column, spec.event_id_column)
@@ -519,6 +540,15 @@ def _throttled_only(spec: JobSpec, field: str) -> None:
     """Pacing options mean nothing to a reconcile or an unthrottled run: refuse them there."""
     if spec.mode != "replay" or spec.tps == 0:
         raise SpecError(field, "is only used by a throttled replay")
+
+
+def _validate_executor(executor: Executor | None) -> None:
+    if executor is None:
+        return
+    if executor.cores is not None and not 1 <= executor.cores <= 64:
+        raise SpecError("executor.cores", f"must be 1 to 64, got {executor.cores}")
+    if executor.memory is not None and not SPARK_MEMORY.match(executor.memory):
+        raise SpecError("executor.memory", f"must be a size like 512m or 4g, got {executor.memory!r}")
 
 
 def _validate_delivery(spec: JobSpec) -> None:

@@ -18,6 +18,7 @@ from spark_job.spec.model import (
     Control,
     DayWindow,
     Erasures,
+    Executor,
     JobSpec,
     KeysFile,
     OffsetRanges,
@@ -146,6 +147,7 @@ def _parse(doc: _Fields) -> JobSpec:
         keys_file=_parse_keys_file(doc.nested("keys_file")),
         repair=_parse_repair(doc.nested("repair")),
         redrive=_parse_redrive(doc.nested("redrive")),
+        executor=_parse_executor(doc.nested("executor")),
     )
     doc.done()
     return spec
@@ -187,6 +189,15 @@ def _parse_shape(doc: _Fields | None) -> Shape | None:
     )
     doc.done()
     return shape
+
+
+def _parse_executor(doc: _Fields | None) -> Executor | None:
+    """The ``executor`` section (``None`` when absent): the source's executor cores and memory."""
+    if doc is None:
+        return None
+    executor = Executor(cores=doc.get("cores", int), memory=doc.get("memory", str))
+    doc.done()
+    return executor
 
 
 def _parse_keys_file(doc: _Fields | None) -> KeysFile | None:

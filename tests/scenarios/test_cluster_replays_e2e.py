@@ -43,11 +43,13 @@ def _cluster_daemon(
     bootstrap: str,
     wait_s: float = 120,
     python: Path | None = None,
+    source_extra: dict[str, object] | None = None,
 ) -> DaemonProcess:
     return running_daemon(
         tmp_path,
         sample_table=sample_table,
         bootstrap=bootstrap,
+        source_extra=source_extra,
         extra={
             "REPLAY_LAUNCHER": "spark",
             "REPLAY_SPARK_MASTER": cluster.master,
@@ -66,11 +68,18 @@ def _recording_python(directory: Path) -> tuple[Path, Path]:
     return wrapper, marker
 
 
-def test_a_replay_on_the_cluster_publishes_its_window_from_two_executors(
+def test_a_replay_on_the_cluster_publishes_its_window_from_two_executors_of_its_sources_size(
     spark_cluster: Cluster, sample_table: Path, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     python, started = _recording_python(tmp_path)
-    daemon = _cluster_daemon(tmp_path, spark_cluster, sample_table, kafka_bootstrap, python=python)
+    daemon = _cluster_daemon(  # the source's executors: 640m each, not the settings' 512m
+        tmp_path,
+        spark_cluster,
+        sample_table,
+        kafka_bootstrap,
+        python=python,
+        source_extra={"executor": {"memory": "640m", "cores": 1}},
+    )
     try:
         client = daemon.client()
         created = client.create_replay(
@@ -88,6 +97,10 @@ def test_a_replay_on_the_cluster_publishes_its_window_from_two_executors(
         said = (daemon.state_dir / "runs" / run.id / "stdout.log").read_text(errors="replace")
         assert f"2 executors registered on {spark_cluster.master}" in said
         assert len(started.read_text().split()) >= 2  # each executor started REPLAY_SPARK_PYTHON
+        state = master_state(spark_cluster.ui) or {}
+        apps = [*state.get("completedapps", []), *state.get("activeapps", [])]  # type: ignore[misc]
+        ours = [app for app in apps if app.get("name") == f"replay-{run.id}"]
+        assert [(app["memoryperexecutor"], app["cores"]) for app in ours] == [(640, 2)], ours
     finally:
         daemon.stop()
 

@@ -154,6 +154,11 @@ def test_unknown_source_lists_the_known_ones(tmp_path: Path) -> None:
             "does not combine with on_error=dlq",
         ),
         (
+            ("    owners: [U0OWNER1]\n", "    owners: [U0OWNER1]\n    executor: {memory: 4 GB}\n"),
+            "executor.memory",
+            "should match pattern",
+        ),
+        (
             ("    owners: [U0OWNER1]\n", "    owners: [U0OWNER1]\n    colour: blue\n"),
             "colour",
             "Extra inputs",

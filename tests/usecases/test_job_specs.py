@@ -25,7 +25,7 @@ from daemon.usecases.pipeline_service import slot_options
 from daemon.usecases.replays import resolved_delivery
 from spark_job.errors import SpecError
 from spark_job.kafka_conf import producer_config
-from spark_job.spec.model import Ramp, Shape, provenance_headers
+from spark_job.spec.model import Executor, Ramp, Shape, provenance_headers
 from spark_job.spec.parse import spec_from_dict, spec_from_json
 from store.models import Pipeline
 from tests.fixtures.store_rows import unsaved_day_run
@@ -297,6 +297,26 @@ def test_transactional_delivery_goes_from_the_command_to_the_api_to_the_jobs_spe
     plain = build_spec(unsaved_day_run(), catalog=catalog, settings=load_settings({}), result_uri=None)
     assert plain.delivery == "idempotent"
     assert "delivery" not in plain.to_dict()  # specs from before transactions stay as they were
+
+
+def test_a_sources_executor_size_reaches_the_spec_and_a_source_without_one_leaves_it_out(
+    tmp_path: Path,
+) -> None:
+    catalog = load_catalog(_catalog(tmp_path, "    executor: {cores: 2, memory: 6g}\n"))
+    spec = build_spec(unsaved_day_run(), catalog=catalog, settings=load_settings({}), result_uri=None)
+    assert spec.executor == Executor(cores=2, memory="6g")
+    assert spec_from_json(spec.to_json()).executor == spec.executor
+
+    only_memory = load_catalog(_catalog(tmp_path, "    executor: {memory: 768m}\n"))
+    sized = build_spec(unsaved_day_run(), catalog=only_memory, settings=load_settings({}), result_uri=None)
+    assert sized.to_dict()["executor"] == {"memory": "768m"}  # the settings' cores stay the launcher's
+    plain = build_spec(
+        unsaved_day_run(),
+        catalog=load_catalog(_catalog(tmp_path)),
+        settings=load_settings({}),
+        result_uri=None,
+    )
+    assert "executor" not in plain.to_dict()
 
 
 def test_a_source_may_send_transactionally_by_default_and_a_run_may_choose(tmp_path: Path) -> None:
