@@ -16,8 +16,10 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from daemon.config.client_settings import DEFAULT_DAEMON_URL
 from daemon.config.emr_settings import EmrSettings
+from daemon.config.kafka_clusters import KafkaCluster, SecurityProtocol, check_cluster_names
 from daemon.config.lake_catalogs import LakeCatalog, check_catalog_names
-from daemon.core.errors import ConfigError
+from daemon.core.clusters import DEFAULT_CLUSTER
+from daemon.core.errors import ConfigError, UnknownCluster
 from daemon.core.grammar.limits import Limits
 from daemon.core.grammar.values import MAX_TPS, MAX_WORKERS
 
@@ -70,13 +72,19 @@ class Settings(BaseSettings):
     )
 
     kafka_bootstrap: str = Field(default="127.0.0.1:9092", description="the Kafka brokers (host:port,…)")
-    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+    kafka_security_protocol: SecurityProtocol = Field(
         default="PLAINTEXT", description="librdkafka security.protocol, for the daemon and the jobs"
     )
     kafka_sasl_mechanism: str | None = Field(default=None, description="e.g. SCRAM-SHA-512 or PLAIN")
     kafka_sasl_username: str | None = Field(default=None, description="SASL user of the daemon and its jobs")
     kafka_sasl_password: SecretStr | None = Field(
         default=None, description="SASL password; travels in the run's spec (docs/decisions/0015)"
+    )
+    kafka_clusters: Annotated[dict[str, KafkaCluster], NoDecode] = Field(
+        default_factory=dict,
+        description="more Kafka clusters by name, a JSON object of name to {bootstrap, security_protocol, "
+        "sasl_mechanism, sasl_username, sasl_password} (daemon.config.kafka_clusters); the one above "
+        "is `default`, and a source's `cluster:` names one",
     )
     kafka_message_timeout_ms: int | None = Field(
         default=None, gt=0, description="the job's producer delivery timeout (librdkafka message.timeout.ms)"
@@ -329,6 +337,10 @@ class Settings(BaseSettings):
     _split_user_tokens = field_validator("user_tokens", mode="before")(_split_list)
     _split_local_jars = field_validator("local_jars", mode="before")(_split_list)
     _catalog_names = field_validator("lake_catalogs")(check_catalog_names)
+    _cluster_names = field_validator("kafka_clusters")(check_cluster_names)
+    _clusters_json = field_validator("kafka_clusters", mode="before")(
+        _json_object("cluster name to settings")
+    )
 
     _catalogs_json = field_validator("lake_catalogs", mode="before")(_json_object("catalog name to settings"))
     _producer_json = field_validator("kafka_producer", mode="before")(_json_object("librdkafka settings"))
@@ -419,19 +431,25 @@ class Settings(BaseSettings):
         assert self.database_url is not None  # set by the validator
         return self.database_url
 
-    def kafka_config(self) -> dict[str, str]:
-        """librdkafka client settings shared by the daemon's admin client and the job's producers."""
-        config = {
-            "bootstrap.servers": self.kafka_bootstrap,
-            "security.protocol": self.kafka_security_protocol,
-        }
-        if self.kafka_sasl_mechanism:
-            config["sasl.mechanism"] = self.kafka_sasl_mechanism
-        if self.kafka_sasl_username:
-            config["sasl.username"] = self.kafka_sasl_username
-        if self.kafka_sasl_password:
-            config["sasl.password"] = self.kafka_sasl_password.get_secret_value()
-        return config
+    @property
+    def kafka_cluster_names(self) -> tuple[str, ...]:
+        """Every cluster the daemon reaches: the default one first."""
+        return (DEFAULT_CLUSTER, *sorted(self.kafka_clusters))
+
+    def kafka_config(self, cluster: str = DEFAULT_CLUSTER) -> dict[str, str]:
+        """librdkafka client settings of one cluster, shared by the daemon's clients and the jobs'
+        producers; UnknownCluster for a name with no settings."""
+        if cluster != DEFAULT_CLUSTER:
+            if cluster not in self.kafka_clusters:
+                raise UnknownCluster(cluster, self.kafka_cluster_names)
+            return self.kafka_clusters[cluster].config()
+        return KafkaCluster(
+            bootstrap=self.kafka_bootstrap,
+            security_protocol=self.kafka_security_protocol,
+            sasl_mechanism=self.kafka_sasl_mechanism,
+            sasl_username=self.kafka_sasl_username,
+            sasl_password=self.kafka_sasl_password,
+        ).config()
 
     def secret_values(self) -> list[str]:
         """The configured secrets, handed to the log redactor so their values never reach a log line."""
@@ -442,6 +460,7 @@ class Settings(BaseSettings):
             self.slack_app_token,
             self.api_token,
             *(catalog.password for catalog in self.lake_catalogs.values()),
+            *(cluster.sasl_password for cluster in self.kafka_clusters.values()),
         )
         return [f.get_secret_value() for f in fields if f is not None]
 
@@ -477,4 +496,7 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         first = exc.errors()[0]
         if not first["loc"]:  # a rule between settings: its message names them
             raise ConfigError(str(first["msg"]).removeprefix("Value error, ")) from None
-        raise ConfigError(f"{ENV_PREFIX}{str(first['loc'][0]).upper()}: {first['msg']}") from None
+        variable, *inside = (str(part) for part in first["loc"])
+        within = f" ({'.'.join(inside)})" if inside else ""  # the entry of a JSON setting, and its field
+        problem = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"{ENV_PREFIX}{variable.upper()}{within}: {problem}") from None

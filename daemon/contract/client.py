@@ -322,10 +322,17 @@ class DaemonClient:
         return [pipeline for page in pages for pipeline in page.pipelines]
 
     def group_lag(
-        self, actor: str, group: str, *, topic: str | None = None, sample_s: float | None = None
+        self,
+        actor: str,
+        group: str,
+        *,
+        topic: str | None = None,
+        sample_s: float | None = None,
+        cluster: str | None = None,
     ) -> LagOut:
-        """A consumer group's lag (two samples `sample_s` apart; None: the daemon's setting)."""
-        params = {"topic": topic, "sample_s": sample_s}
+        """A consumer group's lag (two samples `sample_s` apart; None: the daemon's setting), on
+        `cluster` (None: the topic's source's, else the default)."""
+        params = {"topic": topic, "sample_s": sample_s, "cluster": cluster}
         return self._call(_LAG, "GET", f"/v1/groups/{group}/lag", actor=actor, params=params)
 
     def rewind(

@@ -379,7 +379,9 @@ def _unschedule(client: DaemonClient, command: UnscheduleCommand, asker: Asker) 
 
 
 def _lag(client: DaemonClient, command: LagCommand, asker: Asker) -> Result:
-    return LagMeasured(client.group_lag(asker.actor, command.group, topic=command.topic))
+    return LagMeasured(
+        client.group_lag(asker.actor, command.group, topic=command.topic, cluster=command.cluster)
+    )
 
 
 def _rewind(client: DaemonClient, command: RewindCommand, asker: Asker) -> Result:

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from daemon.core.clusters import DEFAULT_CLUSTER
 from daemon.core.grammar import USAGE, GrammarError, RewindCommand
 from daemon.core.quantities import InvalidValue
 from daemon.core.rewind import parse_target, target_label
@@ -51,6 +52,7 @@ class DrainOut(BaseModel):
 class LagOut(BaseModel):
     group: str
     topic: str | None = Field(description="the topic asked about; null: every topic of the group")
+    cluster: str = Field(default=DEFAULT_CLUSTER, description="the Kafka cluster the group was read on")
     state: GroupStateOut
     members: list[GroupMemberOut]
     partitions: list[PartitionLagOut] = Field(description="hottest first; unknown lag last")
@@ -67,11 +69,16 @@ class RewindBody(BaseModel):
 
     topic: str = Field(min_length=1, max_length=249)
     to: str = Field(min_length=1, max_length=64, examples=["2024-01-01T10:00", "earliest", "latest"])
+    cluster: str | None = Field(
+        default=None,
+        max_length=32,
+        description="the Kafka cluster; null: the topic's source's, else the default",
+    )
     preview: bool = True
 
     @classmethod
     def of(cls, command: RewindCommand, *, preview: bool) -> RewindBody:
-        return cls(topic=command.topic, to=target_label(command.to), preview=preview)
+        return cls(topic=command.topic, to=target_label(command.to), cluster=command.cluster, preview=preview)
 
     def command(self, group: str) -> RewindCommand:
         """The command this body asks for, held to the grammar's rules (a bad field is a 400)."""
@@ -79,7 +86,7 @@ class RewindBody(BaseModel):
             to = parse_target(self.to)
         except InvalidValue as exc:
             raise GrammarError(exc.reason, token=f"to={self.to}", usage=USAGE["rewind"]) from None
-        return RewindCommand(group=group, topic=self.topic, to=to)
+        return RewindCommand(group=group, topic=self.topic, to=to, cluster=self.cluster)
 
 
 class OffsetMoveOut(BaseModel):
@@ -92,6 +99,7 @@ class OffsetMoveOut(BaseModel):
 class RewindOut(BaseModel):
     group: str
     topic: str
+    cluster: str = Field(default=DEFAULT_CLUSTER, description="the Kafka cluster the offsets are on")
     to: str
     state: GroupStateOut
     active_members: int

@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from daemon.core.auto_rate import AutoRate
+from daemon.core.clusters import DEFAULT_CLUSTER
 from daemon.core.cron import parse_cron
 from daemon.core.drain import DrainStage
 from daemon.core.errors import BadRequest
@@ -400,6 +401,7 @@ class PlanOut(BaseModel):
     timestamp: Timestamp = Field(default="replay", description="the records' Kafka timestamp, as resolved")
     on_error: OnError = Field(default="fail", description="what a bad record does, as resolved")
     delivery: Delivery = Field(default="idempotent", description="how records are sent, as resolved")
+    cluster: str = Field(default=DEFAULT_CLUSTER, description="the Kafka cluster of the topic: the source's")
     overlapping: list[OverlapOut] = Field(
         default_factory=list, description="live replays this one would repeat (refused unless force)"
     )
@@ -514,6 +516,7 @@ class RunOut(BaseModel):
         default="idempotent",
         description="transactional: consumers reading committed see each event once, whatever was retried",
     )
+    cluster: str = Field(default=DEFAULT_CLUSTER, description="the Kafka cluster of its topic")
     repair_of: str | None = Field(
         default=None, description="a repair: the run whose missing ids it publishes"
     )

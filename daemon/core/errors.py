@@ -8,6 +8,7 @@ ReplayError                        user-facing message in ``str(exc)``
 │   └── CatalogError               names the file, the source and the field
 ├── BadRequest (ValueError)        bad input: Slack ephemeral reply, HTTP 400/422, CLI exit 2
 │   ├── UnknownSource (LookupError)
+│   ├── UnknownCluster (LookupError) a Kafka cluster name the daemon has no settings for
 │   ├── EmptyWindow
 │   └── RunTooLong                 the plan's ETA exceeds the launcher's execution timeout: HTTP 422
 ├── Forbidden (PermissionError)    not an owner/admin: HTTP 403
@@ -28,6 +29,10 @@ ReplayError                        user-facing message in ``str(exc)``
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection
+
+from daemon.core.clusters import unknown_cluster
 
 
 class ReplayError(Exception):
@@ -59,6 +64,12 @@ class UnknownSource(BadRequest, LookupError):
     def __init__(self, name: str, known: list[str]) -> None:
         listing = ", ".join(sorted(known)) or "none"
         super().__init__(f"unknown source '{name}' (known sources: {listing})")
+        self.name = name
+
+
+class UnknownCluster(BadRequest, LookupError):
+    def __init__(self, name: str, known: Collection[str]) -> None:
+        super().__init__(unknown_cluster(name, known))
         self.name = name
 
 

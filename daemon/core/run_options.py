@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import Any, get_args
 
 from daemon.core.auto_rate import AutoRate
+from daemon.core.clusters import CLUSTER_NAME, DEFAULT_CLUSTER
 from daemon.core.grammar.commands import (
     INCREMENTAL_CHOICES,
     Delivery,
@@ -55,6 +56,7 @@ class RunOptions:
     on_error: OnError | None = None  # None: the source's default when the job is built
     dlq_topic: str | None = None  # with on_error=dlq: the dead-letter topic
     delivery: Delivery = "idempotent"  # resolved when the run was created (its option, else the source's)
+    cluster: str = DEFAULT_CLUSTER  # the Kafka cluster of its topic: its source's when it was created
     workers: int = 1
     partitions: int | None = None  # of the topic the run publishes to, when the run created it
     planned_rows: int | None = None  # the plan's count from table metadata; None: not planned
@@ -140,6 +142,7 @@ class PipelineOptions:
     # Delta commit appended since the committed snapshot (the pipeline's watermark_value holds it)
     incremental: Incremental = "watermark"
     where: str | None = None  # where=: each run publishes only the rows this filter keeps (canonical)
+    cluster: str = DEFAULT_CLUSTER  # the Kafka cluster of its topic and runs: its source's when created
 
     def __post_init__(self) -> None:
         _check_common(self)
@@ -215,6 +218,8 @@ def _check_common(options: RunOptions | PipelineOptions) -> None:
         raise ValueError("option watch is a tuple of strings")
     if options.request is not None and not isinstance(options.request, str):
         raise ValueError("option request is text, or absent")
+    if not isinstance(options.cluster, str) or not CLUSTER_NAME.match(options.cluster):
+        raise ValueError(f"option cluster={options.cluster!r}: a cluster name")
 
 
 def _check(options: RunOptions) -> None:

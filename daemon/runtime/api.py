@@ -471,13 +471,16 @@ def _group_routes(app: FastAPI, groups: ConsumerGroups, slow: SlowCalls) -> None
         who: Actor,
         topic: Annotated[str | None, Query(max_length=249)] = None,
         sample_s: Annotated[float | None, Query(ge=0, le=30)] = None,
+        cluster: Annotated[str | None, Query(max_length=32)] = None,
     ) -> LagOut:
         """Per-partition lag, the hottest partition, members, and the drain over two samples.
 
         Async: each sample reads Kafka on a worker thread, the wait between them holds none."""
-        asked = LagCommand(group, topic)  # the grammar's rules for a group id and a topic
+        asked = LagCommand(group, topic, cluster)  # the grammar's rules for a group, topic and cluster
         with slow.held(who, "ask for the lag again"):
-            sampling = await run_in_threadpool(groups.begin_lag, asked.group, asked.topic, sample_s=sample_s)
+            sampling = await run_in_threadpool(
+                groups.begin_lag, asked.group, asked.topic, sample_s=sample_s, cluster=asked.cluster
+            )
             await asyncio.sleep(sampling.wait_s)
             return lag_out(await run_in_threadpool(groups.finish_lag, sampling))
 

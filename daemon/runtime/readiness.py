@@ -135,6 +135,10 @@ def readiness_for(
 
     probes: dict[str, Probe | None] = {
         "kafka": kafka.ping,
+        **{  # each named cluster apart: the one that is down is the one named
+            f"kafka:{name}": KafkaTopicAdmin(config=settings.kafka_config(name), timeout_s=timeout_s).ping
+            for name in sorted(settings.kafka_clusters)
+        },
         "database": database,
         "table_storage": table_storage if _tables(catalog) else None,
         "kms": aws_probe("kms", "KMS", lambda c: c.list_keys(Limit=1)) if _kms_keys(catalog) else None,

@@ -47,6 +47,7 @@ from daemon.adapters.table_catalogs import TableCatalogs
 from daemon.config.lake_catalogs import session_catalog
 from daemon.config.logs import configure_logging
 from daemon.config.settings import Settings, load_settings
+from daemon.core.clusters import DEFAULT_CLUSTER
 from daemon.core.errors import BadRequest, ConfigError, ReplayError, Unavailable
 from daemon.core.ids import USER_ID_PATTERN
 from daemon.core.states import RunKind
@@ -64,7 +65,16 @@ from daemon.usecases.drains import DrainFollower, DrainTiming
 from daemon.usecases.janitor import IdlePolicy, Janitor
 from daemon.usecases.job_specs import build_spec
 from daemon.usecases.pipeline_service import PipelineService
-from daemon.usecases.ports import ApplicationDeleter, Launcher, Notifier, ProgressSource
+from daemon.usecases.ports import (
+    ApplicationDeleter,
+    Clusters,
+    ConsumerGroupAdmin,
+    Launcher,
+    Notifier,
+    ProgressSource,
+    RunControlChannel,
+    TopicAdmin,
+)
 from daemon.usecases.replays import ReplayService
 from daemon.usecases.run_control import RunControlService
 from daemon.usecases.topic_ttl import TopicTtl
@@ -89,7 +99,7 @@ class Daemon:
     run_control: RunControlService
     watcher: Watcher
     app: FastAPI
-    progress: ProgressSource
+    progress: Clusters[ProgressSource]
     pipelines: PipelineService
     scheduler: PipelineScheduler
     catalog: Catalog
@@ -112,7 +122,8 @@ class Daemon:
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.launcher.close()
-        self.progress.close()
+        for source in self.progress.made():
+            source.close()
         self.store.close()
 
 
@@ -187,11 +198,17 @@ def build_daemon(
         settings.catalog_path,
         lake_catalogs={name: lake.type for name, lake in settings.lake_catalogs.items()},
         session_catalog=session_catalog(settings.lake_catalogs),
+        kafka_clusters=settings.kafka_cluster_names,
     )
     upgrade(settings.db_url)
     store = Store(settings.db_url)
-    topics = KafkaTopicAdmin(config=settings.kafka_config())
-    group_admin = KafkaConsumerGroupAdmin(config=settings.kafka_config())
+    names = settings.kafka_cluster_names  # each cluster's clients are made when it is first used
+    topics: Clusters[TopicAdmin] = Clusters(
+        lambda name: KafkaTopicAdmin(config=settings.kafka_config(name)), names
+    )
+    group_admin: Clusters[ConsumerGroupAdmin] = Clusters(
+        lambda name: KafkaConsumerGroupAdmin(config=settings.kafka_config(name)), names
+    )
     groups = ConsumerGroups(
         groups=group_admin,
         catalog=catalog,
@@ -202,18 +219,26 @@ def build_daemon(
     table_stats = LakeTableStats(catalogs=TableCatalogs(settings.lake_catalogs))
     launcher = launcher or build_launcher(settings)
     notifier = notifier or slack_notifier_from_settings(settings) or LogNotifier()
-    progress = KafkaProgressSource(kafka_config=settings.kafka_config(), topic=settings.progress_topic)
+    progress: Clusters[ProgressSource] = Clusters(
+        lambda name: KafkaProgressSource(
+            kafka_config=settings.kafka_config(name), topic=settings.progress_topic
+        ),
+        names,
+    )
     owner = settings.instance_id or f"{socket.gethostname()}:{settings.daemon_port}"
     result_dir = settings.state_dir / "runs"
 
-    control = KafkaRunControlChannel(
-        config=settings.kafka_config(),
-        topic=settings.control_topic,
-        topics=topics,
-        retention_ms=settings.control_retention_ms,
+    control: Clusters[RunControlChannel] = Clusters(
+        lambda name: KafkaRunControlChannel(
+            config=settings.kafka_config(name),
+            topic=settings.control_topic,
+            topics=topics[name],
+            retention_ms=settings.control_retention_ms,
+        ),
+        names,
     )
     try:
-        control.ensure_topic()
+        control[DEFAULT_CLUSTER].ensure_topic()  # another cluster's: at its first run's launch
     except Unavailable as exc:  # the broker may come later: the first change or launch creates it
         log.warning("control topic not ensured at start-up", topic=settings.control_topic, error=str(exc))
 
@@ -221,7 +246,8 @@ def build_daemon(
         result = Path(result_dir / run.id / "result.json").resolve()
         offset = None
         if run.kind != RunKind.RECONCILE and run.tps > 0:
-            offset = control.end_offset()  # first the offset, then the changes: none falls between
+            # first the offset, then the changes: none falls between
+            offset = control[run.options.cluster].end_offset()
             run = store.runs.get(run.id)
         return build_spec(
             run, catalog=catalog, settings=settings, result_uri=str(result), control_offset=offset

@@ -38,6 +38,7 @@ from daemon.runtime.final_messages import FinalMessages
 from daemon.runtime.lease_keeper import LeaseKeeper
 from daemon.runtime.releases import Releases
 from daemon.usecases.ports import (
+    Clusters,
     Handle,
     JobOutcome,
     JobState,
@@ -80,7 +81,7 @@ class Watcher:
         launcher: Launcher,
         notifier: Notifier,
         build_spec: SpecBuilder,
-        progress: ProgressSource,
+        progress: Clusters[ProgressSource],
         owner: str,
         timing: WatcherTiming | None = None,
         monotonic: Callable[[], float] = time.monotonic,
@@ -308,7 +309,7 @@ class Watcher:
         self._cancel(run, reason=reason)
 
     def _record_progress(self, run: Run) -> None:
-        sample = self._progress.sample(run.id, _beacons_since(run))
+        sample = self._progress[run.options.cluster].sample(run.id, _beacons_since(run))
         if sample is None or sample.confirmed == run.confirmed:
             return
         last = self._last_sample.get(run.id)
@@ -337,7 +338,7 @@ class Watcher:
         if not run.launcher_handle:  # never launched: nothing was sent, and that is known
             self._finish(run, RunState.CANCELLED, failure_reason=reason)
             return
-        confirmed = self._progress.confirmed(run.id, _beacons_since(run))
+        confirmed = self._progress[run.options.cluster].confirmed(run.id, _beacons_since(run))
         if confirmed is None:  # the beacons cannot be read: unknown, at least what progress saw
             self._finish(
                 run,
@@ -424,7 +425,7 @@ class Watcher:
         self._rate.pop(run.id, None)
         self._last_note.pop(run.id, None)
         self._places.pop(run.id, None)
-        self._progress.forget(run.id)
+        self._progress[run.options.cluster].forget(run.id)
         log.info("run concluded", run_id=run.id, state=str(run.state), confirmed=run.confirmed)
         quiet = run.kind == RunKind.RECONCILE or (
             run.kind == RunKind.PIPELINE and state == RunState.SUCCEEDED and run.confirmed == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from daemon.contract.groups import LagOut, OffsetMoveOut, PartitionLagOut, RewindOut
+from daemon.core.clusters import DEFAULT_CLUSTER
 from daemon.slack.blocks import (
     Message,
     buttons,
@@ -59,9 +60,15 @@ def _drain_line(lag: LagOut) -> str:
     return f"Drain: unknown: no partition has a committed offset in both samples ({took})."
 
 
+def _on_cluster(cluster: str) -> str:
+    """Named only when it is not the default cluster: most estates have one."""
+    return "" if cluster == DEFAULT_CLUSTER else f" (cluster `{escape(cluster)}`)"
+
+
 def lag_text(lag: LagOut) -> str:
     """The headline: total lag (known partitions), the hottest partition, the unknown ones."""
     where = f" on `{escape(lag.topic)}`" if lag.topic else ""
+    where += _on_cluster(lag.cluster)
     text = f"Consumer group `{escape(lag.group)}`{where}: lag {count(lag.total_lag)}"
     if lag.unknown_partitions:
         text += f" (and unknown on {lag.unknown_partitions} partition(s) with no committed offset)"
@@ -112,7 +119,8 @@ def _rewind_body(rewind: RewindOut) -> tuple[str, dict[str, Any]]:
     header = f"{'part':>4} {'current':>14}   {'new':<14} {'re-read':>12}"
     rows = [_move_row(m) for m in rewind.moves[:MAX_ROWS]]
     text = (
-        f"Rewind `{escape(rewind.group)}` on `{escape(rewind.topic)}` to `{escape(rewind.to)}`: "
+        f"Rewind `{escape(rewind.group)}` on `{escape(rewind.topic)}`{_on_cluster(rewind.cluster)} "
+        f"to `{escape(rewind.to)}`: "
         f"{re_consumed_text(rewind)}."
     )
     return text, section(text + "\n" + _table(header, rows, len(rewind.moves)))

@@ -14,6 +14,7 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 from daemon.contract.models import PlanOut, RunOut
+from daemon.core.clusters import DEFAULT_CLUSTER
 from daemon.core.quantities import render_place
 from daemon.core.rate_shape import rate_label, shape_note
 from daemon.core.states import TERMINAL_RUN_STATES
@@ -206,7 +207,7 @@ def run_parent(run: RunOut, *, redirected: tuple[str, str] | None = None) -> Mes
         ("Source", _source(run.source, run.snapshot, run.listed_files)),
         ("Window", _window(run)),
         ("Rows", count(run.rows)),
-        ("Target topic", _topic(run.topic, run.delivery)),
+        ("Target topic", _topic(run.topic, run.delivery, cluster=run.cluster)),
         ("Rate", rate_label(run.tps, run.ramp_s, run.max_mb, run.speed)),
         ("ETA", human_duration(run.duration_estimate_s)),
         ("Requested by", mention(run.requester)),
@@ -247,9 +248,13 @@ TRANSACTIONAL_NOTE = (
 )
 
 
-def _topic(topic: str, delivery: str, partitions: int | None = None) -> str:
-    """The target topic's field: its name, its partitions when known, and how records go to it."""
+def _topic(
+    topic: str, delivery: str, partitions: int | None = None, *, cluster: str = DEFAULT_CLUSTER
+) -> str:
+    """The target topic's field: its name, its partitions when known, how records go to it, and its
+    Kafka cluster unless it is the default one (most estates have one)."""
     text = f"`{escape(topic)}`" + (f" ({partitions} partitions)" if partitions is not None else "")
+    text += "" if cluster == DEFAULT_CLUSTER else f" on `{escape(cluster)}`"
     return text + (" · transactional" if delivery == "transactional" else "")
 
 
@@ -423,7 +428,7 @@ def _plan_fields(plan: PlanOut) -> dict[str, Any]:
             ("Source", _source(plan.source, plan.snapshot, plan.listed_files)),
             ("Window", f"`{escape(plan.window)}`" + ("" if " tz=" in plan.window else " (UTC)") + kept),
             ("Rows", count(plan.rows) + _erasures(plan)),
-            ("Target topic", _topic(plan.topic, plan.delivery, plan.partitions)),
+            ("Target topic", _topic(plan.topic, plan.delivery, plan.partitions, cluster=plan.cluster)),
             (
                 "Rate",
                 f"{rate_label(plan.tps, plan.ramp_s, plan.max_mb, plan.speed)} on {plan.workers} workers",

@@ -23,7 +23,7 @@ from daemon.core.auto_rate import AutoRate, decide
 from daemon.core.lag import OffsetSample, PartitionOffsets, lag_report
 from daemon.core.run_control import changes_from, latest_rate
 from daemon.core.states import RunState
-from daemon.usecases.ports import ConsumerGroupAdmin
+from daemon.usecases.ports import Clusters, ConsumerGroupAdmin
 from daemon.usecases.run_control import RunControlService
 from store import Store
 from store.models import Run
@@ -49,7 +49,7 @@ class AutoSteer:
         self,
         *,
         store: Store,
-        groups: ConsumerGroupAdmin,
+        groups: Clusters[ConsumerGroupAdmin],
         control: RunControlService,
         interval_s: float = SAMPLE_EVERY_S,
         monotonic: Callable[[], float] = time.monotonic,
@@ -77,12 +77,13 @@ class AutoSteer:
         for gone in set(self._runs) - going:
             del self._runs[gone]
 
-    def _sample(self, group: str, topic: str) -> OffsetSample:
+    def _sample(self, group: str, topic: str, cluster: str) -> OffsetSample:
+        groups = self._groups[cluster]
         before = self._monotonic()
-        committed = self._groups.committed(group, topic)
+        committed = groups.committed(group, topic)
         partitions = tuple(
             PartitionOffsets(topic, partition, committed.get((topic, partition)), end)
-            for partition, end in sorted(self._groups.end_offsets(topic).items())
+            for partition, end in sorted(groups.end_offsets(topic).items())
         )
         return OffsetSample(at=(before + self._monotonic()) / 2, partitions=partitions)
 
@@ -92,7 +93,7 @@ class AutoSteer:
         if steering.previous is not None and now - steering.previous.at < self._interval_s:
             return
         current = latest_rate(run.tps, changes_from(run.control))
-        sample = self._sample(auto.group, run.topic)
+        sample = self._sample(auto.group, run.topic, run.options.cluster)
         report = lag_report(sample, steering.previous)
         steering.previous = sample
         if current.paused or report.total is None:

@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from daemon.core.clusters import DEFAULT_CLUSTER, check_cluster_name, unknown_cluster
 from daemon.core.errors import BadRequest, CatalogError, UnknownSource
 from daemon.core.grammar import TRANSACTIONAL_DLQ, Delivery, OnError, Timestamp
 from daemon.usecases.value_formats import (
@@ -128,9 +129,10 @@ class ErasureList(BaseModel):
 
 
 class ExecutorSize(BaseModel):
-    """A source's executors on a Spark cluster (`REPLAY_LAUNCHER=spark`), over the
-    `REPLAY_SPARK_EXECUTOR_*` settings: more memory for wide rows, more cores for more slots each.
-    Local jobs have no executors, and EMR Serverless sizes its applications from its own settings."""
+    """A source's executors on a Spark cluster (`REPLAY_LAUNCHER=spark`), over the settings
+    `REPLAY_SPARK_EXECUTOR_CORES` and `REPLAY_SPARK_EXECUTOR_MEMORY`: more memory for wide rows,
+    more cores for more slots each. Local jobs have no executors, and EMR Serverless sizes its
+    applications from its own settings."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -159,6 +161,9 @@ class Source(BaseModel):
     value_columns: list[str] | None = Field(default=None, min_length=1)
     raw: RawColumns | None = None  # a raw source's value, headers and timestamp columns
     live_topic: str | None = None
+    # the Kafka cluster its topics live on: its live topic, and its runs' topics, dead letters,
+    # progress and control (one of the daemon's REPLAY_KAFKA_CLUSTERS, or the default one)
+    cluster: str = DEFAULT_CLUSTER
     retention: str | None = None  # how far back the table's history goes, in words (shown by `sources`)
     owners: list[str] = Field(min_length=1)
     # 2: a replay into the live topic also needs the click of a second owner (not the requester).
@@ -197,6 +202,11 @@ class Source(BaseModel):
     @classmethod
     def _raw_columns(cls, value: RawColumns | None, info: ValidationInfo) -> RawColumns | None:
         return check_raw(value, info.data)
+
+    @field_validator("cluster")
+    @classmethod
+    def _cluster_name(cls, value: str) -> str:
+        return check_cluster_name(value)
 
     @field_validator("live_topic")
     @classmethod
@@ -274,10 +284,12 @@ class Catalog:
         sources: Mapping[str, Source],
         lake_catalogs: Mapping[str, str] | None = None,
         session_catalog: str | None = None,
+        kafka_clusters: Collection[str] | None = None,
     ) -> None:
         self._lock = threading.Lock()  # one reload at a time; readers need none
         self._lake_catalogs = None if lake_catalogs is None else MappingProxyType(dict(lake_catalogs))
         self._session_catalog = session_catalog
+        self._kafka_clusters = None if kafka_clusters is None else tuple(kafka_clusters)
         self._state: tuple[str, Mapping[str, Source]] = (path, MappingProxyType(dict(sources)))
 
     @property
@@ -319,7 +331,10 @@ class Catalog:
         """Read the file again and use it; a bad one raises `CatalogError` and the sources stay."""
         with self._lock:
             fresh = load_catalog(
-                Path(self.path), lake_catalogs=self._lake_catalogs, session_catalog=self._session_catalog
+                Path(self.path),
+                lake_catalogs=self._lake_catalogs,
+                session_catalog=self._session_catalog,
+                kafka_clusters=self._kafka_clusters,
             )
             old = self.sources
             change = CatalogChange(
@@ -332,7 +347,11 @@ class Catalog:
 
 
 def load_catalog(
-    path: Path, *, lake_catalogs: Mapping[str, str] | None = None, session_catalog: str | None = None
+    path: Path,
+    *,
+    lake_catalogs: Mapping[str, str] | None = None,
+    session_catalog: str | None = None,
+    kafka_clusters: Collection[str] | None = None,
 ) -> Catalog:
     """Read and validate the catalog; relative table paths resolve against the catalog's folder.
 
@@ -340,7 +359,8 @@ def load_catalog(
     any other is refused here, and so is a Delta or Parquet table named in one that is not ``glue``
     or ``hive`` (only a metastore says where such a table lives). None: not checked (a catalog read without
     the settings). ``session_catalog``: the one of them a two-part name is in; with none, such a name
-    is refused.
+    is refused. ``kafka_clusters``: the daemon's Kafka cluster names; a source on any other is
+    refused (None: not checked).
     """
     shown = str(path)
     try:
@@ -387,8 +407,16 @@ def load_catalog(
                 f"a {source.table.format} table by name is read from a glue or hive catalog (the "
                 f"metastore says where it lives); '{named_in}' is a {kind} catalog: give the table's 'path'",
             )
+        if kafka_clusters is not None and source.cluster not in kafka_clusters:
+            raise CatalogError(shown, str(name), "cluster", unknown_cluster(source.cluster, kafka_clusters))
         sources[str(name)] = source
-    return Catalog(path=shown, sources=sources, lake_catalogs=lake_catalogs, session_catalog=session_catalog)
+    return Catalog(
+        path=shown,
+        sources=sources,
+        lake_catalogs=lake_catalogs,
+        session_catalog=session_catalog,
+        kafka_clusters=kafka_clusters,
+    )
 
 
 def _parse_source(shown: str, base: Path, name: str, body: object) -> Source:

@@ -19,7 +19,8 @@ from typing import Any
 import structlog
 
 from daemon.core.authz import may_rewind_group
-from daemon.core.errors import Forbidden, GroupHasMembers, GroupNotFound, ReplayError
+from daemon.core.clusters import DEFAULT_CLUSTER
+from daemon.core.errors import BadRequest, Forbidden, GroupHasMembers, GroupNotFound, ReplayError
 from daemon.core.grammar import RewindCommand
 from daemon.core.lag import GroupState, LagReport, OffsetSample, PartitionOffsets, lag_report
 from daemon.core.rewind import (
@@ -33,7 +34,7 @@ from daemon.core.rewind import (
 from daemon.core.windows import instant_label
 from daemon.usecases.audit import Audit
 from daemon.usecases.catalog import Catalog
-from daemon.usecases.ports import ConsumerGroupAdmin, GroupDescription
+from daemon.usecases.ports import Clusters, ConsumerGroupAdmin, GroupDescription
 from store import Store
 
 log = structlog.get_logger(__name__)
@@ -47,6 +48,7 @@ class GroupLag:
     description: GroupDescription
     topic: str | None
     report: LagReport
+    cluster: str = DEFAULT_CLUSTER
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class LagSampling:
     description: GroupDescription
     topic: str | None
     topics: tuple[str, ...]
+    cluster: str
     first: OffsetSample
     wait_s: float
 
@@ -68,13 +71,14 @@ class RewindOutcome:
     applied: bool  # the offsets were moved by this request
     repeated: bool = False  # a retried apply: the first one's outcome, nothing moved again
     blocked: str | None = None  # why it cannot be applied now (the group has members)
+    cluster: str = DEFAULT_CLUSTER
 
 
 class ConsumerGroups:
     def __init__(
         self,
         *,
-        groups: ConsumerGroupAdmin,
+        groups: Clusters[ConsumerGroupAdmin],
         catalog: Catalog,
         store: Store,
         admins: Collection[str],
@@ -93,60 +97,103 @@ class ConsumerGroups:
 
     # -- lag -------------------------------------------------------------------------------------
 
-    def _known(self, group: str) -> GroupDescription:
+    def cluster_of(self, topic: str | None, cluster: str | None = None) -> str:
+        """The cluster named (`cluster=`), else the one of the sources whose live topic this is, else
+        the default one."""
+        if cluster is not None:
+            self._groups[cluster]
+            return cluster
+        if topic is None:
+            return DEFAULT_CLUSTER
+        found = sorted({s.cluster for s in self._catalog.sources.values() if s.live_topic == topic})
+        if len(found) > 1:
+            raise BadRequest(
+                f"'{topic}' is a live topic on the {' and '.join(found)} clusters: say which with cluster="
+            )
+        return found[0] if found else DEFAULT_CLUSTER
+
+    def _known(self, groups: ConsumerGroupAdmin, group: str) -> GroupDescription:
         """The group, or GroupNotFound when Kafka has neither members nor offsets for it."""
-        description = self._groups.describe_group(group)
+        description = groups.describe_group(group)
         empty = description.state == GroupState.DEAD and not description.members
-        if empty and not any(offset is not None for offset in self._groups.committed(group).values()):
+        if empty and not any(offset is not None for offset in groups.committed(group).values()):
             raise GroupNotFound(group)
         return description
 
-    def _sample(self, group: str, topics: list[str], topic: str | None) -> OffsetSample:
+    def _sample(
+        self, groups: ConsumerGroupAdmin, group: str, topics: list[str], topic: str | None
+    ) -> OffsetSample:
         before = self._monotonic()
-        committed = self._groups.committed(group, topic)
+        committed = groups.committed(group, topic)
         partitions = [
             PartitionOffsets(name, partition, committed.get((name, partition)), end)
             for name in topics
-            for partition, end in sorted(self._groups.end_offsets(name).items())
+            for partition, end in sorted(groups.end_offsets(name).items())
         ]
         return OffsetSample(at=(before + self._monotonic()) / 2, partitions=tuple(partitions))
 
-    def lag(self, group: str, topic: str | None = None, *, sample_s: float | None = None) -> GroupLag:
+    def lag(
+        self,
+        group: str,
+        topic: str | None = None,
+        *,
+        sample_s: float | None = None,
+        cluster: str | None = None,
+    ) -> GroupLag:
         """Per-partition lag of the group on `topic` (or on every topic it has offsets on or is assigned),
         and, unless `sample_s` is 0, the drain over a second sample `sample_s` later."""
-        sampling = self.begin_lag(group, topic, sample_s=sample_s)
+        sampling = self.begin_lag(group, topic, sample_s=sample_s, cluster=cluster)
         if sampling.wait_s > 0:
             self._sleep(sampling.wait_s)
         return self.finish_lag(sampling)
 
     def begin_lag(
-        self, group: str, topic: str | None = None, *, sample_s: float | None = None
+        self,
+        group: str,
+        topic: str | None = None,
+        *,
+        sample_s: float | None = None,
+        cluster: str | None = None,
     ) -> LagSampling:
         """``lag``'s first sample; the caller waits ``wait_s`` (without holding a thread, in the API)
-        and then calls ``finish_lag``."""
-        description = self._known(group)
+        and then calls ``finish_lag``. The group is read on ``cluster``, else the topic's (its
+        source's), else the default one."""
+        name = self.cluster_of(topic, cluster)
+        groups = self._groups[name]
+        description = self._known(groups, group)
         if topic is not None:
-            self._groups.partitions(topic)  # NotFound for a topic that does not exist
+            groups.partitions(topic)  # NotFound for a topic that does not exist
             topics = [topic]
         else:
-            committed = self._groups.committed(group)
+            committed = groups.committed(group)
             assigned = {name for member in description.members for name, _ in member.assignment}
             topics = sorted({name for name, _ in committed} | assigned)
         wait = self._sample_s if sample_s is None else min(max(sample_s, 0.0), MAX_SAMPLE_S)
-        return LagSampling(group, description, topic, tuple(topics), self._sample(group, topics, topic), wait)
+        first = self._sample(groups, group, topics, topic)
+        return LagSampling(group, description, topic, tuple(topics), name, first, wait)
 
     def finish_lag(self, sampling: LagSampling) -> GroupLag:
         """The report: of the first sample alone when there is no wait, else over the two samples."""
         if sampling.wait_s <= 0:
-            return GroupLag(sampling.description, sampling.topic, lag_report(sampling.first))
-        second = self._sample(sampling.group, list(sampling.topics), sampling.topic)
-        return GroupLag(sampling.description, sampling.topic, lag_report(second, sampling.first))
+            return GroupLag(
+                sampling.description, sampling.topic, lag_report(sampling.first), sampling.cluster
+            )
+        groups = self._groups[sampling.cluster]
+        second = self._sample(groups, sampling.group, list(sampling.topics), sampling.topic)
+        return GroupLag(
+            sampling.description, sampling.topic, lag_report(second, sampling.first), sampling.cluster
+        )
 
     # -- rewind ----------------------------------------------------------------------------------
 
-    def _authorize(self, actor: str, topic: str) -> None:
+    def _authorize(self, actor: str, topic: str, cluster: str) -> None:
         owners = sorted(
-            {o for s in self._catalog.sources.values() if s.live_topic == topic for o in s.owners}
+            {
+                owner
+                for s in self._catalog.sources.values()
+                if s.live_topic == topic and s.cluster == cluster
+                for owner in s.owners
+            }
         )
         if not may_rewind_group(actor, topic_owners=owners, admins=self._admins):
             who = f"the owners of the sources whose live topic it is ({', '.join(f'<@{o}>' for o in owners)})"
@@ -154,14 +201,14 @@ class ConsumerGroups:
                 who = "no catalog source has it as its live topic, so only"
             raise Forbidden(f"rewinding a consumer group on '{topic}': {who} a platform admin may")
 
-    def _preview(self, command: RewindCommand) -> RewindPreview:
+    def _preview(self, groups: ConsumerGroupAdmin, command: RewindCommand) -> RewindPreview:
         topic = command.topic
-        end = self._groups.end_offsets(topic)
-        earliest = self._groups.earliest_offsets(topic)
+        end = groups.end_offsets(topic)
+        earliest = groups.earliest_offsets(topic)
         for_time: dict[int, int | None] = {}
         if isinstance(command.to, datetime):
-            for_time = self._groups.offsets_for_time(topic, command.to)
-        current = {p: offset for (t, p), offset in self._groups.committed(command.group, topic).items()}
+            for_time = groups.offsets_for_time(topic, command.to)
+        current = {p: offset for (t, p), offset in groups.committed(command.group, topic).items()}
         return preview(
             command.group, topic, command.to, current=current, earliest=earliest, end=end, for_time=for_time
         )
@@ -171,32 +218,34 @@ class ConsumerGroups:
     ) -> RewindOutcome:
         """The preview; with `apply`, the offsets moved (audited with the offsets before and after)."""
         detail = {"topic": command.topic, "to": target_label(command.to)}
+        cluster = self.cluster_of(command.topic, command.cluster)
+        if cluster != DEFAULT_CLUSTER:
+            detail["cluster"] = cluster
+        groups = self._groups[cluster]
 
         def work() -> RewindOutcome:
-            self._authorize(actor, command.topic)
-            description = self._known(command.group)
+            self._authorize(actor, command.topic, cluster)
+            description = self._known(groups, command.group)
             if apply and idempotency_key is not None:
                 earlier = self._earlier_apply(actor, command, idempotency_key)
                 if earlier is not None:
-                    return RewindOutcome(description, earlier, applied=False, repeated=True)
+                    return RewindOutcome(description, earlier, applied=False, repeated=True, cluster=cluster)
             blocked = None
             if description.members or not description.state.may_reset:
                 blocked = refusal_with_members(command.group, description.state, len(description.members))
-            planned = self._preview(command)
+            planned = self._preview(groups, command)
             if not apply:
-                return RewindOutcome(description, planned, applied=False, blocked=blocked)
+                return RewindOutcome(description, planned, applied=False, blocked=blocked, cluster=cluster)
             if blocked is not None:
                 raise GroupHasMembers(command.group, blocked)
-            self._groups.alter_offsets(
-                command.group, command.topic, {m.partition: m.new for m in planned.moves}
-            )
-            return RewindOutcome(description, planned, applied=True)
+            groups.alter_offsets(command.group, command.topic, {m.partition: m.new for m in planned.moves})
+            return RewindOutcome(description, planned, applied=True, cluster=cluster)
 
         outcome = self._audit.refusing(
             actor, "rewind" if apply else "rewind-preview", command.group, work, **detail
         )
         if outcome.applied:
-            after = self._groups.committed(command.group, command.topic)
+            after = groups.committed(command.group, command.topic)
             self._audit.accepted(
                 actor,
                 "rewind",
@@ -222,17 +271,19 @@ class ConsumerGroups:
 
     # -- the plan's hint ----------------------------------------------------------------------
 
-    def rewind_instead(self, topic: str, start: datetime) -> str | None:
-        """The rewind command that re-delivers a window still retained on the live topic, else None.
+    def rewind_instead(self, topic: str, start: datetime, cluster: str = DEFAULT_CLUSTER) -> str | None:
+        """The rewind command that re-delivers a window still retained on the live topic (on
+        ``cluster``), else None.
 
         Retained means every non-empty partition's oldest record is at or before the window's start;
         a topic that cannot be read gives no hint (unknown is not "retained")."""
         try:
-            oldest = self._groups.earliest_timestamps(topic)
+            oldest = self._groups[cluster].earliest_timestamps(topic)
         except ReplayError as exc:
             log.info("no retention hint", topic=topic, reason=str(exc))
             return None
         stamps = [stamp for stamp in oldest.values() if stamp is not None]
         if not stamps or max(stamps) > start:
             return None
-        return f"rewind <group> {topic} to={instant_label(start)}"
+        named = "" if cluster == DEFAULT_CLUSTER else f" cluster={cluster}"
+        return f"rewind <group> {topic} to={instant_label(start)}{named}"

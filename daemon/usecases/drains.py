@@ -23,7 +23,7 @@ from daemon.core.drain import DrainStage, GroupDrain, advance, baseline_of, grou
 from daemon.core.errors import ReplayError
 from daemon.core.lag import OffsetSample, PartitionOffsets
 from daemon.core.states import RunKind
-from daemon.usecases.ports import ConsumerGroupAdmin, Notifier
+from daemon.usecases.ports import Clusters, ConsumerGroupAdmin, Notifier
 from daemon.usecases.wire import run_out
 from store import Store
 from store.models import Run
@@ -44,7 +44,7 @@ class DrainFollower:
         self,
         *,
         store: Store,
-        groups: ConsumerGroupAdmin,
+        groups: Clusters[ConsumerGroupAdmin],
         notifier: Notifier,
         owner: str,
         timing: DrainTiming | None = None,
@@ -59,12 +59,15 @@ class DrainFollower:
 
     # -- sampling ------------------------------------------------------------------------------
 
-    def _sample(self, group: str, topic: str) -> tuple[OffsetSample | None, str | None]:
-        """The group's offsets on every partition of `topic` now; (None, why) when Kafka did not say."""
+    def _sample(self, group: str, run: Run) -> tuple[OffsetSample | None, str | None]:
+        """The group's offsets on every partition of the run's topic (on its cluster) now; (None, why)
+        when Kafka did not say."""
+        topic = run.topic
         try:
             at = self._clock()
-            committed = self._groups.committed(group, topic)
-            ends = self._groups.end_offsets(topic)
+            groups = self._groups[run.options.cluster]
+            committed = groups.committed(group, topic)
+            ends = groups.end_offsets(topic)
         except ReplayError as exc:
             log.warning("consumer group not sampled", group=group, topic=topic, error=str(exc))
             return None, f"Kafka did not answer: {exc}"
@@ -79,7 +82,7 @@ class DrainFollower:
         wanted: Sequence[str] = run.options.watch
         if not wanted or run.watch:
             return
-        watched = [baseline_of(group, *self._sample(group, run.topic)) for group in wanted]
+        watched = [baseline_of(group, *self._sample(group, run)) for group in wanted]
         stored = {"topic": run.topic, "groups": [g.to_dict() for g in watched]}
         self._store.runs.set_watch(run.id, stored, watching=True)
         log.info("watch baseline taken", run_id=run.id, baselines={g.group: g.baseline for g in watched})
@@ -113,7 +116,7 @@ class DrainFollower:
             after = skipped(before)
         else:
             after = tuple(
-                self._advance(g, run.topic, now=now, ended_at=ended_at, deadline=deadline)
+                self._advance(g, run, now=now, ended_at=ended_at, deadline=deadline)
                 if self._due(g, now, ended_at)
                 else g
                 for g in before
@@ -128,9 +131,9 @@ class DrainFollower:
             self._store.runs.release_lease(run.id, self._owner)
 
     def _advance(
-        self, watched: GroupDrain, topic: str, *, now: float, ended_at: float, deadline: float
+        self, watched: GroupDrain, run: Run, *, now: float, ended_at: float, deadline: float
     ) -> GroupDrain:
-        sample, why = self._sample(watched.group, topic)
+        sample, why = self._sample(watched.group, run)
         return advance(
             watched,
             sample,

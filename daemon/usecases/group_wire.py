@@ -38,6 +38,7 @@ def lag_out(found: GroupLag) -> LagOut:
     return LagOut(
         group=found.description.group,
         topic=found.topic,
+        cluster=found.cluster,
         state=found.description.state.value,
         members=_members(found.description),
         partitions=[_partition(p) for p in report.partitions],
@@ -61,6 +62,7 @@ def rewind_out(outcome: RewindOutcome) -> RewindOut:
     return RewindOut(
         group=planned.group,
         topic=planned.topic,
+        cluster=outcome.cluster,
         to=target_label(planned.to),
         state=outcome.description.state.value,
         active_members=len(outcome.description.members),

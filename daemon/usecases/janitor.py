@@ -32,7 +32,7 @@ from daemon.core.errors import Conflict, Forbidden, InvalidTransition, StaleUpda
 from daemon.core.retry import Clock, Sleep, poll
 from daemon.core.states import TERMINAL_RUN_STATES, PipelineState, RunState
 from daemon.usecases.catalog import Catalog
-from daemon.usecases.ports import ApplicationDeleter, Notifier, TopicAdmin
+from daemon.usecases.ports import ApplicationDeleter, Clusters, Notifier, TopicAdmin
 from daemon.usecases.wire import pipeline_out
 from store import Store
 from store.models import Pipeline
@@ -85,7 +85,7 @@ class Janitor:
         *,
         store: Store,
         catalog: Catalog,
-        topics: TopicAdmin,
+        topics: Clusters[TopicAdmin],
         notifier: Notifier,
         clock: Callable[[], datetime],
         policy: IdlePolicy | None = None,
@@ -253,8 +253,9 @@ class Janitor:
 
     # -- de-provisioning ----------------------------------------------------------------------
 
-    def _live_topics(self) -> set[str]:
-        return {s.live_topic for s in self._catalog.sources.values() if s.live_topic}
+    def _live_topics(self, cluster: str) -> set[str]:
+        """The live topics of the sources on ``cluster``: never deleted."""
+        return {s.live_topic for s in self._catalog.sources.values() if s.live_topic and s.cluster == cluster}
 
     def deprovision(
         self,
@@ -304,10 +305,11 @@ class Janitor:
             return pipeline
         pipeline = self._store.pipelines.get(pipeline.id)  # its application may be recorded since
         removed = ["its schedule"]
-        if pipeline.topic in self._live_topics():
+        cluster = pipeline.options.cluster
+        if pipeline.topic in self._live_topics(cluster):
             removed.append(f"not its topic {pipeline.topic} (a source's live topic is never deleted)")
         elif pipeline.topic_created:
-            self._topics.delete(pipeline.topic)
+            self._topics[cluster].delete(pipeline.topic)
             removed.append(f"its topic {pipeline.topic}")
         if pipeline.application_release:
             gone = self._release(pipeline, timeout_s=release_timeout_s)

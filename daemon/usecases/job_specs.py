@@ -76,8 +76,10 @@ def job_selection(run: Run, partition_column: str, event_time_column: str) -> Se
     return TimeWindow(column=event_time_column, start=start, end=end)
 
 
-def _job_kafka(settings: Settings) -> dict[str, str | int | float | bool]:
-    config: dict[str, str | int | float | bool] = dict(settings.kafka_config())
+def _job_kafka(settings: Settings, cluster: str) -> dict[str, str | int | float | bool]:
+    """The cluster's client settings (its topics, dead letters, progress and control are there) and
+    the producer tuning every run shares."""
+    config: dict[str, str | int | float | bool] = dict(settings.kafka_config(cluster))
     if settings.kafka_message_timeout_ms is not None:
         config["message.timeout.ms"] = settings.kafka_message_timeout_ms
     config.update(settings.kafka_producer)  # over the job's defaults (spark_job.kafka_conf)
@@ -146,7 +148,7 @@ def build_spec(
         ),
         selection=job_selection(run, source.partition_column, source.event_time_column),
         topic=run.topic,
-        kafka=_job_kafka(settings),
+        kafka=_job_kafka(settings, options.cluster),
         tps=run.tps,
         key_column=source.key_column,
         event_id_column=source.event_id_column,

@@ -50,7 +50,7 @@ from daemon.usecases.catalog import Catalog, Source, TableRef
 from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.fire_times import next_fire
 from daemon.usecases.live_approval import check_live_approval
-from daemon.usecases.ports import Notifier, TableStats, TopicAdmin
+from daemon.usecases.ports import Clusters, Notifier, TableStats, TopicAdmin
 from daemon.usecases.table_runtime import check_table_runtime
 from daemon.usecases.wire import pipeline_out, run_out
 from store import Store
@@ -84,6 +84,7 @@ def slot_options(
         table_metadata=table_metadata,
         **dead_letter_options(options.on_error or source.on_error, source.name),
         delivery=source.delivery,  # the source's, as at each slot (a pipeline has no option of its own)
+        cluster=options.cluster,  # where its topic is, whatever the source says now
     )
 
 
@@ -117,7 +118,7 @@ class PipelineService:
         settings: Settings,
         catalog: Catalog,
         store: Store,
-        topics: TopicAdmin,
+        topics: Clusters[TopicAdmin],
         table_stats: TableStats,
         notifier: Notifier,
         clock: Callable[[], datetime],
@@ -211,9 +212,11 @@ class PipelineService:
                 raise BadRequest(f"tps={tps} is above this platform's maximum of {self._settings.max_tps}")
             pipeline_id = new_pipeline_id()
             if command.topic == "live":
-                if source.live_topic is None or self._topics.describe(source.live_topic) is None:
+                topics = self._topics[source.cluster]
+                if source.live_topic is None or topics.describe(source.live_topic) is None:
                     raise BadRequest(
-                        f"source '{source.name}' has no live topic on the cluster; use topic=auto"
+                        f"source '{source.name}' has no live topic on the {source.cluster} cluster; "
+                        "use topic=auto"
                     )
                 if not confirm_live:
                     raise Conflict(
@@ -225,7 +228,7 @@ class PipelineService:
             else:
                 topic, created = pipeline_topic(source.name, pipeline_id), True
                 partitions = self._live_partitions(source)
-                self._topics.create(
+                self._topics[source.cluster].create(
                     topic,
                     partitions=partitions,
                     config={"retention.ms": str(self._settings.topic_retention_ms)},
@@ -250,6 +253,7 @@ class PipelineService:
                         request=request,  # what an Idempotency-Key stands for
                         incremental=command.incremental,
                         where=None if command.where is None else render_predicate(command.where),
+                        cluster=source.cluster,
                     ),
                     idle_after_days=command.idle_after_days,
                     slack_channel=slack_channel,
@@ -258,7 +262,7 @@ class PipelineService:
                 )
             except Exception as exc:
                 if created:
-                    self._topics.delete(topic)
+                    self._topics[source.cluster].delete(topic)
                 # a double click racing itself loses on the key or, into a live topic, on the live check
                 if isinstance(exc, IntegrityError | LivePipelineExists) and idempotency_key is not None:
                     existing = self._store.pipelines.find_by_idempotency_key(actor, idempotency_key)
@@ -337,7 +341,7 @@ class PipelineService:
         )
 
     def _live_partitions(self, source: Source) -> int:
-        live = self._topics.describe(source.live_topic) if source.live_topic else None
+        live = self._topics[source.cluster].describe(source.live_topic) if source.live_topic else None
         return live.partitions if live is not None else 1
 
     # -- reading ------------------------------------------------------------------------------

@@ -13,20 +13,26 @@ knows every implementation) builds the adapters and injects them.
 - `ProgressSource`: a running job's confirmed count, from its progress beacons (`KafkaProgressSource`).
 - `Notifier`: tells people what their runs and pipelines do (`SlackNotifier`, `LogNotifier`).
 - `RunControlChannel`: tells running jobs of rate changes, pauses and resumes (`KafkaRunControlChannel`).
+
+The four Kafka ports come one per named cluster (`Clusters`): a use case picks the one of the
+source's cluster, or of the cluster a run or pipeline recorded.
 """
 
 from __future__ import annotations
 
 import enum
 import json
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from daemon.contract.models import IdlePrompt, PipelineOut, RateSeriesOut, RunOut
+from daemon.core.clusters import DEFAULT_CLUSTER
 from daemon.core.commits import Commit
+from daemon.core.errors import UnknownCluster
 from daemon.core.lag import GroupState
 from daemon.core.predicates import Kind, Predicate
 from daemon.core.run_control import RateChange
@@ -34,6 +40,41 @@ from daemon.core.watermarks import Value
 from daemon.usecases.catalog import ErasureList, TableRef
 
 Handle = dict[str, Any]
+T = TypeVar("T")
+
+
+class Clusters(Generic[T]):
+    """One adapter per named Kafka cluster, made on first use (a cluster nobody uses is never
+    dialled). A name the daemon has no settings for is `UnknownCluster`, naming the ones it has."""
+
+    def __init__(self, make: Callable[[str], T], names: Iterable[str] = (DEFAULT_CLUSTER,)) -> None:
+        self._make = make
+        self._names = tuple(names)
+        self._made: dict[str, T] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def one(cls, adapter: T) -> Clusters[T]:
+        """A daemon with only the default cluster, reached through `adapter`."""
+        return cls(lambda _name: adapter)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self._names
+
+    def __getitem__(self, name: str) -> T:
+        if name not in self._names:
+            raise UnknownCluster(name, self._names)
+        with self._lock:
+            if name not in self._made:
+                self._made[name] = self._make(name)
+            return self._made[name]
+
+    def made(self) -> list[T]:
+        """The adapters made so far (to close them)."""
+        with self._lock:
+            return list(self._made.values())
+
 
 RESULT_PREFIX = "REPLAY_RESULT "
 FAILED_PREFIX = "REPLAY_FAILED "

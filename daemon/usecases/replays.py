@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from daemon.config.settings import Settings
 from daemon.core.authz import may_cancel_run, may_use_source, vouched_fields_refused
 from daemon.core.auto_rate import AutoRate
+from daemon.core.clusters import DEFAULT_CLUSTER
 from daemon.core.errors import (
     BadRequest,
     CapReached,
@@ -52,7 +53,7 @@ from daemon.usecases.catalog import Catalog, Source, TableRef
 from daemon.usecases.dead_letters import dead_letter_options
 from daemon.usecases.eta import Eta, check_execution_limit, estimate, waiting
 from daemon.usecases.live_approval import check_live_approval
-from daemon.usecases.ports import ErasureVersion, KeyList, TableStats, TopicAdmin, WindowRows
+from daemon.usecases.ports import Clusters, ErasureVersion, KeyList, TableStats, TopicAdmin, WindowRows
 from daemon.usecases.selection import check_fields, key_filter, selection_of
 from daemon.usecases.table_runtime import check_table_runtime
 from spark_job.publish.time_shape import Shaped, bucket_width, shape
@@ -104,6 +105,7 @@ class Plan:
     timestamp: Timestamp = "replay"  # resolved: the run's option, else the source's default
     on_error: OnError = "fail"  # resolved: the run's option, else the source's default
     delivery: Delivery = "idempotent"  # resolved: the run's option, else the source's default
+    cluster: str = DEFAULT_CLUSTER  # the Kafka cluster of the topic: the source's
     force: bool = False
     overlapping: tuple[Overlap, ...] = ()  # live topic only: refused unless force
     live_approvals: int = 1
@@ -182,16 +184,16 @@ class ReplayService:
         settings: Settings,
         catalog: Catalog,
         store: Store,
-        topics: TopicAdmin,
+        topics: Clusters[TopicAdmin],
         table_stats: TableStats,
         clock: Callable[[], datetime],
         wake_watcher: Callable[[], None] = lambda: None,
-        rewind_hint: Callable[[str, datetime], str | None] | None = None,
+        rewind_hint: Callable[[str, datetime, str], str | None] | None = None,
         launch_slots: int | None = None,
         warm: Callable[[int], bool | None] = lambda workers: None,
     ) -> None:
         self._warm = warm  # would a run of N workers start warm now (Launcher.warm)
-        self._rewind_hint = rewind_hint  # (live topic, window start) -> a rewind command, if retained
+        self._rewind_hint = rewind_hint  # (live topic, window start, cluster) -> a rewind, if retained
         self._launch_slots = launch_slots  # the launcher's jobs at once (None: no limit): the ETA's wait
         self._settings = settings
         self._catalog = catalog
@@ -330,9 +332,11 @@ class ReplayService:
         if command.topic == "live":
             if source.live_topic is None:
                 raise BadRequest(f"source '{source.name}' has no live topic; use topic=auto")
-            live = self._topics.describe(source.live_topic)
+            live = self._topics[source.cluster].describe(source.live_topic)
             if live is None:
-                raise BadRequest(f"the live topic '{source.live_topic}' does not exist on the cluster")
+                raise BadRequest(
+                    f"the live topic '{source.live_topic}' does not exist on the {source.cluster} cluster"
+                )
             topic, partitions = source.live_topic, live.partitions
             overlapping = self._overlapping(source.name, topic, start, end, where)
         else:
@@ -345,7 +349,7 @@ class ReplayService:
         eta = waiting(self._store, eta, capacity=self._launch_slots, now=self._clock())
         hint = None
         if self._rewind_hint is not None and source.live_topic and isinstance(command, PlanCommand):
-            hint = self._rewind_hint(source.live_topic, start)
+            hint = self._rewind_hint(source.live_topic, start, source.cluster)
         plan = Plan(
             source=source.name,
             window=written,
@@ -365,6 +369,7 @@ class ReplayService:
             timestamp=command.timestamp or source.timestamp,
             on_error=command.on_error or source.on_error,
             delivery=resolved_delivery(command, source),
+            cluster=source.cluster,
             force=command.force,
             overlapping=overlapping,
             live_approvals=source.live_approvals,
@@ -438,7 +443,7 @@ class ReplayService:
         return self._table_stats.count_window_rows(table, rows, snapshot=snapshot)
 
     def _auto_partitions(self, source: Source, tps: int) -> int:
-        live = self._topics.describe(source.live_topic) if source.live_topic else None
+        live = self._topics[source.cluster].describe(source.live_topic) if source.live_topic else None
         return live.partitions if live is not None else partitions_for_rate(tps, TYPICAL_RECORD_BYTES)
 
     def _shaped(
@@ -583,7 +588,9 @@ class ReplayService:
         topic, created = plan.topic, False
         if plan.topic_mode == "auto":
             topic = auto_topic_name(source.name, run_id)
-            self._topics.create(topic, partitions=plan.partitions, config=self._auto_topic_config(plan))
+            self._topics[source.cluster].create(
+                topic, partitions=plan.partitions, config=self._auto_topic_config(plan)
+            )
             created = True
         try:
             return self._store.runs.create(
@@ -605,6 +612,7 @@ class ReplayService:
                     ordering=plan.ordering,
                     timestamp=plan.timestamp,
                     delivery=plan.delivery,
+                    cluster=source.cluster,
                     workers=plan.workers,
                     partitions=plan.partitions,
                     planned_rows=plan.rows,
@@ -635,7 +643,7 @@ class ReplayService:
             )
         except Exception as exc:
             if created:  # never leave a topic behind for a run that does not exist
-                self._topics.delete(topic)
+                self._topics[source.cluster].delete(topic)
             # A concurrent retry of the same request (a double click) that won the race shows up as a
             # duplicate key or, on a live topic, as the overlapping run: either way it is this request's run.
             if isinstance(exc, IntegrityError | OverlappingReplay) and idempotency_key is not None:
@@ -736,6 +744,7 @@ class ReplayService:
                     on_error=subject.options.on_error,
                     dlq_topic=subject.options.dlq_topic,
                     delivery=subject.options.delivery,  # a transactional run is read committed
+                    cluster=subject.options.cluster,  # its topic is where the subject's went
                     snapshot=subject.options.snapshot,  # the table as the subject read it, not as now
                     table_metadata=subject.options.table_metadata,
                     files=subject.options.files,

@@ -33,7 +33,7 @@ from daemon.core.run_control import (
 from daemon.core.states import RunKind, RunState
 from daemon.usecases.audit import Audit
 from daemon.usecases.catalog import Catalog
-from daemon.usecases.ports import Notifier, RunControlChannel
+from daemon.usecases.ports import Clusters, Notifier, RunControlChannel
 from daemon.usecases.wire import run_out
 from store import Store
 from store.models import Run
@@ -69,7 +69,7 @@ class RunControlService:
         settings: Settings,
         catalog: Catalog,
         store: Store,
-        channel: RunControlChannel,
+        channel: Clusters[RunControlChannel],
         notifier: Notifier,
         clock: Callable[[], datetime],
     ) -> None:
@@ -175,7 +175,7 @@ class RunControlService:
             log.warning("no control key: the change is recorded, not sent", run_id=run.id)
             return
         try:
-            self._channel.publish(run.id, changes, key=run.control_key)
+            self._channel[run.options.cluster].publish(run.id, changes, key=run.control_key)
         except Unavailable:
             with self._lock:
                 if self._unsent is not None:

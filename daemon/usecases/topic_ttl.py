@@ -34,11 +34,12 @@ from functools import partial
 
 import structlog
 
+from daemon.core.clusters import DEFAULT_CLUSTER
 from daemon.core.errors import PipelineNotFound, RunNotFound
 from daemon.usecases.catalog import Catalog
 from daemon.usecases.dead_letters import DEAD_LETTER_PREFIX
 from daemon.usecases.janitor import UNDELIVERED_RETRY_AFTER
-from daemon.usecases.ports import Notifier, TopicAdmin
+from daemon.usecases.ports import Clusters, Notifier, TopicAdmin
 from daemon.usecases.wire import run_out
 from store import Store
 from store.models import Run
@@ -58,7 +59,7 @@ class TopicTtl:
         *,
         store: Store,
         catalog: Catalog,
-        topics: TopicAdmin,
+        topics: Clusters[TopicAdmin],
         notifier: Notifier,
         clock: Callable[[], datetime],
         ttl: timedelta,
@@ -73,7 +74,8 @@ class TopicTtl:
         self._ttl = ttl
         self._notice = notice
         self._stray_grace = stray_grace
-        self._strays: dict[str, datetime] = {}  # topic -> when a pass first found it recorded nowhere
+        # (cluster, topic) -> when a pass first found it recorded nowhere
+        self._strays: dict[tuple[str, str], datetime] = {}
 
     def run_once(self) -> None:
         """One pass over the finished runs whose topic is still kept and whose notice is due."""
@@ -85,42 +87,54 @@ class TopicTtl:
                 self.tend(run, now)
             except Exception:  # one topic's trouble must not keep the others
                 log.exception("replay topic ttl: could not tend the run's topic", run_id=run.id)
-        try:
-            self.sweep_strays(now)
-        except Exception:
-            log.exception("replay topic ttl: could not look for stray topics")
-        try:
-            self.sweep_dead_letters(now)
-        except Exception:
-            log.exception("replay topic ttl: could not look at the dead-letter topics")
+        for cluster in self._topics.names:  # one cluster away does not keep the others untended
+            try:
+                self.sweep_strays(now, cluster)
+            except Exception:
+                log.exception("replay topic ttl: could not look for stray topics", cluster=cluster)
+            try:
+                self.sweep_dead_letters(now, cluster)
+            except Exception:
+                log.exception("replay topic ttl: could not look at the dead-letter topics", cluster=cluster)
 
-    def sweep_dead_letters(self, now: datetime) -> list[str]:
-        """Delete the dead-letter topics of sources that have had no run for ``ttl``."""
+    def sweep_dead_letters(self, now: datetime, cluster: str = DEFAULT_CLUSTER) -> list[str]:
+        """Delete the dead-letter topics on ``cluster`` of sources that have had no run for ``ttl``."""
         deleted = []
-        for topic in self._topics.names(DEAD_LETTER_PREFIX):
+        topics = self._topics[cluster]
+        for topic in topics.names(DEAD_LETTER_PREFIX):
             source = topic.removeprefix(DEAD_LETTER_PREFIX)
-            if self._protected(topic) or self._store.runs.source_busy_since(source, now - self._ttl):
+            if self._protected(topic, cluster) or self._store.runs.source_busy_since(source, now - self._ttl):
                 continue
-            self._topics.delete(topic)
-            log.info("dead-letter topic deleted: its source had no run for the ttl", topic=topic)
+            topics.delete(topic)
+            log.info(
+                "dead-letter topic deleted: its source had no run for the ttl", topic=topic, cluster=cluster
+            )
             deleted.append(topic)
         return deleted
 
-    def sweep_strays(self, now: datetime) -> list[str]:
-        """Delete the one-off topics no run or pipeline records, once found so for ``stray_grace``."""
-        found: dict[str, datetime] = {}
-        for topic in self._topics.names(ONE_OFF_PREFIX):
+    def sweep_strays(self, now: datetime, cluster: str = DEFAULT_CLUSTER) -> list[str]:
+        """Delete the one-off topics on ``cluster`` no run or pipeline records, once found so for
+        ``stray_grace``."""
+        topics = self._topics[cluster]
+        found: dict[tuple[str, str], datetime] = {}
+        for topic in topics.names(ONE_OFF_PREFIX):
             named = _ONE_OFF_NAME.fullmatch(topic)
-            if named is None or self._protected(topic) or self._recorded(named["owner"]):
+            if named is None or self._protected(topic, cluster) or self._recorded(named["owner"]):
                 continue
-            found[topic] = self._strays.get(topic, now)
+            found[(cluster, topic)] = self._strays.get((cluster, topic), now)
         deleted = []
-        for topic, since in found.items():
+        for (_, topic), since in found.items():
             if now - since >= self._stray_grace:
-                self._topics.delete(topic)
-                log.warning("replay topic deleted: no run or pipeline records it", topic=topic, since=since)
+                topics.delete(topic)
+                log.warning(
+                    "replay topic deleted: no run or pipeline records it",
+                    topic=topic,
+                    cluster=cluster,
+                    since=since,
+                )
                 deleted.append(topic)
-        self._strays = {topic: since for topic, since in found.items() if topic not in deleted}
+        kept = {key: since for key, since in self._strays.items() if key[0] != cluster}
+        self._strays = kept | {key: since for key, since in found.items() if key[1] not in deleted}
         return deleted
 
     def _recorded(self, owner: str) -> bool:
@@ -133,13 +147,17 @@ class TopicTtl:
             return False
         return True
 
-    def _protected(self, topic: str) -> bool:
-        live = {source.live_topic for source in self._catalog.sources.values() if source.live_topic}
+    def _protected(self, topic: str, cluster: str) -> bool:
+        live = {
+            source.live_topic
+            for source in self._catalog.sources.values()
+            if source.live_topic and source.cluster == cluster
+        }
         return topic in live or not topic.startswith(ONE_OFF_PREFIX)
 
     def tend(self, run: Run, now: datetime) -> None:
         topic = run.topic
-        if run.ended_at is None or self._protected(topic):
+        if run.ended_at is None or self._protected(topic, run.options.cluster):
             log.warning(
                 "replay topic ttl: not a one-off replay topic, never deleted", run_id=run.id, topic=topic
             )
@@ -154,7 +172,7 @@ class TopicTtl:
         deletes_at = max(due, late)
         if now < deletes_at:
             return
-        gone = self._topics.delete(topic)
+        gone = self._topics[run.options.cluster].delete(topic)
         log.info("replay topic deleted: its ttl ran out", run_id=run.id, topic=topic, existed=gone)
         told = self._deliver(
             f"topic-ttl:{run.id}:deleted", run.id, partial(self._notifier.topic_expiry, wire, deletes_at=None)

@@ -49,6 +49,7 @@ def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
         tps=run.tps,
         current_tps=rate.tps,
         delivery=options.delivery,
+        cluster=options.cluster,
         where=options.where,
         repair_of=options.repair_of,
         redrive_of=options.redrive_of,
@@ -203,6 +204,7 @@ def plan_out(plan: Plan) -> PlanOut:
         timestamp="event" if plan.timestamp == "event" else "replay",
         on_error="dlq" if plan.on_error == "dlq" else "fail",
         delivery=plan.delivery,
+        cluster=plan.cluster,
         overlapping=[
             OverlapOut(run_id=o.run_id, requester=o.requester, state=RunState(o.state), window=o.window)
             for o in plan.overlapping

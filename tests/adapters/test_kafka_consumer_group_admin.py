@@ -16,6 +16,7 @@ from daemon.core.errors import GroupNotFound, NotFound
 from daemon.core.lag import DrainState, GroupState
 from daemon.usecases.catalog import Catalog
 from daemon.usecases.consumer_groups import ConsumerGroups
+from daemon.usecases.ports import Clusters
 from store import Store
 from store.migrate import upgrade
 from tests.fixtures.groups import PARTITIONS, PER_PARTITION, consume_and_commit, produce
@@ -44,7 +45,11 @@ def groups(tmp_path: Path, kafka_bootstrap: str) -> Iterator[ConsumerGroups]:
     upgrade(store.engine)
     admin = KafkaConsumerGroupAdmin(config={"bootstrap.servers": kafka_bootstrap})
     yield ConsumerGroups(
-        groups=admin, catalog=Catalog(path="-", sources={}), store=store, admins=[], sample_s=0.0
+        groups=Clusters.one(admin),
+        catalog=Catalog(path="-", sources={}),
+        store=store,
+        admins=[],
+        sample_s=0.0,
     )
     store.close()
 

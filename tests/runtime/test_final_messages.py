@@ -16,6 +16,7 @@ from daemon.core.states import RunKind, RunState
 from daemon.runtime.final_messages import final_key
 from daemon.runtime.watcher import Watcher, WatcherTiming
 from daemon.slack.web_client import make_web_client
+from daemon.usecases.ports import Clusters
 from scripts.devtools.slack_standin import SlackStandin
 from store import Store
 from tests.fixtures.progress import NoBeacons
@@ -32,7 +33,7 @@ def _watcher(store: Store, standin: SlackStandin, tmp_path: Path, owner: str = "
         launcher=LocalSparkLauncher(runs_dir=tmp_path / "runs"),  # never called: the runs never launch
         notifier=SlackNotifier(client=make_web_client(BOT_TOKEN, standin.base_url)),
         build_spec=lambda _run: "{}",
-        progress=NoBeacons(),
+        progress=Clusters.one(NoBeacons()),
         owner=owner,
         timing=WatcherTiming(final_retry_s=RETRY_S),
     )

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from daemon.config.settings import load_settings
-from daemon.core.errors import ConfigError
+from daemon.core.errors import ConfigError, UnknownCluster
 
 
 def test_defaults_put_the_database_under_the_state_directory() -> None:
@@ -116,7 +116,7 @@ def test_a_bad_lake_catalog_names_the_variable_and_the_problem(value: str, probl
     with pytest.raises(ConfigError) as caught:
         load_settings({"REPLAY_LAKE_CATALOGS": value})
 
-    assert str(caught.value).startswith("REPLAY_LAKE_CATALOGS: ")
+    assert str(caught.value).startswith("REPLAY_LAKE_CATALOGS")  # and the entry's field, when one is at fault
     assert problem in str(caught.value)
 
 
@@ -177,3 +177,44 @@ def test_the_cluster_launcher_needs_a_cluster_url_it_can_submit_to() -> None:
         1,
         "1g",
     )
+
+
+def test_named_kafka_clusters_come_beside_the_default_with_their_passwords_secret() -> None:
+    settings = load_settings(
+        {
+            "REPLAY_KAFKA_BOOTSTRAP": "home:9092",
+            "REPLAY_KAFKA_CLUSTERS": '{"eu-west": {"bootstrap": "eu:9092", "security_protocol": "SASL_SSL", '
+            '"sasl_mechanism": "SCRAM-SHA-512", "sasl_username": "replay", "sasl_password": "eu-pw"}}',
+        }
+    )
+
+    assert settings.kafka_cluster_names == ("default", "eu-west")
+    assert settings.kafka_config()["bootstrap.servers"] == "home:9092"
+    assert settings.kafka_config("eu-west") == {
+        "bootstrap.servers": "eu:9092",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "replay",
+        "sasl.password": "eu-pw",
+    }
+    assert "eu-pw" in settings.secret_values() and "eu-pw" not in repr(settings)
+    with pytest.raises(
+        UnknownCluster, match=r"unknown Kafka cluster 'us' \(this service's clusters: default, eu-west\)"
+    ):
+        settings.kafka_config("us")
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ('{"default": {"bootstrap": "x:1"}}', "'default' is the cluster REPLAY_KAFKA_BOOTSTRAP"),
+        ('{"EU": {"bootstrap": "x:1"}}', "'EU' is not a cluster name"),
+        ('{"eu": {}}', "(eu.bootstrap): Field required"),
+        ('{"eu": {"bootstrap": "x:1", "colour": "blue"}}', "(eu.colour)"),
+        ("[1]", "REPLAY_KAFKA_CLUSTERS"),
+    ],
+)
+def test_a_bad_kafka_clusters_variable_names_it_and_the_problem(value: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match="REPLAY_KAFKA_CLUSTERS") as caught:
+        load_settings({"REPLAY_KAFKA_CLUSTERS": value})
+    assert problem in str(caught.value)

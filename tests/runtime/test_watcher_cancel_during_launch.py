@@ -19,7 +19,7 @@ from daemon.adapters.local_launcher import LocalSparkLauncher
 from daemon.adapters.log_notifier import LogNotifier
 from daemon.core.states import RunKind, RunState
 from daemon.runtime.watcher import Watcher
-from daemon.usecases.ports import Handle, JobState
+from daemon.usecases.ports import Clusters, Handle, JobState
 from store import Store
 from tests.fixtures.kafka import unique_topic
 from tests.fixtures.progress import NoBeacons
@@ -57,7 +57,7 @@ def test_a_cancel_during_submit_stops_the_job_it_started(
         launcher=launcher,
         notifier=LogNotifier(),
         build_spec=lambda _run: spec,
-        progress=NoBeacons(),
+        progress=Clusters.one(NoBeacons()),
         owner="test",
     )
 

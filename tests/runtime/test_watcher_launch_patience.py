@@ -14,6 +14,7 @@ from daemon.adapters.log_notifier import LogNotifier
 from daemon.core.errors import Unavailable
 from daemon.core.states import RunKind, RunState
 from daemon.runtime.watcher import Watcher, WatcherTiming
+from daemon.usecases.ports import Clusters
 from store import Store
 from store.models import Run
 from tests.fixtures.progress import NoBeacons
@@ -45,7 +46,7 @@ def _watcher(store: Store, tmp_path: Path, build_spec: BlinkingKafka) -> Watcher
         ),  # a job that exits at once
         notifier=LogNotifier(),
         build_spec=build_spec,
-        progress=NoBeacons(),
+        progress=Clusters.one(NoBeacons()),
         owner="d1",
         timing=WatcherTiming(launch_patience_s=PATIENCE_S),
     )

@@ -17,7 +17,7 @@ import pytest
 from daemon.adapters.log_notifier import LogNotifier
 from daemon.core.states import RunKind, RunState
 from daemon.runtime.watcher import Watcher, WatcherTiming
-from daemon.usecases.ports import Handle, JobOutcome, JobState, Launcher
+from daemon.usecases.ports import Clusters, Handle, JobOutcome, JobState, Launcher
 from store import Store
 from store.models import Run
 from tests.fixtures.progress import NoBeacons
@@ -87,7 +87,7 @@ def _watcher(
         launcher=launcher,
         notifier=LogNotifier(),
         build_spec=lambda _run: "{}",
-        progress=NoBeacons(),
+        progress=Clusters.one(NoBeacons()),
         owner=owner,
         timing=timing,
     )

@@ -16,7 +16,7 @@ from daemon.core.run_options import RunOptions
 from daemon.core.states import RunKind, RunState
 from daemon.runtime.watcher import Watcher
 from daemon.slack.run_messages import final_reply
-from daemon.usecases.ports import ProgressSample, ProgressSource
+from daemon.usecases.ports import Clusters, ProgressSample, ProgressSource
 from daemon.usecases.wire import run_out
 from store import Store
 
@@ -57,7 +57,7 @@ def test_a_cancelled_run_whose_beacons_went_silent_has_an_unknown_count_not_zero
         launcher=LocalSparkLauncher(runs_dir=tmp_path / "runs", spark_submit=str(submit)),
         notifier=LogNotifier(),
         build_spec=lambda _run: "{}",
-        progress=ReadOnceThenSilent(),
+        progress=Clusters.one(ReadOnceThenSilent()),
         owner="d1",
     )
 

@@ -16,7 +16,7 @@ from daemon.adapters.log_notifier import LogNotifier
 from daemon.core.run_options import RunOptions, WindowKind
 from daemon.core.states import RunState
 from daemon.runtime.watcher import Watcher
-from daemon.usecases.ports import Handle, JobOutcome, JobState, Launcher
+from daemon.usecases.ports import Clusters, Handle, JobOutcome, JobState, Launcher
 from store import Store
 from tests.fixtures.progress import NoBeacons
 
@@ -57,7 +57,7 @@ def launch_and_conclude(store: Store, launcher: Launcher) -> None:
         launcher=launcher,
         notifier=LogNotifier(),
         build_spec=lambda _run: "{}",
-        progress=NoBeacons(),
+        progress=Clusters.one(NoBeacons()),
         owner="test",
     )
     watcher.tick()

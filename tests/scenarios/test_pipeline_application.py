@@ -19,6 +19,7 @@ from daemon.adapters.emr_launcher import EmrServerlessLauncher, pipeline_applica
 from daemon.adapters.log_notifier import LogNotifier
 from daemon.core.states import TERMINAL_RUN_STATES, RunKind
 from daemon.runtime.watcher import Watcher
+from daemon.usecases.ports import Clusters
 from store.models import Run
 from tests.fixtures.aws import AwsClients, aws_client
 from tests.fixtures.daemon import OWNER
@@ -76,7 +77,7 @@ def test_a_pipelines_runs_share_its_application_until_de_provisioning_deletes_it
         launcher=launcher,
         notifier=LogNotifier(),
         build_spec=lambda run: json.dumps({"run_id": run.id}),
-        progress=NoBeacons(),
+        progress=Clusters.one(NoBeacons()),
         owner="test",
     )
     applications = local_emr.emr.applications

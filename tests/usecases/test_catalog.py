@@ -72,6 +72,24 @@ def test_an_iceberg_table_by_name_is_in_one_of_the_daemons_catalogs(tmp_path: Pa
     assert catalog.get("orders").table.catalog == "lake"
 
 
+def test_a_source_names_one_of_the_daemons_kafka_clusters_and_a_reload_keeps_to_them(tmp_path: Path) -> None:
+    on_eu = GOOD.replace("    owners: [U0OWNER1]\n", "    owners: [U0OWNER1]\n    cluster: eu\n")
+    path = _write(tmp_path, on_eu)
+
+    assert load_catalog(path, kafka_clusters=("default", "eu")).get("orders").cluster == "eu"
+    assert load_catalog(_write(tmp_path, GOOD)).get("orders").cluster == "default"
+    with pytest.raises(CatalogError) as caught:
+        load_catalog(_write(tmp_path, on_eu), kafka_clusters=("default",))
+    assert (caught.value.source, caught.value.field) == ("orders", "cluster")
+    assert "unknown Kafka cluster 'eu' (this service's clusters: default)" in str(caught.value)
+
+    catalog = load_catalog(_write(tmp_path, on_eu), kafka_clusters=("default", "eu"))
+    path.write_text(on_eu.replace("cluster: eu", "cluster: us"))
+    with pytest.raises(CatalogError, match="unknown Kafka cluster 'us'"):
+        catalog.reload()
+    assert catalog.get("orders").cluster == "eu"
+
+
 @pytest.mark.parametrize("table_format", ["delta", "parquet", "iceberg"])
 def test_a_two_part_name_is_a_table_of_the_session_catalog(tmp_path: Path, table_format: str) -> None:
     """`sales.orders`, as Spark SQL names it, is in the catalog marked ``session``; with none, the
@@ -157,6 +175,11 @@ def test_unknown_source_lists_the_known_ones(tmp_path: Path) -> None:
             ("    owners: [U0OWNER1]\n", "    owners: [U0OWNER1]\n    executor: {memory: 4 GB}\n"),
             "executor.memory",
             "should match pattern",
+        ),
+        (
+            ("    owners: [U0OWNER1]\n", "    owners: [U0OWNER1]\n    cluster: Prod EU\n"),
+            "cluster",
+            "is not a cluster name",
         ),
         (
             ("    owners: [U0OWNER1]\n", "    owners: [U0OWNER1]\n    colour: blue\n"),

@@ -23,7 +23,7 @@ from daemon.adapters.log_notifier import LogNotifier
 from daemon.core.errors import Conflict
 from daemon.core.states import RunKind, RunState
 from daemon.runtime.watcher import Watcher, WatcherTiming
-from daemon.usecases.ports import JobState
+from daemon.usecases.ports import Clusters, JobState
 from tests.fixtures.aws import AwsClients, aws_client
 from tests.fixtures.control_job import standin_spark_submit
 from tests.fixtures.daemon import OWNER
@@ -88,7 +88,7 @@ def test_deprovisioning_pauses_the_pipeline_and_stops_its_running_job_first(
         launcher=launcher,
         notifier=LogNotifier(),
         build_spec=lambda _run: spec,
-        progress=NoBeacons(),
+        progress=Clusters.one(NoBeacons()),
         owner="test",
         timing=WatcherTiming(poll_s=0.2),
     )

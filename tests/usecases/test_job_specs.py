@@ -15,7 +15,7 @@ import pytest
 
 from daemon.config.settings import load_settings
 from daemon.contract.models import ReplayBody
-from daemon.core.errors import BadRequest, CatalogError
+from daemon.core.errors import BadRequest, CatalogError, UnknownCluster
 from daemon.core.grammar import GrammarError, PlanCommand, ReplayCommand, parse, render
 from daemon.core.rate_shape import RAMP_FROM
 from daemon.core.run_options import PipelineOptions
@@ -317,6 +317,32 @@ def test_a_sources_executor_size_reaches_the_spec_and_a_source_without_one_leave
         result_uri=None,
     )
     assert "executor" not in plain.to_dict()
+
+
+def test_a_run_on_a_named_cluster_sends_there_with_the_producer_tuning_every_run_shares(
+    tmp_path: Path,
+) -> None:
+    settings = load_settings(
+        {
+            "REPLAY_KAFKA_BOOTSTRAP": "home:9092",
+            "REPLAY_KAFKA_PRODUCER": '{"linger.ms": 20}',
+            "REPLAY_KAFKA_CLUSTERS": '{"eu": {"bootstrap": "eu:9092", '
+            '"sasl_username": "u", "sasl_password": "p"}}',
+        }
+    )
+    catalog = load_catalog(_catalog(tmp_path))
+    on_eu = build_spec(unsaved_day_run(cluster="eu"), catalog=catalog, settings=settings, result_uri=None)
+    at_home = build_spec(unsaved_day_run(), catalog=catalog, settings=settings, result_uri=None)
+
+    assert on_eu.kafka["bootstrap.servers"] == "eu:9092"
+    assert (on_eu.kafka["sasl.username"], on_eu.kafka["sasl.password"], on_eu.kafka["linger.ms"]) == (
+        "u",
+        "p",
+        20,
+    )
+    assert at_home.kafka["bootstrap.servers"] == "home:9092" and "sasl.username" not in at_home.kafka
+    with pytest.raises(UnknownCluster, match="unknown Kafka cluster 'us'"):  # settings changed since
+        build_spec(unsaved_day_run(cluster="us"), catalog=catalog, settings=settings, result_uri=None)
 
 
 def test_a_source_may_send_transactionally_by_default_and_a_run_may_choose(tmp_path: Path) -> None:

@@ -9,13 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from daemon.core.clusters import CLUSTER_NAME
 from daemon.core.grammar.help import USAGE
 from daemon.core.grammar.values import GrammarError, blaming, check_id
 from daemon.core.ids import GROUP_ID_PATTERN, TOPIC_PATTERN
 from daemon.core.quantities import InvalidValue
 from daemon.core.rewind import RewindTo, parse_target, target_label
 
-REWIND_OPTIONS = ("to",)
+LAG_OPTIONS = ("cluster",)
+REWIND_OPTIONS = ("to", "cluster")
 EPOCH_START = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -26,6 +28,11 @@ def _check_group(group: str) -> None:
 
 def _check_topic(topic: str) -> None:
     check_id(topic, TOPIC_PATTERN, "topic name (letters, digits, '.', '_' or '-'; 249 at most)")
+
+
+def _check_cluster(cluster: str | None) -> None:
+    if cluster is not None and not CLUSTER_NAME.match(cluster):
+        raise InvalidValue(cluster, "not a cluster name (lower-case letters, digits, '-' and '_')")
 
 
 def _check_target(to: RewindTo) -> None:
@@ -40,16 +47,19 @@ def _check_target(to: RewindTo) -> None:
 
 @dataclass(frozen=True)
 class LagCommand:
-    """A consumer group's lag on one topic, or on every topic it has offsets on."""
+    """A consumer group's lag on one topic, or on every topic it has offsets on; on ``cluster``, else
+    the topic's (its source's), else the default one."""
 
     group: str
     topic: str | None = None
+    cluster: str | None = None
 
     def __post_init__(self) -> None:
         with blaming(None, USAGE["lag"]):
             _check_group(self.group)
             if self.topic is not None:
                 _check_topic(self.topic)
+            _check_cluster(self.cluster)
 
 
 @dataclass(frozen=True)
@@ -59,12 +69,14 @@ class RewindCommand:
     group: str
     topic: str
     to: RewindTo
+    cluster: str | None = None  # None: the topic's source's cluster, else the default one
 
     def __post_init__(self) -> None:
         with blaming(None, USAGE["rewind"]):
             _check_group(self.group)
             _check_topic(self.topic)
             _check_target(self.to)
+            _check_cluster(self.cluster)
             if isinstance(self.to, datetime):
                 object.__setattr__(self, "to", self.to.astimezone(UTC))
 
@@ -92,13 +104,30 @@ def _group_and_topic(words: list[str], usage: str, *, topic_required: bool) -> t
     return words[0], topic
 
 
+def _cluster_option(token: str, cluster: str | None, usage: str) -> str:
+    """``cluster=<name>``: once, and a well-formed name (the daemon knows which ones exist)."""
+    if cluster is not None:
+        raise GrammarError("option 'cluster' given twice", token=token, usage=usage)
+    value = token.partition("=")[2]
+    with blaming(token, usage):
+        _check_cluster(value)
+    return value
+
+
 def parse_lag(args: list[str]) -> LagCommand:
     usage = USAGE["lag"]
     words, options = _positional(args)
-    if options:
-        raise GrammarError("lag takes no options", token=options[0], usage=usage)
+    cluster: str | None = None
+    for token in options:
+        if token.partition("=")[0].lower() not in LAG_OPTIONS:
+            raise GrammarError(
+                f"unknown option '{token.partition('=')[0]}' (allowed for lag: cluster)",
+                token=token,
+                usage=usage,
+            )
+        cluster = _cluster_option(token, cluster, usage)
     group, topic = _group_and_topic(words, usage, topic_required=False)
-    return LagCommand(group, topic)
+    return LagCommand(group, topic, cluster)
 
 
 def parse_rewind(args: list[str]) -> RewindCommand:
@@ -107,20 +136,27 @@ def parse_rewind(args: list[str]) -> RewindCommand:
     group, topic = _group_and_topic(words, usage, topic_required=True)
     assert topic is not None
     to: RewindTo | None = None
+    cluster: str | None = None
     for token in options:
         key, _, value = token.partition("=")
         if key.lower() not in REWIND_OPTIONS:
-            raise GrammarError(f"unknown option '{key}' (allowed for rewind: to)", token=token, usage=usage)
+            raise GrammarError(
+                f"unknown option '{key}' (allowed for rewind: to, cluster)", token=token, usage=usage
+            )
+        if key.lower() == "cluster":
+            cluster = _cluster_option(token, cluster, usage)
+            continue
         if to is not None:
             raise GrammarError("option 'to' given twice", token=token, usage=usage)
         with blaming(token, usage):
             to = parse_target(value)
     if to is None:
         raise GrammarError("missing to=<time>, to=earliest or to=latest (where the group goes)", usage=usage)
-    return RewindCommand(group, topic, to)
+    return RewindCommand(group, topic, to, cluster)
 
 
 def render_group_command(command: LagCommand | RewindCommand) -> str:
+    named = [f"cluster={command.cluster}"] if command.cluster else []
     if isinstance(command, LagCommand):
-        return " ".join(["lag", command.group, *([command.topic] if command.topic else [])])
-    return f"rewind {command.group} {command.topic} to={target_label(command.to)}"
+        return " ".join(["lag", command.group, *([command.topic] if command.topic else []), *named])
+    return " ".join(["rewind", command.group, command.topic, f"to={target_label(command.to)}", *named])

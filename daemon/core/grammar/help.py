@@ -34,8 +34,8 @@ USAGE: dict[str, str] = {
     "pause": f"{PREFIX} pause <run-id>|<pipeline-id>",
     "resume": f"{PREFIX} resume <run-id>|<pipeline-id>",
     "unschedule": f"{PREFIX} unschedule <pipeline-id>",
-    "lag": f"{PREFIX} lag <group> [topic]",
-    "rewind": f"{PREFIX} rewind <group> <topic> to=<time>|earliest|latest",
+    "lag": f"{PREFIX} lag <group> [topic] [cluster=<name>]",
+    "rewind": f"{PREFIX} rewind <group> <topic> to=<time>|earliest|latest [cluster=<name>]",
     "sources": f"{PREFIX} sources [source]",
     "help": f"{PREFIX} help [command]",
 }

@@ -24,7 +24,10 @@ names = st.from_regex(r"[A-Za-z0-9._-]{1,40}", fullmatch=True)
 targets = st.sampled_from(["earliest", "latest"]) | st.datetimes(
     min_value=datetime(1970, 1, 1), max_value=datetime(9999, 1, 1), timezones=st.just(UTC)
 )
-commands = st.builds(LagCommand, names, st.none() | names) | st.builds(RewindCommand, names, names, targets)
+clusters = st.none() | st.from_regex(r"[a-z][a-z0-9_-]{0,31}", fullmatch=True)
+commands = st.builds(LagCommand, names, st.none() | names, clusters) | st.builds(
+    RewindCommand, names, names, targets, clusters
+)
 FRAGMENTS = [
     "lag",
     "rewind",
@@ -34,6 +37,8 @@ FRAGMENTS = [
     "to=earliest",
     "to=2024-01-01T10:00",
     "to=x",
+    "cluster=eu",
+    "cluster=EU",
     "a=b",
     "$",
 ]
@@ -64,7 +69,10 @@ def test_any_lag_or_rewind_text_parses_or_raises_a_grammar_error_with_its_usage(
     [
         ("lag", None, "missing consumer group id"),
         ("lag svc orders extra", "extra", "unexpected extra argument"),
-        ("lag svc topic=orders", "topic=orders", "lag takes no options"),
+        ("lag svc topic=orders", "topic=orders", "unknown option 'topic' (allowed for lag: cluster)"),
+        ("lag svc cluster=Prod", "cluster=Prod", "not a cluster name"),
+        ("lag svc cluster=eu cluster=us", "cluster=us", "given twice"),
+        ("rewind svc orders to=latest cluster=", "cluster=", "not a cluster name"),
         ("lag svc/x", "svc/x", "not a consumer group id"),
         ("rewind svc", None, "missing topic"),
         ("rewind svc orders", None, "missing to="),
@@ -94,6 +102,13 @@ def test_times_are_utc_and_a_day_means_its_midnight() -> None:
     shifted = parse("rewind svc orders to=2024-01-01T12:00+02:00")
     assert isinstance(shifted, RewindCommand) and shifted.to == datetime(2024, 1, 1, 10, 0, tzinfo=UTC)
     assert render(shifted) == "rewind svc orders to=2024-01-01T10:00"
+
+
+def test_a_cluster_is_named_after_the_topic_and_rendered_back() -> None:
+    asked = parse("rewind svc orders to=latest cluster=eu-west")
+    assert asked == RewindCommand("svc", "orders", "latest", cluster="eu-west")
+    assert render(asked) == "rewind svc orders to=latest cluster=eu-west"
+    assert parse("lag svc cluster=eu-west") == LagCommand("svc", None, "eu-west")
 
 
 def test_a_command_built_in_code_is_held_to_the_same_rules() -> None:

@@ -1,0 +1,110 @@
+"""Two Kafka clusters through the real Replay Service: a source whose `cluster:` is the second one has
+its runs' topics, progress beacons, live control and verdict there and nothing on the default one;
+`lag` and `rewind` find a live topic's cluster from its source, or take `cluster=`; an unknown name is
+refused, naming the clusters there are (ADR 0058)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from daemon.contract.groups import RewindBody
+from daemon.contract.models import ReplayBody
+from daemon.core.errors import BadRequest, NotFound
+from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
+from tests.fixtures.groups import PER_PARTITION, behind_group, committed, produce
+from tests.fixtures.kafka import (
+    KEEP_FOREVER,
+    consume_all,
+    create_topic,
+    topic_names,
+    unique_topic,
+    value_of,
+)
+from tests.fixtures.runs import TERMINAL, wait_for, window_event_ids
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+SECOND = "second"
+
+
+@pytest.fixture(scope="module")
+def second_live(second_kafka_bootstrap: str) -> str:
+    """The source's live topic, on the second cluster only (3 partitions of timestamped records)."""
+    topic = unique_topic("orders-live-second")
+    create_topic(second_kafka_bootstrap, topic, partitions=3, config=KEEP_FOREVER)
+    produce(second_kafka_bootstrap, topic, PER_PARTITION)
+    return topic
+
+
+@pytest.fixture(scope="module")
+def two_cluster_daemon(
+    tmp_path_factory: pytest.TempPathFactory,
+    sample_table: Path,
+    kafka_bootstrap: str,
+    second_kafka_bootstrap: str,
+    second_live: str,
+) -> Iterator[DaemonProcess]:
+    daemon = running_daemon(
+        tmp_path_factory.mktemp("two-clusters"),
+        sample_table=sample_table,
+        bootstrap=kafka_bootstrap,
+        extra={"REPLAY_KAFKA_CLUSTERS": json.dumps({SECOND: {"bootstrap": second_kafka_bootstrap}})},
+        source_extra={"cluster": SECOND, "live_topic": second_live},
+    )
+    yield daemon
+    daemon.stop()
+
+
+def test_a_replay_of_a_source_on_the_second_cluster_lands_and_is_followed_there_only(
+    two_cluster_daemon: DaemonProcess, sample_table: Path, kafka_bootstrap: str, second_kafka_bootstrap: str
+) -> None:
+    before_default = topic_names(kafka_bootstrap)
+    with two_cluster_daemon.client() as client:
+        created = client.create_replay(OWNER, ReplayBody(source="orders", window="2024-01-05", tps=2000))
+        run = wait_for(client, created.id, TERMINAL, timeout_s=300)
+
+    expected = window_event_ids(sample_table, "2024-01-05", "2024-01-05")
+    assert run.state == "succeeded", run.failure_reason
+    # counted from the beacons on the second cluster, checked by a reconcile that read it there
+    assert run.confirmed == len(expected)
+    assert run.reconcile is not None and run.reconcile.verdict().clean, run.reconcile
+    landed = consume_all(second_kafka_bootstrap, run.topic, expected=len(expected))
+    assert {json.loads(value_of(m))["event_id"] for m in landed} == expected
+    on_second = topic_names(second_kafka_bootstrap)
+    assert {run.topic, "replay.progress", "replay.control"} <= on_second
+    assert topic_names(kafka_bootstrap) - before_default == set()  # nothing new on the default cluster
+
+
+def test_a_plan_into_the_live_topic_reads_it_on_the_sources_cluster(
+    two_cluster_daemon: DaemonProcess, second_live: str
+) -> None:
+    with two_cluster_daemon.client() as client:
+        plan = client.plan(OWNER, ReplayBody(source="orders", window="2024-01-05", tps=2000, topic="live"))
+    assert (plan.topic, plan.partitions) == (second_live, 3)
+
+
+def test_lag_and_rewind_find_the_live_topics_cluster_from_its_source_or_are_told(
+    two_cluster_daemon: DaemonProcess, kafka_bootstrap: str, second_kafka_bootstrap: str, second_live: str
+) -> None:
+    group = behind_group(second_kafka_bootstrap, second_live)
+    before = committed(second_kafka_bootstrap, group, second_live)
+    with two_cluster_daemon.client() as client:
+        found = client.group_lag(OWNER, group, topic=second_live, sample_s=0)
+        told = client.group_lag(OWNER, group, cluster=SECOND, sample_s=0)
+        shown = client.rewind(OWNER, group, RewindBody(topic=second_live, to="earliest"))
+        with pytest.raises(NotFound):  # on the default cluster this group has nothing
+            client.group_lag(OWNER, group, cluster="default", sample_s=0)
+        with pytest.raises(BadRequest) as unknown:
+            client.group_lag(OWNER, group, topic=second_live, cluster="staging", sample_s=0)
+
+    assert (found.cluster, found.total_lag) == (SECOND, sum(PER_PARTITION - c for c in before.values()))
+    assert (told.cluster, told.total_lag) == (SECOND, found.total_lag)
+    assert shown.cluster == SECOND and not shown.applied
+    assert shown.re_consumed == sum(before.values())
+    assert committed(second_kafka_bootstrap, group, second_live) == before  # a preview moves nothing
+    assert "unknown Kafka cluster 'staging' (this service's clusters: default, second)" in str(unknown.value)
+    assert second_live not in topic_names(kafka_bootstrap)
