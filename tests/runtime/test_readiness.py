@@ -156,3 +156,28 @@ def test_an_unreachable_emr_endpoint_is_named(tmp_path: Path, sample_table: Path
     assert states["emr"].startswith(f"down: EMR Serverless at {endpoint}")
     assert states["kms"] == "not configured"
     assert states["database"] == "ok"
+
+
+@pytest.mark.kafka
+def test_each_named_kafka_cluster_is_probed_on_its_own(
+    tmp_path: Path, sample_table: Path, kafka_bootstrap: str
+) -> None:
+    """The cluster that is down is the one named: the default one answers, `staging` does not."""
+    catalog_path = write_catalog(tmp_path / "sources.yaml", sample_table, live_topic="orders-live")
+    away = f"127.0.0.1:{free_port()}"  # nothing listens there
+    settings = load_settings(
+        {},
+        state_dir=tmp_path / "state",
+        catalog_path=catalog_path,
+        kafka_bootstrap=kafka_bootstrap,
+        kafka_clusters={"staging": {"bootstrap": away}},
+        database_url=f"sqlite:///{tmp_path / 'replay.db'}",
+    )
+    store = Store(settings.db_url)
+    try:
+        states = readiness_for(settings, store=store, catalog=load_catalog(catalog_path), timeout_s=2).check()
+    finally:
+        store.close()
+
+    assert states["kafka"] == "ok"
+    assert states["kafka:staging"].startswith(f"down: Kafka at {away}")
