@@ -1,5 +1,6 @@
 """Two Kafka clusters through the real Replay Service: a source whose `cluster:` is the second one has
-its runs' topics, progress beacons, live control and verdict there and nothing on the default one;
+its runs' topics, progress beacons, live control, dead letters and verdict there and nothing on the
+default one;
 `lag` and `rewind` find a live topic's cluster from its source, or take `cluster=`; an unknown name is
 refused, naming the clusters there are (ADR 0058)."""
 
@@ -14,12 +15,14 @@ import pytest
 from daemon.contract.groups import RewindBody
 from daemon.contract.models import ReplayBody
 from daemon.core.errors import BadRequest, NotFound
+from tests.fixtures.big_rows import limit_message_bytes, with_big_rows
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
 from tests.fixtures.groups import PER_PARTITION, behind_group, committed, produce
 from tests.fixtures.kafka import (
     KEEP_FOREVER,
     consume_all,
     create_topic,
+    headers_of,
     topic_names,
     unique_topic,
     value_of,
@@ -29,6 +32,8 @@ from tests.fixtures.runs import TERMINAL, wait_for, window_event_ids
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 SECOND = "second"
+DAY = "2024-01-05"
+DEAD_LETTERS = "replay.dlq.orders"  # the source's dead-letter topic (daemon.usecases.dead_letters)
 
 
 @pytest.fixture(scope="module")
@@ -108,3 +113,33 @@ def test_lag_and_rewind_find_the_live_topics_cluster_from_its_source_or_are_told
     assert committed(second_kafka_bootstrap, group, second_live) == before  # a preview moves nothing
     assert "unknown Kafka cluster 'staging' (this service's clusters: default, second)" in str(unknown.value)
     assert second_live not in topic_names(kafka_bootstrap)
+
+
+def test_dead_letters_of_a_source_on_the_second_cluster_are_set_aside_there(
+    sample_table: Path, kafka_bootstrap: str, second_kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """The broker of the second cluster refuses three records; their dead letters go to the dead-letter
+    topic on that cluster, and none is made on the default one."""
+    big = with_big_rows(sample_table, tmp_path / "orders", DAY)
+    live = unique_topic("orders-live-dlq")
+    create_topic(second_kafka_bootstrap, live, partitions=3, config=KEEP_FOREVER)
+    limit_message_bytes(second_kafka_bootstrap, live, 10_000)
+    daemon = running_daemon(
+        tmp_path / "daemon",
+        sample_table=tmp_path / "orders",
+        bootstrap=kafka_bootstrap,
+        extra={"REPLAY_KAFKA_CLUSTERS": json.dumps({SECOND: {"bootstrap": second_kafka_bootstrap}})},
+        source_extra={"cluster": SECOND, "live_topic": live, "on_error": "dlq"},
+    )
+    try:
+        with daemon.client() as client:
+            body = ReplayBody(source="orders", window=DAY, tps=2000, topic="live", confirm_live=True)
+            run = wait_for(client, client.create_replay(OWNER, body).id, TERMINAL, timeout_s=300)
+    finally:
+        daemon.stop()
+
+    assert run.state == "succeeded" and run.dead_lettered == len(big), run
+    assert run.cluster == SECOND
+    letters = consume_all(second_kafka_bootstrap, DEAD_LETTERS, expected=len(big))
+    assert {headers_of(m)["replay-event-id"].decode() for m in letters} == big
+    assert DEAD_LETTERS not in topic_names(kafka_bootstrap)

@@ -11,19 +11,14 @@ The truth is the live topic's own records and pyarrow over the table.
 
 from __future__ import annotations
 
-import base64
 import json
-import random
-import shutil
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource
 
 from daemon.contract.models import RepairBody, ReplayBody
 from daemon.core.errors import BadRequest, Conflict
+from tests.fixtures.big_rows import limit_message_bytes, with_big_rows
 from tests.fixtures.daemon import OWNER, running_daemon
 from tests.fixtures.kafka import consume_all, headers_of, value_of
 from tests.fixtures.runs import TERMINAL, wait_for, window_event_ids
@@ -31,33 +26,12 @@ from tests.fixtures.runs import TERMINAL, wait_for, window_event_ids
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 DAY = "2024-01-05"
-BIG = (3, 40, 77)  # rows of the day's file whose payload outgrows the topic's limit
-
-
-def _with_big_rows(sample_table: Path, copy: Path) -> set[str]:
-    """The sample table with three ~27 KB payloads on DAY; their event ids."""
-    shutil.copytree(sample_table, copy)
-    path = next((copy / f"dt={DAY}").glob("*.parquet"))
-    data = pq.read_table(path)
-    payloads = data.column("payload").to_pylist()
-    for row in BIG:
-        payloads[row] = base64.b64encode(random.Random(row).randbytes(20_000)).decode()
-    index = data.column_names.index("payload")
-    pq.write_table(data.set_column(index, "payload", pa.array(payloads, data.schema.field(index).type)), path)
-    return {str(data.column("event_id")[row].as_py()) for row in BIG}
-
-
-def _limit(bootstrap: str, topic: str, max_bytes: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    resource = ConfigResource("topic", topic, set_config={"max.message.bytes": str(max_bytes)})
-    for future in admin.alter_configs([resource]).values():
-        future.result(timeout=30)
 
 
 def test_dead_letters_go_back_once_the_cause_is_fixed_each_once(
     kafka_bootstrap: str, sample_table: Path, tmp_path: Path
 ) -> None:
-    big = _with_big_rows(sample_table, tmp_path / "orders")
+    big = with_big_rows(sample_table, tmp_path / "orders", DAY)
     daemon = running_daemon(
         tmp_path,
         sample_table=tmp_path / "orders",
@@ -68,7 +42,7 @@ def test_dead_letters_go_back_once_the_cause_is_fixed_each_once(
         client = daemon.client()
         live = client.sources(OWNER)[0].live_topic
         assert live is not None
-        _limit(kafka_bootstrap, live, 10_000)
+        limit_message_bytes(kafka_bootstrap, live, 10_000)
         body = ReplayBody(source="orders", window=DAY, tps=2000, topic="live", confirm_live=True)
         run = wait_for(client, client.create_replay(OWNER, body).id, TERMINAL)
         assert run.state == "succeeded" and run.dead_lettered == len(big), run
@@ -79,7 +53,7 @@ def test_dead_letters_go_back_once_the_cause_is_fixed_each_once(
         assert again.redrive_of == run.id and again.rows_planned == len(big)
         assert again.state == "succeeded" and (again.confirmed, again.dead_lettered) == (0, len(big)), again
 
-        _limit(kafka_bootstrap, live, 1_048_588)  # the cause, fixed
+        limit_message_bytes(kafka_bootstrap, live, 1_048_588)  # the cause, fixed
         fixed = wait_for(client, client.redrive(OWNER, run.id, RepairBody(confirm_live=True)).id, TERMINAL)
         assert fixed.state == "succeeded" and (fixed.confirmed, fixed.dead_lettered) == (len(big), 0), fixed
         assert fixed.reconcile is not None and fixed.reconcile.verdict().clean, fixed.reconcile
