@@ -726,6 +726,7 @@ class SourceOut(BaseModel):
     name: str
     description: str
     live_topic: str | None
+    cluster: str = Field(default=DEFAULT_CLUSTER, description="the Kafka cluster of its topics")
     owners: list[str]
     live_approvals: int = Field(default=1, description="owners who must agree to publish into live (1 or 2)")
     partition_column: str

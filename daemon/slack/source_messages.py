@@ -12,6 +12,7 @@ import difflib
 from collections.abc import Sequence
 
 from daemon.contract.models import SourceOut
+from daemon.core.clusters import DEFAULT_CLUSTER
 from daemon.slack.blocks import (
     MAX_LINE,
     Message,
@@ -51,7 +52,8 @@ def _snapshot(source: SourceOut) -> str | None:
 def _live_topic(source: SourceOut) -> str:
     if source.live_topic is None:
         return "none: replays go to their own topic"
-    return f"`{escape(source.live_topic)}`"
+    on = "" if source.cluster == DEFAULT_CLUSTER else f" on `{escape(source.cluster)}`"
+    return f"`{escape(source.live_topic)}`{on}"
 
 
 def _retention(source: SourceOut) -> str:

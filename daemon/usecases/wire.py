@@ -225,6 +225,7 @@ def source_out(listed: SourceTable) -> SourceOut:
         name=source.name,
         description=source.description,
         live_topic=source.live_topic,
+        cluster=source.cluster,
         owners=list(source.owners),
         live_approvals=source.live_approvals,
         partition_column=source.partition_column,

@@ -87,3 +87,13 @@ def test_the_plan_offers_the_rewind_when_the_window_is_on_the_live_topic() -> No
 
     assert "`/replay rewind &lt;group&gt; orders to=2024-01-01T00:00`" in str(hinted.blocks)
     assert "rewind" not in str(plain.blocks)
+
+
+def test_a_cluster_other_than_the_default_is_named_and_the_default_is_not() -> None:
+    on_eu = lag_message(_lag(3).model_copy(update={"cluster": "eu"}))
+    at_home = lag_message(_lag(3))
+    rewind = rewind_preview(_rewind(None).model_copy(update={"cluster": "eu"}), value="v", expires_in_s=900)
+
+    assert on_eu.text.startswith("Consumer group `svc` on `orders` (cluster `eu`): lag")
+    assert "cluster" not in at_home.text
+    assert "Rewind `svc` on `orders` (cluster `eu`) to `earliest`" in rewind.text

@@ -105,6 +105,19 @@ def test_a_transactional_run_says_so_on_the_card_and_how_its_transactions_went_i
     assert "read_committed" not in str(run_messages.run_parent(RUN).blocks)
 
 
+def test_a_run_on_another_kafka_cluster_names_it_beside_its_topic() -> None:
+    def topic_field(run: RunOut) -> str:
+        [topic] = [
+            f["text"]
+            for f in run_messages.run_parent(run).blocks[1]["fields"]
+            if "*Target topic*" in f["text"]
+        ]
+        return topic
+
+    assert topic_field(changed(RUN, cluster="eu")).endswith(f"`{RUN.topic}` on `eu`")
+    assert topic_field(RUN).endswith(f"`{RUN.topic}`")
+
+
 def test_a_byte_ceiling_is_said_on_the_card_and_its_hold_in_the_report() -> None:
     capped = changed(RUN, max_mb=5, state="succeeded", bytes_held_s=12.0)
 

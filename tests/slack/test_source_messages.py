@@ -115,3 +115,9 @@ def test_a_parquet_source_has_no_snapshot_line_and_an_unreadable_table_says_why(
     assert "Snapshot: could not be read: /lake/orders is not an Iceberg table" in _drawn(
         sources_list([broken]).blocks
     )
+
+
+def test_a_live_topic_on_another_cluster_says_which() -> None:
+    listed = sources_list([_source("orders", cluster="eu-west")])
+
+    assert "Live topic: `orders` on `eu-west`" in listed.blocks[1]["text"]["text"]
