@@ -112,7 +112,7 @@ def test_a_run_on_another_kafka_cluster_names_it_beside_its_topic() -> None:
             for f in run_messages.run_parent(run).blocks[1]["fields"]
             if "*Target topic*" in f["text"]
         ]
-        return topic
+        return str(topic)
 
     assert topic_field(changed(RUN, cluster="eu")).endswith(f"`{RUN.topic}` on `eu`")
     assert topic_field(RUN).endswith(f"`{RUN.topic}`")
