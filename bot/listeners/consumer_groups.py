@@ -11,6 +11,7 @@ such a refusal leaves the buttons in place, to press again once the consumers ar
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from slack_bolt import Ack, App, Respond
@@ -35,7 +36,8 @@ from daemon.slack.group_messages import (
 def _ask(deps: BotDeps, result: RewindToConfirm, command: dict[str, Any]) -> Message:
     """The daemon's preview and the buttons; nothing moves before the click."""
     request = LiveRequest(
-        command=render(result.command),
+        # the cluster the preview read, pinned: a catalog reload before the click cannot move another's
+        command=render(replace(result.command, cluster=result.preview.cluster)),
         requester=command["user_id"],
         channel=str(command.get("channel_id") or ""),
         issued_at=int(deps.clock()),

@@ -338,7 +338,11 @@ class Watcher:
         if not run.launcher_handle:  # never launched: nothing was sent, and that is known
             self._finish(run, RunState.CANCELLED, failure_reason=reason)
             return
-        confirmed = self._progress[run.options.cluster].confirmed(run.id, _beacons_since(run))
+        confirmed = (  # a cluster no longer configured has no beacons to read: unknown
+            self._progress[run.options.cluster].confirmed(run.id, _beacons_since(run))
+            if run.options.cluster in self._progress.names
+            else None
+        )
         if confirmed is None:  # the beacons cannot be read: unknown, at least what progress saw
             self._finish(
                 run,
@@ -425,7 +429,8 @@ class Watcher:
         self._rate.pop(run.id, None)
         self._last_note.pop(run.id, None)
         self._places.pop(run.id, None)
-        self._progress[run.options.cluster].forget(run.id)
+        if run.options.cluster in self._progress.names:
+            self._progress[run.options.cluster].forget(run.id)
         log.info("run concluded", run_id=run.id, state=str(run.state), confirmed=run.confirmed)
         quiet = run.kind == RunKind.RECONCILE or (
             run.kind == RunKind.PIPELINE and state == RunState.SUCCEEDED and run.confirmed == 0

@@ -308,6 +308,10 @@ class Janitor:
         cluster = pipeline.options.cluster
         if pipeline.topic in self._live_topics(cluster):
             removed.append(f"not its topic {pipeline.topic} (a source's live topic is never deleted)")
+        elif pipeline.topic_created and cluster not in self._topics.names:
+            removed.append(
+                f"not its topic {pipeline.topic} (its Kafka cluster {cluster} is no longer configured)"
+            )
         elif pipeline.topic_created:
             self._topics[cluster].delete(pipeline.topic)
             removed.append(f"its topic {pipeline.topic}")

@@ -482,6 +482,7 @@ class PipelineService:
                 "watermark_column": pipeline.watermark_column,
                 "slack_channel": pipeline.slack_channel,
                 "slack_ts": pipeline.slack_ts,
+                "options": RunOptions(cluster=pipeline.options.cluster),
             },
             failed_reason=reason,
         )

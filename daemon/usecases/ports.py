@@ -44,8 +44,9 @@ T = TypeVar("T")
 
 
 class Clusters(Generic[T]):
-    """One adapter per named Kafka cluster, made on first use (a cluster nobody uses is never
-    dialled). A name the daemon has no settings for is `UnknownCluster`, naming the ones it has."""
+    """One adapter per named Kafka cluster, made when the cluster is first used (the topic TTL's
+    sweep uses every one). A name the daemon has no settings for is `UnknownCluster`, naming the
+    ones it has."""
 
     def __init__(self, make: Callable[[str], T], names: Iterable[str] = (DEFAULT_CLUSTER,)) -> None:
         self._make = make
@@ -425,6 +426,9 @@ class RunControlChannel(ABC):
     def publish(self, run_id: str, changes: Sequence[RateChange], *, key: str) -> None:
         """Send every change of the run so far (version ``len(changes)``), signed with the run's
         control ``key``, durably, or raise."""
+
+    def close(self) -> None:  # noqa: B027 - optional: a channel holding no client does nothing
+        """The daemon is stopping: flush and close its clients."""
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,15 @@ import structlog
 
 from daemon.config.settings import Settings
 from daemon.core.authz import may_control_run
-from daemon.core.errors import BadRequest, Conflict, Forbidden, ReplayError, StaleUpdate, Unavailable
+from daemon.core.errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    ReplayError,
+    StaleUpdate,
+    Unavailable,
+    UnknownCluster,
+)
 from daemon.core.run_control import (
     CONTROLLABLE_STATES,
     Action,
@@ -218,6 +226,14 @@ class RunControlService:
                 continue
             try:
                 self._send(run)
+            except UnknownCluster as exc:  # its cluster left the settings: no job there to tell
+                log.warning(
+                    "rate change dropped: the run's cluster is not configured", run_id=run_id, error=str(exc)
+                )
+                with self._lock:
+                    assert self._unsent is not None
+                    self._unsent.discard(run_id)
+                continue
             except Unavailable as exc:
                 log.warning("rate change still not sent", run_id=run_id, error=str(exc))
                 return

@@ -157,6 +157,15 @@ class TopicTtl:
 
     def tend(self, run: Run, now: datetime) -> None:
         topic = run.topic
+        if run.options.cluster not in self._topics.names:  # nothing to tell before a delete we cannot do
+            log.warning(
+                "replay topic ttl: the run's Kafka cluster is not configured, its topic is left as it is",
+                run_id=run.id,
+                topic=topic,
+                cluster=run.options.cluster,
+            )
+            self._store.runs.topic_deleted(run.id)  # out of the queue: it would hold every later pass
+            return
         if run.ended_at is None or self._protected(topic, run.options.cluster):
             log.warning(
                 "replay topic ttl: not a one-off replay topic, never deleted", run_id=run.id, topic=topic

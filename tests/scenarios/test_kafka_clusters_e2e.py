@@ -15,6 +15,7 @@ import pytest
 from daemon.contract.groups import RewindBody
 from daemon.contract.models import ReplayBody
 from daemon.core.errors import BadRequest, NotFound
+from store import Store
 from tests.fixtures.big_rows import limit_message_bytes, with_big_rows
 from tests.fixtures.daemon import OWNER, DaemonProcess, running_daemon
 from tests.fixtures.groups import PER_PARTITION, behind_group, committed, produce
@@ -69,7 +70,8 @@ def test_a_replay_of_a_source_on_the_second_cluster_lands_and_is_followed_there_
 ) -> None:
     before_default = topic_names(kafka_bootstrap)
     with two_cluster_daemon.client() as client:
-        created = client.create_replay(OWNER, ReplayBody(source="orders", window="2024-01-05", tps=2000))
+        # slow enough for the watcher to sample its progress more than once on the way
+        created = client.create_replay(OWNER, ReplayBody(source="orders", window="2024-01-05", tps=400))
         run = wait_for(client, created.id, TERMINAL, timeout_s=300)
 
     expected = window_event_ids(sample_table, "2024-01-05", "2024-01-05")
@@ -79,6 +81,10 @@ def test_a_replay_of_a_source_on_the_second_cluster_lands_and_is_followed_there_
     assert run.reconcile is not None and run.reconcile.verdict().clean, run.reconcile
     landed = consume_all(second_kafka_bootstrap, run.topic, expected=len(expected))
     assert {json.loads(value_of(m))["event_id"] for m in landed} == expected
+    with Store(f"sqlite:///{two_cluster_daemon.state_dir / 'replay.db'}") as store:
+        samples = store.runs.progress(run.id)
+    # the watcher's samples while it went: beacons it could only have read on the second cluster
+    assert any(sample.confirmed > 0 for sample in samples), samples
     on_second = topic_names(second_kafka_bootstrap)
     assert {run.topic, "replay.progress", "replay.control"} <= on_second
     assert topic_names(kafka_bootstrap) - before_default == set()  # nothing new on the default cluster

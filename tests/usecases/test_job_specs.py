@@ -480,3 +480,12 @@ def test_a_pipelines_runs_send_as_their_source_does(tmp_path: Path) -> None:
 
     assert slot_options(pipeline, transactional).delivery == "transactional"
     assert slot_options(pipeline, plain).delivery == "idempotent"
+
+
+def test_a_pipelines_runs_stay_on_the_cluster_it_was_made_on(tmp_path: Path) -> None:
+    """Its topic is where it was made: each slot goes there whatever the source says now."""
+    moved = load_catalog(_catalog(tmp_path, "    cluster: us\n")).get("orders")
+    pipeline = Pipeline(source="orders", options=PipelineOptions(cluster="eu"))
+
+    assert slot_options(pipeline, moved).cluster == "eu"
+    assert slot_options(Pipeline(source="orders", options=PipelineOptions()), moved).cluster == "default"
