@@ -22,6 +22,7 @@ pytest_plugins = [
     "tests.fixtures.slack",
     "tests.fixtures.daemon_standin",
     "tests.fixtures.janitor",
+    "tests.fixtures.browser",
 ]
 
 

@@ -308,6 +308,20 @@ class Settings(BaseSettings):
 
     instance_id: str | None = Field(default=None, description="lease owner name; default host:port")
     daemon_url: str = Field(default=DEFAULT_DAEMON_URL, description="where the bot and the CLI find replayd")
+    pages_url: str | None = Field(
+        default=None,
+        description="where people's browsers reach replayd's pages (the login links point there); "
+        "default: REPLAY_DAEMON_URL",
+    )
+    page_link_minutes: float = Field(
+        default=10.0,
+        gt=0,
+        le=1440,
+        description="a page link signs its user in only this long after it is made",
+    )
+    page_session_hours: float = Field(
+        default=12.0, gt=0, le=24 * 30, description="how long a browser stays signed in to the pages"
+    )
     daemon_host: str = Field(default="127.0.0.1", description="the address replayd listens on")
     daemon_port: int = Field(default=8700, ge=0, le=65535, description="the port replayd listens on")
     api_token: SecretStr | None = Field(

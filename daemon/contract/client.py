@@ -27,6 +27,8 @@ from daemon.contract.models import (
     IdlePipelineOut,
     IdlePipelinePageOut,
     KeepBody,
+    PageLinkBody,
+    PageLinkOut,
     PipelineDetailOut,
     PipelineOut,
     PipelinePageOut,
@@ -82,6 +84,7 @@ _SERIES = TypeAdapter(RateSeriesOut)
 _SOURCES = TypeAdapter(SourcesOut)
 _HEALTH = TypeAdapter(HealthOut)
 _WHOAMI = TypeAdapter(WhoAmIOut)
+_PAGE_LINK = TypeAdapter(PageLinkOut)
 _PIPELINE = TypeAdapter(PipelineOut)
 _PIPELINE_DETAIL = TypeAdapter(PipelineDetailOut)
 _PIPELINE_PAGE = TypeAdapter(PipelinePageOut)
@@ -256,6 +259,10 @@ class DaemonClient:
 
     def sources(self, actor: str) -> list[SourceOut]:
         return self._call(_SOURCES, "GET", "/v1/sources", actor=actor).sources
+
+    def page_link(self, actor: str, run_id: str | None = None) -> PageLinkOut:
+        """A link that signs `actor` in to the pages: a run's page, or the console."""
+        return self._call(_PAGE_LINK, "POST", "/v1/page-links", actor=actor, body=PageLinkBody(run_id=run_id))
 
     def whoami(self, actor: str = "") -> WhoAmIOut:
         """Whom this client's token acts for: a personal token's owner, or `service`'s named actor."""

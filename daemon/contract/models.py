@@ -752,6 +752,19 @@ class HealthOut(BaseModel):
     status: str
 
 
+class PageLinkBody(BaseModel):
+    """`/replay open [r-…]`, `replay open [r-…]`: a link that signs the asker in to the pages."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str | None = Field(default=None, max_length=64, description="a run's page; null: the console")
+
+
+class PageLinkOut(BaseModel):
+    url: str = Field(description="open it in a browser before `expires_at`: it signs you in and leads there")
+    expires_at: datetime
+
+
 class WhoAmIOut(BaseModel):
     """Whom a token acts for: `replay login` stores a personal token only after asking this."""
 

@@ -28,6 +28,8 @@ from daemon.contract.models import (
     HealthOut,
     IdlePipelinePageOut,
     KeepBody,
+    PageLinkBody,
+    PageLinkOut,
     PipelineDetailOut,
     PipelineOut,
     PipelinePageOut,
@@ -183,6 +185,7 @@ def create_api(
     metrics: Callable[[], tuple[bytes, str]] | None = None,
     readiness: Readiness | None = None,
     slow_calls: SlowCalls,
+    page_links: Callable[[str, str | None], PageLinkOut] | None = None,
 ) -> FastAPI:
     slow = slow_calls
     app = FastAPI(
@@ -235,6 +238,15 @@ def create_api(
             one is ok. `/healthz` only says the process is up."""
             states = readiness.check()
             return JSONResponse(status_code=200 if Readiness.ready(states) else 503, content=states)
+
+    if page_links is not None:
+
+        @app.post("/v1/page-links", response_model=PageLinkOut, status_code=201)
+        def page_link(body: PageLinkBody, who: Actor) -> PageLinkOut:
+            """A link that signs the caller in to the pages (a run's, or the console) for a while."""
+            if body.run_id is not None:
+                service.get(body.run_id)  # RunNotFound: no link to a page that does not exist
+            return page_links(who, body.run_id)
 
     @app.get("/v1/whoami", response_model=WhoAmIOut)
     def whoami(

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlencode
 
 import boto3
 import structlog
@@ -47,13 +48,16 @@ from daemon.adapters.table_catalogs import TableCatalogs
 from daemon.config.lake_catalogs import session_catalog
 from daemon.config.logs import configure_logging
 from daemon.config.settings import Settings, load_settings
+from daemon.contract.models import PageLinkOut
 from daemon.core.clusters import DEFAULT_CLUSTER
 from daemon.core.errors import BadRequest, ConfigError, ReplayError, Unavailable
 from daemon.core.ids import USER_ID_PATTERN
 from daemon.core.states import RunKind
+from daemon.pages.links import PageKeys, page_secret
 from daemon.runtime.api import create_api
 from daemon.runtime.api_guard import new_personal_token
 from daemon.runtime.metrics import render_metrics
+from daemon.runtime.pages import add_pages
 from daemon.runtime.readiness import readiness_for
 from daemon.runtime.scheduler import PipelineScheduler
 from daemon.runtime.slow_calls import SlowCalls
@@ -100,6 +104,7 @@ class Daemon:
     watcher: Watcher
     app: FastAPI
     progress: Clusters[ProgressSource]
+    control: Clusters[RunControlChannel]
     pipelines: PipelineService
     scheduler: PipelineScheduler
     catalog: Catalog
@@ -124,6 +129,8 @@ class Daemon:
         self.launcher.close()
         for source in self.progress.made():
             source.close()
+        for channel in self.control.made():
+            channel.close()
         self.store.close()
 
 
@@ -363,6 +370,19 @@ def build_daemon(
     )
     scheduler_box.append(scheduler)
     assert settings.api_token is not None
+    page_keys = PageKeys(
+        page_secret(settings.api_token.get_secret_value()),
+        link_s=settings.page_link_minutes * 60,
+        session_s=settings.page_session_hours * 3600,
+    )
+
+    def page_links(user: str, run_id: str | None) -> PageLinkOut:
+        path = f"/runs/{run_id}" if run_id is not None else "/"
+        base = (settings.pages_url or settings.daemon_url).rstrip("/")
+        query = urlencode({"token": page_keys.link_token(user, path)})
+        expires = clock() + timedelta(seconds=page_keys.link_s)
+        return PageLinkOut(url=f"{base}/login?{query}", expires_at=expires)
+
     app = create_api(
         service,
         api_token=settings.api_token.get_secret_value(),
@@ -374,7 +394,9 @@ def build_daemon(
         metrics=lambda: render_metrics(store),
         readiness=readiness_for(settings, store=store, catalog=catalog),
         slow_calls=SlowCalls(per_user=settings.max_slow_calls_per_user, total=settings.max_slow_calls),
+        page_links=page_links,
     )
+    add_pages(app, keys=page_keys, service=service, pipelines=pipelines, store=store)
     return Daemon(
         settings=settings,
         store=store,
@@ -383,6 +405,7 @@ def build_daemon(
         watcher=watcher,
         app=app,
         progress=progress,
+        control=control,
         pipelines=pipelines,
         scheduler=scheduler,
         catalog=catalog,

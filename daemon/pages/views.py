@@ -1,0 +1,96 @@
+"""The pages people read in a browser: a run's page and the estate console, as HTML.
+
+Server-rendered from the wire models (what the API answers), with Jinja2 templates under
+``templates/`` and no script but the run page's chart: `static/run.js` draws it with uPlot (vendored
+in ``static/``, MIT, so the pages work on a network with no way out) from ``/runs/<id>/chart.json``
+and polls that while the run goes. Pages read; acting stays in Slack and the CLI
+(docs/decisions/0059).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from daemon.contract.models import PipelineOut, RunOut, SourceOut
+from daemon.core.clusters import DEFAULT_CLUSTER
+from daemon.core.states import TERMINAL_RUN_STATES, RunState
+
+UPLOT = "uplot-1.6.31.min"  # the vendored chart library's files, without their extension
+STATES = tuple(str(state) for state in RunState)
+
+
+@dataclass(frozen=True)
+class AuditLine:
+    """One entry of a run's audit trail, as the page shows it."""
+
+    at: datetime
+    actor: str
+    action: str
+    outcome: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class ChartData:
+    """The run page's chart: epoch seconds, the rate achieved there, and the rate asked for there."""
+
+    x: list[float]
+    achieved: list[float]
+    target: list[float]
+    per_second: bool  # the job's own per-second counts (after the end), else the watcher's samples
+
+    def document(self, run: RunOut) -> dict[str, Any]:
+        return {
+            "state": str(run.state),
+            "terminal": run.state in TERMINAL_RUN_STATES,
+            "confirmed": run.confirmed,
+            "per_second": self.per_second,
+            "x": self.x,
+            "achieved": self.achieved,
+            "target": self.target,
+        }
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("daemon.pages", "templates"),
+        autoescape=select_autoescape(["html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["count"] = lambda value: "unknown" if value is None else f"{value:,}"
+    env.filters["when"] = lambda value: "—" if value is None else value.strftime("%Y-%m-%d %H:%M:%S UTC")
+    env.globals.update(uplot=UPLOT, default_cluster=DEFAULT_CLUSTER)
+    return env
+
+
+_ENV = _environment()
+
+
+def run_page(run: RunOut, audit: Sequence[AuditLine], *, user: str) -> str:
+    return _ENV.get_template("run.html").render(
+        run=run, audit=audit, user=user, terminal=run.state in TERMINAL_RUN_STATES
+    )
+
+
+def console_page(
+    runs: Sequence[RunOut],
+    pipelines: Sequence[PipelineOut],
+    sources: Sequence[SourceOut],
+    *,
+    user: str,
+    state: str | None,
+) -> str:
+    return _ENV.get_template("console.html").render(
+        runs=runs, pipelines=pipelines, sources=sources, user=user, state=state, states=STATES
+    )
+
+
+def refused_page(reason: str) -> str:
+    """What a browser without a session (or with a link that cannot sign in) is told instead."""
+    return _ENV.get_template("refused.html").render(reason=reason, user=None)

@@ -1,0 +1,138 @@
+"""The pages' routes on replayd's app: `/login`, `/` (the console), `/runs/<id>`, its chart data, and
+`/static/`. Outside `/v1/`, so the bearer-token front door leaves them alone: a page is read with
+the session cookie a signed link set (`daemon.pages.links`), and a request without one gets a page
+saying how to get a link, never a run's data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import Cookie, FastAPI, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from daemon.core.errors import RunNotFound
+from daemon.core.run_control import RateChange, changes_from, rate_at
+from daemon.pages import links, views
+from daemon.pages.links import SESSION_COOKIE, LinkRefused, PageKeys
+from daemon.usecases.pipeline_service import PipelineService
+from daemon.usecases.replays import ReplayService
+from daemon.usecases.wire import pipeline_out, rate_series_out, run_out, source_out
+from store import Store
+
+STATIC = Path(links.__file__).parent / "static"
+CHART_SAMPLES = 720  # the watcher's latest progress samples a running run's chart shows
+NO_SESSION = "You are not signed in to the pages (or your session has ended, or the service's key changed)."
+
+
+def add_pages(
+    app: FastAPI,
+    *,
+    keys: PageKeys,
+    service: ReplayService,
+    pipelines: PipelineService | None,
+    store: Store,
+) -> None:
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    def refused(reason: str, status: int) -> HTMLResponse:
+        return HTMLResponse(views.refused_page(reason), status_code=status, headers=_PRIVATE)
+
+    @app.get("/login", include_in_schema=False)
+    def login(request: Request, token: Annotated[str, Query(max_length=2000)] = "") -> Response:
+        try:
+            opened = keys.open_link(token)
+        except LinkRefused as exc:
+            return refused(str(exc), 403)
+        answer = RedirectResponse(opened.path, status_code=303)
+        answer.set_cookie(
+            SESSION_COOKIE,
+            keys.session(opened.user),
+            max_age=int(keys.session_s),
+            httponly=True,
+            secure=request.url.scheme == "https",
+            samesite="lax",
+        )
+        return answer
+
+    @app.get("/", include_in_schema=False, response_model=None)
+    def console(
+        replay_session: Annotated[str | None, Cookie()] = None,
+        state: Annotated[str | None, Query(max_length=16)] = None,
+    ) -> HTMLResponse:
+        user = keys.session_user(replay_session)
+        if user is None:
+            return refused(NO_SESSION, 401)
+        state = state if state in views.STATES else None
+        runs, _ = service.list(state=state, requester=None, limit=100, cursor=None)
+        places = service.queue_positions()
+        page = views.console_page(
+            [run_out(run, queue_position=places.get(run.id)) for run in runs],
+            [] if pipelines is None else [pipeline_out(p) for p in pipelines.list()],
+            [source_out(listed) for listed in service.sources()],
+            user=user,
+            state=state,
+        )
+        return HTMLResponse(page, headers=_PRIVATE)
+
+    @app.get("/runs/{run_id}", include_in_schema=False, response_model=None)
+    def run_page(run_id: str, replay_session: Annotated[str | None, Cookie()] = None) -> HTMLResponse:
+        user = keys.session_user(replay_session)
+        if user is None:
+            return refused(NO_SESSION, 401)
+        try:
+            run = service.get(run_id)
+        except RunNotFound as exc:
+            return refused(str(exc), 404)
+        audit = [
+            views.AuditLine(
+                at=entry.at,
+                actor=entry.actor,
+                action=entry.action,
+                outcome=entry.outcome,
+                detail=", ".join(f"{k}={v}" for k, v in sorted((entry.detail or {}).items())),
+            )
+            for entry in reversed(store.audit.list(100, target=run_id))
+        ]
+        out = run_out(run, queue_position=service.queue_positions().get(run_id))
+        return HTMLResponse(views.run_page(out, audit, user=user), headers=_PRIVATE)
+
+    @app.get("/runs/{run_id}/chart.json", include_in_schema=False, response_model=None)
+    def chart_data(run_id: str, replay_session: Annotated[str | None, Cookie()] = None) -> JSONResponse:
+        if keys.session_user(replay_session) is None:
+            return JSONResponse({"error": NO_SESSION}, status_code=401)
+        try:
+            run = service.get(run_id)
+        except RunNotFound as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        series = rate_series_out(run)
+        if series is not None:  # the job's own per-second counts, once it has ended
+            start = series.start.timestamp()
+            asked = series.targets or [float(series.target_tps)] * len(series.counts)
+            data = views.ChartData(
+                x=[start + second for second in range(len(series.counts))],
+                achieved=[float(count) for count in series.counts],
+                target=[float(value) for value in asked],
+                per_second=True,
+            )
+        else:  # while it goes: the watcher's samples of the beacons, and the rate in force then
+            changes = changes_from(run.control)
+            samples = store.runs.progress(run_id, limit=CHART_SAMPLES)
+            data = views.ChartData(
+                x=[sample.at.timestamp() for sample in samples],
+                achieved=[sample.rate for sample in samples],
+                target=[_asked(run.tps, changes, sample.at.timestamp()) for sample in samples],
+                per_second=False,
+            )
+        return JSONResponse(data.document(run_out(run)), headers=_PRIVATE)
+
+
+_PRIVATE = {"Cache-Control": "no-store"}  # a page shows one person's view of live data
+
+
+def _asked(tps: int, changes: tuple[RateChange, ...], at: float) -> float:
+    """The rate in force at `at`: none while paused."""
+    rate = rate_at(tps, changes, at)
+    return 0.0 if rate.paused else float(rate.tps)

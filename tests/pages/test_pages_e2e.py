@@ -1,0 +1,164 @@
+"""The run page and the console, served by a real `replayd`: nothing shows without a session, a signed
+link sets a private cookie and an old one is refused; and in Debian's chromium, the console lists a
+queued and a running run, and a run's page draws its rate while it publishes and its verdict once it
+has ended. Screenshots of both pages go to `REPLAY_TEST_SCREENSHOTS` when it is set (docs/images)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from itsdangerous import URLSafeTimedSerializer
+from playwright.sync_api import Browser, Page, Response
+
+from daemon.contract.models import ReplayBody
+from daemon.core.errors import NotFound
+from daemon.pages.links import SESSION_COOKIE, page_secret
+from tests.fixtures.daemon import API_TOKEN, OWNER, DaemonProcess, running_daemon
+from tests.fixtures.runs import TERMINAL, wait_for
+
+pytestmark = [pytest.mark.kafka]
+
+PAGE_BUDGET_BYTES = 300_000  # the first load of a page, everything it fetches
+
+
+@pytest.fixture(scope="module")
+def pages_daemon(
+    tmp_path_factory: pytest.TempPathFactory, sample_table: Path, kafka_bootstrap: str
+) -> Iterator[DaemonProcess]:
+    """One job at a time, so a second replay waits in line."""
+    daemon = running_daemon(
+        tmp_path_factory.mktemp("pages"),
+        sample_table=sample_table,
+        bootstrap=kafka_bootstrap,
+        extra={"REPLAY_LOCAL_MAX_CONCURRENT_RUNS": "1"},
+    )
+    yield daemon
+    daemon.stop()
+
+
+def test_without_a_session_a_page_says_how_to_open_it_and_shows_no_data(pages_daemon: DaemonProcess) -> None:
+    with httpx.Client(base_url=pages_daemon.url) as http:
+        console = http.get("/")
+        run = http.get("/runs/r-0123456789ab")
+        data = http.get("/runs/r-0123456789ab/chart.json")
+    with httpx.Client(base_url=pages_daemon.url, cookies={SESSION_COOKIE: OWNER}) as http:
+        forged = http.get("/")  # a cookie naming a user, not signed by the daemon
+
+    assert console.status_code == run.status_code == forged.status_code == 401
+    assert "Open this page from Slack or the CLI" in console.text and "/replay open" in console.text
+    assert "orders" not in console.text  # not even the catalog
+    assert data.status_code == 401 and "not signed in" in data.json()["error"]
+
+
+def test_a_link_sets_a_private_cookie_and_leads_to_its_page(pages_daemon: DaemonProcess) -> None:
+    with pages_daemon.client() as client:
+        link = client.page_link(OWNER)
+        with pytest.raises(NotFound):
+            client.page_link(OWNER, "r-0123456789ab")  # no link to a page that does not exist
+
+    assert link.url.startswith(f"{pages_daemon.url}/login?token=")
+    with httpx.Client() as http:
+        opened = http.get(link.url)
+        assert opened.status_code == 303 and opened.headers["location"] == "/"
+        cookie = opened.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=lax" in cookie and "Secure" not in cookie  # plain http
+        console = http.get(f"{pages_daemon.url}/")
+
+    assert console.status_code == 200
+    assert "The estate" in console.text and "<td>orders</td>" in console.text
+    assert f"signed in as <code>{OWNER}</code>" in console.text
+
+
+def test_a_link_older_than_its_minutes_is_refused(
+    pages_daemon: DaemonProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Signed with the daemon's key an hour ago (the default link opens within 10 minutes)."""
+    signer = URLSafeTimedSerializer(page_secret(API_TOKEN), salt="replay-page-link")
+    an_hour_ago = time.time() - 3600
+    with monkeypatch.context() as patched:
+        patched.setattr(time, "time", lambda: an_hour_ago)  # the signature's clock only
+        token = signer.dumps({"u": OWNER, "p": "/"})
+
+    with httpx.Client(base_url=pages_daemon.url) as http:
+        refused = http.get("/login", params={"token": token})
+
+    assert refused.status_code == 403
+    assert "this link has expired" in refused.text and "set-cookie" not in refused.headers
+
+
+def _open(page: Page, url: str) -> int:
+    """Open `url` in a fresh load and return the bytes it fetched (its page weight)."""
+    fetched: list[int] = []
+
+    def count(answer: Response) -> None:
+        if answer.status < 300:  # the login redirect has no body
+            fetched.append(len(answer.body()))
+
+    page.on("response", count)
+    try:
+        page.goto(url, wait_until="networkidle")
+    finally:
+        page.remove_listener("response", count)
+    return sum(fetched)
+
+
+def _shoot(page: Page, name: str, tmp_path: Path) -> None:
+    directory = Path(os.environ.get("REPLAY_TEST_SCREENSHOTS") or tmp_path)
+    directory.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(directory / name), full_page=True)
+
+
+@pytest.mark.spark
+def test_the_console_lists_the_queue_and_a_runs_page_draws_it_live_then_its_verdict(
+    pages_daemon: DaemonProcess, browser: Browser, tmp_path: Path
+) -> None:
+    with pages_daemon.client() as client:
+        # two days at 60 events a second: about ten seconds of publishing to watch
+        going = client.create_replay(
+            OWNER, ReplayBody(source="orders", window="2024-01-05..2024-01-06", tps=60)
+        )
+        waiting = client.create_replay(OWNER, ReplayBody(source="orders", window="2024-01-07", tps=60))
+        wait_for(client, going.id, {"running"}, timeout_s=120)
+        console_link, run_link = client.page_link(OWNER), client.page_link(OWNER, going.id)
+
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        console_weight = _open(page, console_link.url)
+        rows = page.locator("#runs tbody tr")
+        listed = {
+            row.locator("td").nth(0).inner_text(): row.locator("td").nth(1).inner_text() for row in rows.all()
+        }
+        assert listed[going.id] == "running", listed
+        assert listed[waiting.id].startswith("queued (1 in line)"), listed
+        _shoot(page, "console.png", tmp_path)
+
+        run_weight = _open(page, run_link.url)
+        paint_ms = page.evaluate(
+            "() => (performance.getEntriesByName('first-contentful-paint')[0] || {startTime: null}).startTime"
+        )
+        chart = page.locator("#chart")
+        page.wait_for_function("() => Number(document.getElementById('chart').dataset.points || 0) >= 2")
+        early = int(chart.get_attribute("data-points") or 0)
+        assert chart.get_attribute("data-state") == "running"
+        page.wait_for_function(
+            f"() => Number(document.getElementById('chart').dataset.points || 0) > {early}", timeout=60_000
+        )  # it moved while the run published, without a reload
+        page.wait_for_function(
+            "() => document.getElementById('state').textContent === 'succeeded'", timeout=120_000
+        )
+        page.reload(wait_until="networkidle")
+        ended = wait_for(client, going.id, TERMINAL)
+        assert "Clean" in page.locator("#verdict").inner_text(), ended.reconcile
+        assert page.locator("#confirmed").inner_text() == f"{ended.confirmed:,}"
+        _shoot(page, "run-page.png", tmp_path)
+        context.close()
+        client.cancel_replay(OWNER, waiting.id)
+
+    print(f"page weight: console {console_weight:,} B, run page {run_weight:,} B; first paint {paint_ms} ms")
+    assert console_weight < PAGE_BUDGET_BYTES and run_weight < PAGE_BUDGET_BYTES
+    assert paint_ms is not None
