@@ -32,6 +32,7 @@ from daemon.contract.commands import (
     LiveReplayToConfirm,
     LiveResumeToApprove,
     LiveScheduleToConfirm,
+    PageOpened,
     PipelineChanged,
     PipelineShown,
     PipelinesListed,
@@ -65,6 +66,7 @@ from daemon.core.grammar import (
 from daemon.slack import run_messages, source_messages
 from daemon.slack.blocks import Message, code, help_message, input_error, notice
 from daemon.slack.control_messages import rate_changed_notice
+from daemon.slack.page_messages import OPEN_ACTION, page_link
 from daemon.slack.user_zones import UserZones
 
 COMMAND = "/replay"
@@ -129,6 +131,11 @@ def _chart(_reply: Reply, result: ChartDrawn) -> Message:
     )
 
 
+def _opened(_reply: Reply, result: PageOpened) -> Message:
+    what = f"the page of `{result.run_id}`" if result.run_id else "the console"
+    return page_link(result.link, what)
+
+
 def _sources(_reply: Reply, result: SourcesShown) -> Message:
     if result.name is None:
         return source_messages.sources_list(result.sources)
@@ -158,6 +165,7 @@ RENDERERS: dict[type[Any], Callable[[Reply, Any], Message | None]] = {
     RateChanged: lambda reply, r: rate_changed_notice(r.run, actor=reply.user, zone=reply.zone()),
     ReconcileQueued: _reconciling,
     ChartDrawn: _chart,
+    PageOpened: _opened,
     SourcesShown: _sources,
     LiveReplayToConfirm: lambda reply, r: confirmations.ask(reply.deps, r, reply.command),
     LagMeasured: _in_groups,
@@ -236,3 +244,8 @@ def register(app: App, deps: BotDeps) -> None:
             respond(**message.ephemeral())
 
     app.command(COMMAND)(ack=ack_replay, lazy=[run_replay])
+
+    def ack_open(ack: Ack) -> None:
+        ack()  # the button's URL opened the page in the browser: Slack only wants the click acked
+
+    app.action(OPEN_ACTION)(ack_open)

@@ -78,12 +78,20 @@ class SlackDeliveryError(ReplayError):
 
 
 class SlackNotifier(Notifier):
-    def __init__(self, *, client: WebClient, default_channel: str | None = None) -> None:
+    def __init__(
+        self, *, client: WebClient, default_channel: str | None = None, pages_url: str | None = None
+    ) -> None:
         """`default_channel` (the platform channel) takes runs that came without one (e.g. from the
-        `replay` CLI) and the owner questions a DM could not deliver."""
+        `replay` CLI) and the owner questions a DM could not deliver; `pages_url`: where a run card's
+        link to the run's page points."""
         self._client = with_retries(client)
         self._default_channel = default_channel
+        self._pages_url = pages_url.rstrip("/") if pages_url else None
         self._zones = UserZones(self._client)  # the requester's zone: times shown in it, UTC beside
+
+    def _page(self, run_id: str) -> str | None:
+        """The run's page: the link itself signs nobody in (the card is seen by the channel)."""
+        return f"{self._pages_url}/runs/{run_id}" if self._pages_url else None
 
     def _call(self, method: str, **params: Any) -> SlackResponse:
         return self._translated(method, lambda: self._client.api_call(method, json=params))
@@ -116,14 +124,16 @@ class SlackNotifier(Notifier):
         """Post the parent card in `channel`, or in the requester's DM when Slack refuses the channel;
         returns (channel, ts) of where it went."""
         try:
-            return channel, self._post(channel, run_parent(run))
+            return channel, self._post(channel, run_parent(run, page_url=self._page(run.id)))
         except SlackDeliveryError as exc:
             if exc.error not in UNREACHABLE_CHANNEL or not is_user_id(run.requester):
                 raise  # another failure, or a requester with no Slack DM (a CLI user name)
             log.warning("slack channel unreachable: the thread goes to a DM", run_id=run.id, error=exc.error)
             dm = str(self._call("conversations.open", users=run.requester)["channel"]["id"])
             moved = run.model_copy(update={"slack_channel": dm})
-            return dm, self._post(dm, run_parent(moved, redirected=(channel, exc.error)))
+            return dm, self._post(
+                dm, run_parent(moved, redirected=(channel, exc.error), page_url=self._page(moved.id))
+            )
 
     def run_started(self, run: RunOut) -> RunThread | None:
         channel = self._channel(run)
@@ -143,7 +153,7 @@ class SlackNotifier(Notifier):
         channel = self._channel(run)
         if channel is None or run.slack_ts is None or run.pipeline_id is not None:
             return  # no card of its own to edit
-        self._update(channel, run.slack_ts, run_parent(run))
+        self._update(channel, run.slack_ts, run_parent(run, page_url=self._page(run.id)))
 
     def run_progress(self, run: RunOut, *, rate: float | None) -> None:
         """Edit the one progress message; never a new reply (without it, progress is not shown)."""
@@ -185,7 +195,7 @@ class SlackNotifier(Notifier):
             final = progress_reply(run, as_of=as_of, zone=zone)
             steps.append(lambda: self._update(channel, progress_ts, final))
         if run.slack_ts is not None:
-            card = run_parent(run)
+            card = run_parent(run, page_url=self._page(run.id))
             steps.append(lambda: self._update(channel, thread_ts, card))
         if series is not None:
             steps.append(lambda: self._upload_chart(run, series, channel, thread_ts))
@@ -323,4 +333,8 @@ def slack_notifier_from_settings(settings: Settings) -> SlackNotifier | None:
     if settings.slack_bot_token is None:
         return None
     client = make_web_client(settings.slack_bot_token.get_secret_value(), settings.slack_api_url)
-    return SlackNotifier(client=client, default_channel=settings.slack_platform_channel)
+    return SlackNotifier(
+        client=client,
+        default_channel=settings.slack_platform_channel,
+        pages_url=settings.pages_url or settings.daemon_url,
+    )

@@ -64,6 +64,7 @@ from daemon.contract.commands import (
     LiveReplayToConfirm,
     LiveResumeToApprove,
     LiveScheduleToConfirm,
+    PageOpened,
     PipelineChanged,
     PipelineShown,
     PipelinesListed,
@@ -352,6 +353,11 @@ RENDERERS: dict[type[Any], Callable[[Cli, Any], None]] = {
         r.job, f"reconciling {r.run_id} as {r.job.id}; `replay status {r.run_id}` shows it"
     ),
     ChartDrawn: lambda cli, r: cli.write_chart(r),
+    PageOpened: lambda cli, r: cli.emit(
+        r.link,
+        f"{r.link.url}\nopen it in your browser before {r.link.expires_at.astimezone(UTC):%H:%M:%S} UTC: "
+        "it signs you in to the pages",
+    ),
     SourcesShown: _sources,
     Scheduled: lambda cli, r: cli.emit(r.pipeline, f"scheduled {describe_pipeline(r.pipeline)}"),
     PipelinesListed: lambda cli, r: cli.emit(

@@ -22,6 +22,7 @@ from daemon.contract.client import DaemonClient, PipelineAction
 from daemon.contract.groups import LagOut, RewindBody, RewindOut
 from daemon.contract.models import (
     IdlePipelineOut,
+    PageLinkOut,
     PipelineDetailOut,
     PipelineOut,
     PlanOut,
@@ -41,6 +42,7 @@ from daemon.core.grammar import (
     HelpCommand,
     LagCommand,
     ListCommand,
+    OpenCommand,
     PauseCommand,
     PauseRunCommand,
     PipelineCommand,
@@ -120,6 +122,12 @@ class ReconcileQueued:
 class ChartDrawn:
     run_id: str
     png: bytes  # a run with no rate series yet is refused (NotFound) with the daemon's reason
+
+
+@dataclass(frozen=True)
+class PageOpened:
+    link: PageLinkOut
+    run_id: str | None  # its page; None: the console
 
 
 @dataclass(frozen=True)
@@ -219,6 +227,7 @@ Result: TypeAlias = (
     | RateChanged
     | ReconcileQueued
     | ChartDrawn
+    | PageOpened
     | SourcesShown
     | Scheduled
     | PipelinesListed
@@ -323,6 +332,10 @@ def _chart(client: DaemonClient, command: ChartCommand, asker: Asker) -> Result:
     return ChartDrawn(command.run_id, client.chart_png(asker.actor, command.run_id))
 
 
+def _open(client: DaemonClient, command: OpenCommand, asker: Asker) -> Result:
+    return PageOpened(client.page_link(asker.actor, command.run_id), command.run_id)
+
+
 def _sources(client: DaemonClient, command: SourcesCommand, asker: Asker) -> Result:
     return SourcesShown(client.sources(asker.actor), command.source)
 
@@ -408,6 +421,7 @@ COMMANDS: Mapping[type[Any], Call] = {
     RepairCommand: _repair,
     RedriveCommand: _redrive,
     ChartCommand: _chart,
+    OpenCommand: _open,
     SourcesCommand: _sources,
     ScheduleCommand: _schedule,
     PipelinesCommand: _pipelines,

@@ -198,10 +198,13 @@ def _source(name: str, snapshot: str | None, listed_files: int | None = None) ->
 FILTER_SHOWN = 300  # characters of a filter a card shows
 
 
-def run_parent(run: RunOut, *, redirected: tuple[str, str] | None = None) -> Message:
+def run_parent(
+    run: RunOut, *, redirected: tuple[str, str] | None = None, page_url: str | None = None
+) -> Message:
     """The channel message of a run: what, how much, where, how fast; final counts once it ended.
 
-    `redirected` = (channel, Slack's error) when the thread went to the requester's DM instead."""
+    `redirected` = (channel, Slack's error) when the thread went to the requester's DM instead;
+    `page_url`: the run's page, linked in the footer (reading it needs a session: `/replay open`)."""
     icon, final = run_icon(run.state), run.state in TERMINAL_RUN_STATES
     pairs = [
         ("Source", _source(run.source, run.snapshot, run.listed_files)),
@@ -228,6 +231,8 @@ def run_parent(run: RunOut, *, redirected: tuple[str, str] | None = None) -> Mes
         footer.append(note)
     if run.delivery == "transactional":
         footer.append(TRANSACTIONAL_NOTE)
+    if page_url is not None:
+        footer.append(f"<{page_url}|Its page> (first time? `/replay open {escape(run.id)}` signs you in)")
     title = f"Replay {run.id} · {run.source} · {run.state}"
     text = (
         f"{icon} Replay {run.id}: {escape(run.source)} {escape(run.window or '')} → {escape(run.topic)} "

@@ -5,6 +5,7 @@ has ended. Screenshots of both pages go to `REPLAY_TEST_SCREENSHOTS` when it is 
 
 from __future__ import annotations
 
+import io
 import os
 import time
 from collections.abc import Iterator
@@ -15,11 +16,14 @@ import pytest
 from itsdangerous import URLSafeTimedSerializer
 from playwright.sync_api import Browser, Page, Response
 
+from daemon.cli.main import EXIT_OK, main
 from daemon.contract.models import ReplayBody
 from daemon.core.errors import NotFound
 from daemon.pages.links import SESSION_COOKIE, page_secret
-from tests.fixtures.daemon import API_TOKEN, OWNER, DaemonProcess, running_daemon
+from scripts.devtools.slack_standin import SlackStandin
+from tests.fixtures.daemon import API_TOKEN, OWNER, STRANGER, DaemonProcess, running_daemon
 from tests.fixtures.runs import TERMINAL, wait_for
+from tests.fixtures.slack import BotUnderTest, serve_bot
 
 pytestmark = [pytest.mark.kafka]
 
@@ -162,3 +166,43 @@ def test_the_console_lists_the_queue_and_a_runs_page_draws_it_live_then_its_verd
     print(f"page weight: console {console_weight:,} B, run page {run_weight:,} B; first paint {paint_ms} ms")
     assert console_weight < PAGE_BUDGET_BYTES and run_weight < PAGE_BUDGET_BYTES
     assert paint_ms is not None
+
+
+@pytest.fixture(scope="module")
+def bot(slack: SlackStandin, pages_daemon: DaemonProcess) -> Iterator[BotUnderTest]:
+    served = serve_bot(slack, pages_daemon.url, pages_daemon.token, daemon_timeout_s=30.0)
+    try:
+        yield served
+    finally:
+        served.server.stop()
+
+
+def _signs_in(url: str, daemon: DaemonProcess) -> str:
+    """The page a link leads to, opened with the cookie it set."""
+    with httpx.Client(follow_redirects=True) as http:
+        page = http.get(url)
+    assert page.status_code == 200 and str(page.url).startswith(daemon.url)
+    return page.text
+
+
+def test_slack_and_the_cli_hand_out_links_that_sign_their_asker_in(
+    bot: BotUnderTest, pages_daemon: DaemonProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slashed = bot.slash("open", user=OWNER)
+    [reply] = bot.replies(slashed.key, timeout_s=30)
+    [button] = [e for b in reply["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert reply.get("response_type", "ephemeral") == "ephemeral"  # a link signs in whoever opens it
+    assert f"signed in as <code>{OWNER}</code>" in _signs_in(button["url"], pages_daemon)
+    refused = bot.slash("open r-1")
+    assert "/replay open [run-id]" in refused.ack["text"]
+
+    monkeypatch.setenv("REPLAY_DAEMON_URL", pages_daemon.url)
+    monkeypatch.setenv("REPLAY_API_TOKEN", pages_daemon.token)
+    monkeypatch.setenv("REPLAY_USER", STRANGER)
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["open"], out=out, err=err)
+
+    assert code == EXIT_OK, err.getvalue()
+    url, said = out.getvalue().splitlines()
+    assert said.startswith("open it in your browser before ")
+    assert f"signed in as <code>{STRANGER}</code>" in _signs_in(url, pages_daemon)

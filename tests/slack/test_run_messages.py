@@ -509,3 +509,11 @@ def test_an_unknown_row_count_is_shown_as_unknown_never_as_zero() -> None:
         ":hourglass_flowing_sand: *5* confirmed ·"
     )
     assert "0/unknown" in run_messages.run_line(run_out(pipeline_run))
+
+
+def test_the_card_links_to_the_runs_page_and_says_how_to_sign_in() -> None:
+    card = str(run_messages.run_parent(RUN, page_url=f"http://replay.example/runs/{RUN.id}").blocks)
+
+    assert f"<http://replay.example/runs/{RUN.id}|Its page>" in card
+    assert f"`/replay open {RUN.id}` signs you in" in card
+    assert "Its page" not in str(run_messages.run_parent(RUN).blocks)

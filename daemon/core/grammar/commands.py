@@ -273,6 +273,18 @@ class ChartCommand:
 
 
 @dataclass(frozen=True)
+class OpenCommand:
+    """A link to a run's page, or to the console: it signs the asker in to the pages."""
+
+    run_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.run_id is not None:
+            with blaming(None, USAGE["open"]):
+                check_id(self.run_id, RUN_ID_PATTERN, "run id")
+
+
+@dataclass(frozen=True)
 class HelpCommand:
     topic: str | None = None  # a key of USAGE, or None for everything
 
@@ -400,6 +412,7 @@ Command: TypeAlias = (
     | RepairCommand
     | RedriveCommand
     | ChartCommand
+    | OpenCommand
     | HelpCommand
     | ScheduleCommand
     | PipelinesCommand

@@ -24,6 +24,7 @@ USAGE: dict[str, str] = {
     "redrive": f"{PREFIX} redrive <run-id>",
     "repair": f"{PREFIX} repair <run-id>",
     "chart": f"{PREFIX} chart <run-id>",
+    "open": f"{PREFIX} open [run-id]",
     "schedule": f'{PREFIX} schedule <source> (every=<duration> | cron="<min hour day month weekday>")'
     " (watermark=<column> [lookback=<duration>] | incremental=snapshot) [tps=N] [topic=auto|live]"
     " [headers=k:v,k2:v2]"
@@ -50,6 +51,7 @@ SUMMARY: dict[str, str] = {
     "redrive": "send a run's dead letters back to its topic once the cause is fixed",
     "repair": "publish only the ids a run's reconcile found missing, then reconcile it whole",
     "chart": "a run's events per second against its target (CLI: -o run.png writes it)",
+    "open": "a link that signs you in to a run's page (or the console) in your browser",
     "schedule": "an incremental pipeline: on each tick, what changed since its watermark",
     "pipelines": "pipelines: everyone's, yours, or the idle ones due for removal",
     "pipeline": "one pipeline and its last runs",

@@ -30,6 +30,7 @@ from daemon.core.grammar.commands import (
     ListCommand,
     ListFilter,
     OnError,
+    OpenCommand,
     Ordering,
     PauseCommand,
     PipelineAction,
@@ -345,6 +346,12 @@ def _parse_status(args: list[str]) -> StatusCommand:
     return StatusCommand(_id(args[0], "run", usage) if args else None)
 
 
+def _parse_open(args: list[str]) -> OpenCommand:
+    usage = USAGE["open"]
+    _at_most(args, 1, usage)
+    return OpenCommand(_id(args[0], "run", usage) if args else None)
+
+
 def _parse_help(args: list[str]) -> HelpCommand:
     usage = USAGE["help"]
     _at_most(args, 1, usage)
@@ -387,6 +394,7 @@ _COMMANDS: dict[str, Callable[[list[str]], Command]] = {
     "chart": lambda args: ChartCommand(
         _id(_exactly_one(args, "run id", USAGE["chart"]), "run", USAGE["chart"])
     ),
+    "open": _parse_open,
     "help": _parse_help,
     "pipelines": lambda args: PipelinesCommand(
         cast(PipelineFilter, _keyword(args, ("mine", "idle"), USAGE["pipelines"]))

@@ -14,6 +14,7 @@ from daemon.core.grammar.commands import (
     Command,
     HelpCommand,
     ListCommand,
+    OpenCommand,
     PipelinesCommand,
     PlanCommand,
     ReconcileCommand,
@@ -146,6 +147,8 @@ def render(command: Command) -> str:
         return f"redrive {command.run_id}"
     if isinstance(command, ChartCommand):
         return f"chart {command.run_id}"
+    if isinstance(command, OpenCommand):
+        return "open" if command.run_id is None else f"open {command.run_id}"
     if isinstance(command, ListCommand):
         return "list" if command.filter == "all" else f"list {command.filter}"
     if isinstance(command, PipelinesCommand):

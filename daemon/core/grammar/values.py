@@ -27,7 +27,7 @@ MAX_HEADERS_BYTES = 4_096  # names and values of all custom headers together
 MAX_IDLE_DAYS = 3_660
 RESERVED = frozenset(
     {"plan", "status", "list", "cancel", "help", "schedule", "pipelines", "pipeline", "pause", "resume"}
-    | {"unschedule", "reconcile", "repair", "redrive", "chart", "lag", "rewind", "tps", "sources"}
+    | {"unschedule", "reconcile", "repair", "redrive", "chart", "lag", "rewind", "tps", "sources", "open"}
 )
 
 _SOURCE = re.compile(r"[a-z][a-z0-9_-]{0,62}")
