@@ -228,6 +228,7 @@ class RunRepository(RunDrains, RunQueue, RunReleases):  # RunDrains extends RunL
         *,
         state: str | Sequence[str] | None = None,
         requester: str | None = None,
+        source: str | None = None,
         pipeline_id: str | None = None,
         kinds: Sequence[RunKind] | None = None,
         limit: int = 50,
@@ -246,6 +247,8 @@ class RunRepository(RunDrains, RunQueue, RunReleases):  # RunDrains extends RunL
             stmt = stmt.where(Run.state.in_([_run_state(s) for s in state]))
         if requester is not None:
             stmt = stmt.where(Run.requester == requester)
+        if source is not None:
+            stmt = stmt.where(Run.source == source)
         if pipeline_id is not None:
             stmt = stmt.where(Run.pipeline_id == pipeline_id)
         if kinds is not None:

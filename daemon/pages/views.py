@@ -36,6 +36,15 @@ class AuditLine:
 
 
 @dataclass(frozen=True)
+class RunFilter:
+    """The console's choice of runs: by state, source and requester (None: any)."""
+
+    state: str | None = None
+    source: str | None = None
+    requester: str | None = None
+
+
+@dataclass(frozen=True)
 class ChartData:
     """The run page's chart: epoch seconds, the rate achieved there, and the rate asked for there."""
 
@@ -84,10 +93,10 @@ def console_page(
     sources: Sequence[SourceOut],
     *,
     user: str,
-    state: str | None,
+    chosen: RunFilter,
 ) -> str:
     return _ENV.get_template("console.html").render(
-        runs=runs, pipelines=pipelines, sources=sources, user=user, state=state, states=STATES
+        runs=runs, pipelines=pipelines, sources=sources, user=user, chosen=chosen, states=STATES
     )
 
 

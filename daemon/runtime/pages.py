@@ -61,19 +61,27 @@ def add_pages(
     def console(
         replay_session: Annotated[str | None, Cookie()] = None,
         state: Annotated[str | None, Query(max_length=16)] = None,
+        source: Annotated[str | None, Query(max_length=64)] = None,
+        requester: Annotated[str | None, Query(max_length=64)] = None,
     ) -> HTMLResponse:
         user = keys.session_user(replay_session)
         if user is None:
             return refused(NO_SESSION, 401)
-        state = state if state in views.STATES else None
-        runs, _ = service.list(state=state, requester=None, limit=100, cursor=None)
+        chosen = views.RunFilter(
+            state=state if state in views.STATES else None,
+            source=source or None,
+            requester=requester or None,
+        )
+        runs, _ = service.list(
+            state=chosen.state, requester=chosen.requester, source=chosen.source, limit=100, cursor=None
+        )
         places = service.queue_positions()
         page = views.console_page(
             [run_out(run, queue_position=places.get(run.id)) for run in runs],
             [] if pipelines is None else [pipeline_out(p) for p in pipelines.list()],
             [source_out(listed) for listed in service.sources()],
             user=user,
-            state=state,
+            chosen=chosen,
         )
         return HTMLResponse(page, headers=_PRIVATE)
 

@@ -677,10 +677,16 @@ class ReplayService:
         return {run_id: place for place, run_id in enumerate(self._store.runs.queued_ids(), start=1)}
 
     def list(
-        self, *, state: str | None, requester: str | None, limit: int, cursor: str | None
+        self,
+        *,
+        state: str | None,
+        requester: str | None,
+        limit: int,
+        cursor: str | None,
+        source: str | None = None,
     ) -> tuple[builtins.list[Run], str | None]:
         return self._store.runs.list(
-            state=state, requester=requester, kinds=_LISTED_KINDS, limit=limit, cursor=cursor
+            state=state, requester=requester, source=source, kinds=_LISTED_KINDS, limit=limit, cursor=cursor
         )
 
     def sources(self) -> builtins.list[SourceTable]:

@@ -140,6 +140,12 @@ def test_the_console_lists_the_queue_and_a_runs_page_draws_it_live_then_its_verd
         assert listed[going.id] == "running", listed
         assert listed[waiting.id].startswith("queued (1 in line)"), listed
         _shoot(page, "console.png", tmp_path)
+        page.select_option("select[name=state]", "queued")
+        page.click("form.filters button")
+        page.wait_for_url("**/?state=queued**")
+        assert [row.locator("td").nth(0).inner_text() for row in rows.all()] == [waiting.id]
+        page.goto(f"{pages_daemon.url}/?source=payments")
+        assert "No runs like that." in page.locator("#runs-h + form + p").inner_text()
 
         run_weight = _open(page, run_link.url)
         paint_ms = page.evaluate(
