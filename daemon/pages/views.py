@@ -36,6 +36,25 @@ class AuditLine:
 
 
 @dataclass(frozen=True)
+class LetterLine:
+    """One dead letter of the run, as the page lists it."""
+
+    event_id: str
+    reason: str
+    at: datetime | None
+    where: str  # partition/offset on the dead-letter topic
+
+
+@dataclass(frozen=True)
+class Letters:
+    """The run's dead letters the page could read (the first `shown`), or why it could not."""
+
+    lines: Sequence[LetterLine] = ()
+    problem: str | None = None
+    limit: int = 0
+
+
+@dataclass(frozen=True)
 class RunFilter:
     """The console's choice of runs: by state, source and requester (None: any)."""
 
@@ -81,9 +100,10 @@ def _environment() -> Environment:
 _ENV = _environment()
 
 
-def run_page(run: RunOut, audit: Sequence[AuditLine], *, user: str) -> str:
+def run_page(run: RunOut, audit: Sequence[AuditLine], *, user: str, letters: Letters | None = None) -> str:
+    """`letters`: None when the run set nothing aside (or has no dead-letter topic)."""
     return _ENV.get_template("run.html").render(
-        run=run, audit=audit, user=user, terminal=run.state in TERMINAL_RUN_STATES
+        run=run, audit=audit, user=user, terminal=run.state in TERMINAL_RUN_STATES, letters=letters
     )
 
 

@@ -13,16 +13,19 @@ from fastapi import Cookie, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from daemon.core.errors import RunNotFound
+from daemon.contract.models import RunOut
+from daemon.core.errors import RunNotFound, Unavailable
 from daemon.core.run_control import RateChange, changes_from, rate_at
 from daemon.pages import links, views
 from daemon.pages.links import SESSION_COOKIE, LinkRefused, PageKeys
 from daemon.usecases.pipeline_service import PipelineService
+from daemon.usecases.ports import Clusters, DeadLetters
 from daemon.usecases.replays import ReplayService
 from daemon.usecases.wire import pipeline_out, rate_series_out, run_out, source_out
 from store import Store
 
 STATIC = Path(links.__file__).parent / "static"
+LETTERS_SHOWN = 100  # a run's dead letters its page reads back at most
 CHART_SAMPLES = 720  # the watcher's latest progress samples a running run's chart shows
 NO_SESSION = "You are not signed in to the pages (or your session has ended, or the service's key changed)."
 
@@ -34,6 +37,7 @@ def add_pages(
     service: ReplayService,
     pipelines: PipelineService | None,
     store: Store,
+    dead_letters: Clusters[DeadLetters],
 ) -> None:
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
@@ -105,7 +109,8 @@ def add_pages(
             for entry in reversed(store.audit.list(100, target=run_id))
         ]
         out = run_out(run, queue_position=service.queue_positions().get(run_id))
-        return HTMLResponse(views.run_page(out, audit, user=user), headers=_PRIVATE)
+        letters = _letters(out, dead_letters)
+        return HTMLResponse(views.run_page(out, audit, user=user, letters=letters), headers=_PRIVATE)
 
     @app.get("/runs/{run_id}/chart.json", include_in_schema=False, response_model=None)
     def chart_data(run_id: str, replay_session: Annotated[str | None, Cookie()] = None) -> JSONResponse:
@@ -138,6 +143,20 @@ def add_pages(
 
 
 _PRIVATE = {"Cache-Control": "no-store"}  # a page shows one person's view of live data
+
+
+def _letters(run: RunOut, readers: Clusters[DeadLetters]) -> views.Letters | None:
+    """The run's dead letters read back from its cluster, or why they could not be."""
+    if run.dlq_topic is None or not run.dead_lettered:
+        return None
+    if run.cluster not in readers.names:
+        return views.Letters(problem=f"its Kafka cluster {run.cluster} is no longer configured")
+    try:
+        found = readers[run.cluster].of_run(run.dlq_topic, run.id, limit=LETTERS_SHOWN)
+    except Unavailable as exc:
+        return views.Letters(problem=str(exc))
+    lines = [views.LetterLine(x.event_id, x.reason, x.at, f"{x.partition}/{x.offset}") for x in found]
+    return views.Letters(lines=lines, limit=LETTERS_SHOWN)
 
 
 def _asked(tps: int, changes: tuple[RateChange, ...], at: float) -> float:

@@ -35,6 +35,7 @@ from fastapi import FastAPI
 from daemon.adapters.cluster_launcher import ClusterSparkLauncher
 from daemon.adapters.emr_launcher import EmrServerlessLauncher
 from daemon.adapters.kafka_consumer_group_admin import KafkaConsumerGroupAdmin
+from daemon.adapters.kafka_dead_letters import KafkaDeadLetters
 from daemon.adapters.kafka_progress_source import KafkaProgressSource
 from daemon.adapters.kafka_run_control import KafkaRunControlChannel
 from daemon.adapters.kafka_topic_admin import KafkaTopicAdmin
@@ -73,6 +74,7 @@ from daemon.usecases.ports import (
     ApplicationDeleter,
     Clusters,
     ConsumerGroupAdmin,
+    DeadLetters,
     Launcher,
     Notifier,
     ProgressSource,
@@ -396,7 +398,10 @@ def build_daemon(
         slow_calls=SlowCalls(per_user=settings.max_slow_calls_per_user, total=settings.max_slow_calls),
         page_links=page_links,
     )
-    add_pages(app, keys=page_keys, service=service, pipelines=pipelines, store=store)
+    letters: Clusters[DeadLetters] = Clusters(
+        lambda name: KafkaDeadLetters(config=settings.kafka_config(name)), names
+    )
+    add_pages(app, keys=page_keys, service=service, pipelines=pipelines, store=store, dead_letters=letters)
     return Daemon(
         settings=settings,
         store=store,

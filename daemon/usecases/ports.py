@@ -11,6 +11,7 @@ knows every implementation) builds the adapters and injects them.
 - `ConsumerGroupAdmin`: reads a group's members and offsets, moves them (`KafkaConsumerGroupAdmin`).
 - `TableStats`: cheap facts about a lake table, read without a Spark job (`ParquetTableStats`).
 - `ProgressSource`: a running job's confirmed count, from its progress beacons (`KafkaProgressSource`).
+- `DeadLetters`: a run's dead letters, read back for its page (`KafkaDeadLetters`).
 - `Notifier`: tells people what their runs and pipelines do (`SlackNotifier`, `LogNotifier`).
 - `RunControlChannel`: tells running jobs of rate changes, pauses and resumes (`KafkaRunControlChannel`).
 
@@ -374,6 +375,25 @@ class TableStats(ABC):
     def follow_refusal(self, table: TableRef) -> str | None:
         """Why a pipeline cannot follow the table's commits (Parquet has none; a Delta table without
         its change data feed); None when it can."""
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """One record a run set aside: its event id, why (the broker's or the encoder's words), when."""
+
+    event_id: str
+    reason: str
+    at: datetime | None
+    partition: int
+    offset: int
+
+
+class DeadLetters(ABC):
+    """A run's dead letters, read back from its source's dead-letter topic (`KafkaDeadLetters`)."""
+
+    @abstractmethod
+    def of_run(self, topic: str, run_id: str, *, limit: int) -> list[DeadLetter]:
+        """The first `limit` letters of `run_id` on `topic`; none when the topic does not exist."""
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,11 @@ refused, naming the clusters there are (ADR 0058)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from daemon.contract.groups import RewindBody
@@ -141,6 +143,9 @@ def test_dead_letters_of_a_source_on_the_second_cluster_are_set_aside_there(
         with daemon.client() as client:
             body = ReplayBody(source="orders", window=DAY, tps=2000, topic="live", confirm_live=True)
             run = wait_for(client, client.create_replay(OWNER, body).id, TERMINAL, timeout_s=300)
+            link = client.page_link(OWNER, run.id)
+        with httpx.Client(follow_redirects=True) as browser:
+            page = browser.get(link.url).text  # its page reads the letters back, on the second cluster
     finally:
         daemon.stop()
 
@@ -149,3 +154,6 @@ def test_dead_letters_of_a_source_on_the_second_cluster_are_set_aside_there(
     letters = consume_all(second_kafka_bootstrap, DEAD_LETTERS, expected=len(big))
     assert {headers_of(m)["replay-event-id"].decode() for m in letters} == big
     assert DEAD_LETTERS not in topic_names(kafka_bootstrap)
+    listed = re.findall(r"<tr><td><code>([^<]+)</code></td><td>([^<]*)</td>", page.split('id="letters"')[1])
+    assert {event_id for event_id, _ in listed} == big
+    assert all("MSG_SIZE_TOO_LARGE" in why for _, why in listed), listed
