@@ -18,7 +18,11 @@ import structlog
 REDACTED = "[redacted]"
 _SENSITIVE_KEY = re.compile(r"(token|secret|password|passwd|authorization|api[_-]?key|signature)", re.I)
 # Shapes of credentials that may hide inside free text: Slack tokens and bearer headers.
-_SENSITIVE_TEXT = re.compile(r"(xox[abposr]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+|Bearer\s+[A-Za-z0-9._~+/=-]+)")
+# Slack tokens, bearer tokens, and a page link's token in a logged URL (`/login?token=…`: it signs in
+# whoever opens it for some minutes, and uvicorn's access log writes every path it served)
+_SENSITIVE_TEXT = re.compile(
+    r"(xox[abposr]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+|Bearer\s+[A-Za-z0-9._~+/=-]+|(?<=[?&]token=)[^\s&\"']+)"
+)
 
 
 class SecretRedactor:

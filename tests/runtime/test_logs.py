@@ -98,3 +98,22 @@ def test_lines_from_structlog_and_stdlib_threads_never_share_a_line() -> None:
         writer.join()
     lines = _json_lines(out)  # fails on a line holding two records
     assert len(lines) == 600
+
+
+def test_a_page_links_token_in_a_logged_path_is_masked() -> None:
+    """uvicorn's access log writes the path it served, `/login?token=…` included."""
+    out = io.StringIO()
+    configure_logging(log_format="json", stream=out)
+
+    logging.getLogger("uvicorn.access").info(
+        '%s - "%s %s HTTP/%s" %d',
+        "127.0.0.1:5",
+        "GET",
+        "/login?token=eyJ1IjoiVTEifQ.aB-c_d.e&x=1",
+        "1.1",
+        303,
+    )
+
+    line = str(_json_lines(out)[0]["event"])
+    assert "eyJ1IjoiVTEifQ" not in line
+    assert f"/login?token={REDACTED}&x=1" in line
