@@ -6,6 +6,7 @@ import logging
 import threading
 import time
 
+import pytest
 import structlog
 
 from daemon.config.logs import REDACTED, configure_logging
@@ -100,12 +101,18 @@ def test_lines_from_structlog_and_stdlib_threads_never_share_a_line() -> None:
     assert len(lines) == 600
 
 
-def test_a_page_links_token_in_a_logged_path_is_masked() -> None:
+def test_a_page_links_token_in_a_logged_path_is_masked(monkeypatch: pytest.MonkeyPatch) -> None:
     """uvicorn's access log writes the path it served, `/login?token=…` included."""
     out = io.StringIO()
     configure_logging(log_format="json", stream=out)
+    access = logging.getLogger("uvicorn.access")
+    # as replayd runs it (`log_config=None`), whatever an in-process server of another test set up
+    monkeypatch.setattr(access, "handlers", [])
+    monkeypatch.setattr(access, "propagate", True)
+    monkeypatch.setattr(access, "disabled", False)
+    monkeypatch.setattr(access, "level", logging.NOTSET)
 
-    logging.getLogger("uvicorn.access").info(
+    access.info(
         '%s - "%s %s HTTP/%s" %d',
         "127.0.0.1:5",
         "GET",
