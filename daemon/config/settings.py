@@ -310,6 +310,7 @@ class Settings(BaseSettings):
     daemon_url: str = Field(default=DEFAULT_DAEMON_URL, description="where the bot and the CLI find replayd")
     pages_url: str | None = Field(
         default=None,
+        pattern=r"^https?://[^\s/]+(/[^\s]*)?$",
         description="where people's browsers reach replayd's pages (the login links point there); "
         "default: REPLAY_DAEMON_URL",
     )

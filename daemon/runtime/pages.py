@@ -18,9 +18,10 @@ from daemon.core.errors import RunNotFound, Unavailable
 from daemon.core.run_control import RateChange, changes_from, rate_at
 from daemon.pages import links, views
 from daemon.pages.links import SESSION_COOKIE, LinkRefused, PageKeys
+from daemon.usecases.catalog import Catalog
 from daemon.usecases.pipeline_service import PipelineService
 from daemon.usecases.ports import Clusters, DeadLetters
-from daemon.usecases.replays import ReplayService
+from daemon.usecases.replays import ReplayService, SourceTable
 from daemon.usecases.wire import pipeline_out, rate_series_out, run_out, source_out
 from store import Store
 
@@ -37,6 +38,7 @@ def add_pages(
     service: ReplayService,
     pipelines: PipelineService | None,
     store: Store,
+    catalog: Catalog,
     dead_letters: Clusters[DeadLetters],
 ) -> None:
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
@@ -83,7 +85,8 @@ def add_pages(
         page = views.console_page(
             [run_out(run, queue_position=places.get(run.id)) for run in runs],
             [] if pipelines is None else [pipeline_out(p) for p in pipelines.list()],
-            [source_out(listed) for listed in service.sources()],
+            # the console shows no table versions: no catalog or table is read for it
+            [source_out(SourceTable(catalog.sources[name], snapshot=None)) for name in catalog.names()],
             user=user,
             chosen=chosen,
         )

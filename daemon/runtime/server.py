@@ -401,7 +401,15 @@ def build_daemon(
     letters: Clusters[DeadLetters] = Clusters(
         lambda name: KafkaDeadLetters(config=settings.kafka_config(name)), names
     )
-    add_pages(app, keys=page_keys, service=service, pipelines=pipelines, store=store, dead_letters=letters)
+    add_pages(
+        app,
+        keys=page_keys,
+        service=service,
+        pipelines=pipelines,
+        store=store,
+        catalog=catalog,
+        dead_letters=letters,
+    )
     return Daemon(
         settings=settings,
         store=store,

@@ -20,7 +20,14 @@ import structlog
 
 from daemon.core.authz import may_rewind_group
 from daemon.core.clusters import DEFAULT_CLUSTER
-from daemon.core.errors import BadRequest, Forbidden, GroupHasMembers, GroupNotFound, ReplayError
+from daemon.core.errors import (
+    BadRequest,
+    Forbidden,
+    GroupHasMembers,
+    GroupNotFound,
+    ReplayError,
+    UnknownCluster,
+)
 from daemon.core.grammar import RewindCommand
 from daemon.core.lag import GroupState, LagReport, OffsetSample, PartitionOffsets, lag_report
 from daemon.core.rewind import (
@@ -101,7 +108,8 @@ class ConsumerGroups:
         """The cluster named (`cluster=`), else the one of the sources whose live topic this is, else
         the default one."""
         if cluster is not None:
-            self._groups[cluster]
+            if cluster not in self._groups.names:
+                raise UnknownCluster(cluster, self._groups.names)
             return cluster
         if topic is None:
             return DEFAULT_CLUSTER

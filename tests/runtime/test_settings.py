@@ -218,3 +218,13 @@ def test_a_bad_kafka_clusters_variable_names_it_and_the_problem(value: str, prob
     with pytest.raises(ConfigError, match="REPLAY_KAFKA_CLUSTERS") as caught:
         load_settings({"REPLAY_KAFKA_CLUSTERS": value})
     assert problem in str(caught.value)
+
+
+def test_a_pages_url_that_is_not_a_web_address_is_refused_naming_the_variable() -> None:
+    """Every page link would lead nowhere: refused at start-up, not found out from a user."""
+    with pytest.raises(ConfigError, match="REPLAY_PAGES_URL"):
+        load_settings({"REPLAY_PAGES_URL": "replay.example.com"})
+    assert (
+        load_settings({"REPLAY_PAGES_URL": "https://replay.example.com/"}).pages_url
+        == "https://replay.example.com/"
+    )
