@@ -165,7 +165,9 @@ def test_two_executors_hold_the_rate_on_the_brokers_clock_and_keys_land_where_ja
 def test_a_run_asking_for_more_executors_than_the_cluster_has_fails_naming_it_and_sends_nothing(
     spark_cluster: Cluster, sample_table: Path, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
-    daemon = _cluster_daemon(tmp_path, spark_cluster, sample_table, kafka_bootstrap, wait_s=8)
+    # long enough for both free workers' executors to register beside a second test process (with 8 s
+    # one once came alone), short enough that the refusal is not a timeout's
+    daemon = _cluster_daemon(tmp_path, spark_cluster, sample_table, kafka_bootstrap, wait_s=20)
     try:
         client = daemon.client()
         created = client.create_replay(
