@@ -608,8 +608,26 @@ def _result(
         suppressed=reconciled.suppressed if reconciled is not None else None,
         erasures_as_of=reconciled.erasures_as_of if reconciled is not None else None,
         delivery=spec.delivery,
+        by_partition=_by_partition(published.sizes, tasks, beacons),
         **_transactions(tasks) if spec.delivery == "transactional" else {},
     )
+
+
+def _by_partition(sizes: list[int], tasks: list[Row], beacons: list[Beacon] | None) -> list[dict[str, int]]:
+    """Each partition's rows, confirmed records and tries (the beacons name every attempt, lost ones
+    too; without them the successful attempt's number is the least it took)."""
+    tries: dict[int, int] = {}
+    for partition, _ in latest_per_attempt(beacons or ()):
+        tries[partition] = tries.get(partition, 0) + 1
+    return [
+        {
+            "partition": task["partition"],
+            "rows": sizes[task["partition"]],
+            "confirmed": task["confirmed"],
+            "attempts": max(task["attempt"] + 1, tries.get(task["partition"], 0)),
+        }
+        for task in sorted(tasks, key=lambda task: task["partition"])
+    ]
 
 
 def _transactions(tasks: list[Row]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Progress beacons: confirmed counts observable from outside the job while it runs.
 
 A task that paces for an hour cannot report through Spark until it ends, so every task emits a
-small JSON beacon ``{run_id, partition, attempt, confirmed, done, at}`` (key = run id) to the
+small JSON beacon ``{run_id, partition, attempt, confirmed, done, at, rows}`` (key = run id) to the
 progress topic at least every ``progress.interval_s`` and once more when it ends; ``at`` is when the
 beacon was emitted (epoch seconds), so a reader computes rates from the beacons' own clock, never
 from its polling clock (older beacons lack it: None). Anyone (the daemon, the
@@ -52,6 +52,7 @@ class Beacon:
     # delivery=transactional: the partition's records earlier attempts committed, which this one
     # resumed after (its own ``confirmed`` come on top); 0 for an idempotent run
     resumed: int = 0
+    rows: int | None = None  # the partition's rows, counted before publishing (None: a beacon from before)
 
     @property
     def partition_total(self) -> int:

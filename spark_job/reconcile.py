@@ -5,9 +5,10 @@ offsets before publishing and after every task ended), so only those ranges are 
 chunks of at most ``CHUNK_RECORDS`` offsets, one Spark task per chunk. Each task reads its chunk with
 ``assign()`` from ``lo`` and stops before ``hi``, keeps the records whose ``replay-run-id`` header is
 the run's (a live topic holds other producers' records too) and yields their ``replay-event-id``
-header. The join with the selected ids, the counts and the sorted samples are Spark's work: no id
-list ever reaches the driver, whatever the run's size (rule 11). ``tally`` is the same arithmetic on
-plain collections, the reference the tests hold the Spark result to.
+header. The join with the selected ids, the counts and the sorted lists are Spark's work: no more
+than ``IDS_KEPT`` ids of a category ever reach the driver, whatever the run's size (rule 11).
+``tally`` is the same arithmetic on plain collections, the reference the tests hold the Spark result
+to.
 
 A small run (at most ``DRIVER_MAX_ROWS`` selected rows) is reconciled on the driver instead:
 ``reconcile_on_driver`` reads the same ranges with one consumer and tallies, which saves the Spark
@@ -36,7 +37,7 @@ from pyspark.sql import functions as sf
 from spark_job.arrow_map import map_in_arrow
 from spark_job.errors import TopicError
 from spark_job.kafka_conf import client_config
-from spark_job.result import SAMPLE_SIZE, Reconciliation, reason_of
+from spark_job.result import IDS_KEPT, SAMPLE_SIZE, Copies, Reconciliation, reason_of
 from spark_job.spec.model import EVENT_ID_HEADER, KafkaValue, OffsetRanges, ReconcileTarget
 
 log = logging.getLogger(__name__)
@@ -299,16 +300,22 @@ def _compare(selected_ids: DataFrame, found: DataFrame, dead_letters: DataFrame 
         if dead_letters is not None:
             parked = dead_letters.where(sf.col("scanned").isNull()).select("event_id").distinct()
             explained = joined.where(missing).join(parked, "event_id", "left_semi").count()
+        # a clean run (the usual one) has nothing to list: three Spark jobs saved
+        lost = _listed(joined, missing) if row["missing"] else ()
+        strays = _listed(joined, unexpected) if row["unexpected"] else ()
+        copied = _listed(joined, duplicated) if row["duplicates"] else ()
         return Reconciliation(
             selected=row["selected"],
             found=row["found"],
             missing=row["missing"],
             unexpected=row["unexpected"],
             duplicates=row["duplicates"],
-            # a clean run (the usual one) has nothing to sample: three Spark jobs saved
-            missing_sample=_sample(joined, missing) if row["missing"] else (),
-            unexpected_sample=_sample(joined, unexpected) if row["unexpected"] else (),
-            duplicates_sample=_sample(joined, duplicated) if row["duplicates"] else (),
+            missing_sample=tuple(event_id for event_id, _ in lost[:SAMPLE_SIZE]),
+            unexpected_sample=tuple(event_id for event_id, _ in strays[:SAMPLE_SIZE]),
+            duplicates_sample=tuple(event_id for event_id, _ in copied[:SAMPLE_SIZE]),
+            missing_ids=tuple(event_id for event_id, _ in lost),
+            unexpected_ids=strays,
+            duplicated_ids=copied,
             missing_dead_lettered=explained,
             scanned_records=scanned,
         )
@@ -316,10 +323,17 @@ def _compare(selected_ids: DataFrame, found: DataFrame, dead_letters: DataFrame 
         joined.unpersist()
 
 
-def _sample(joined: DataFrame, condition: Column) -> tuple[str, ...]:
-    """The first ``SAMPLE_SIZE`` ids, sorted (Spark keeps only the top ones while it sorts)."""
-    rows = joined.where(condition).select("event_id").orderBy("event_id").limit(SAMPLE_SIZE).collect()
-    return tuple(row["event_id"] for row in rows)
+def _listed(joined: DataFrame, condition: Column) -> Copies:
+    """The first ``IDS_KEPT`` ids and their copies (0 for a missing one), sorted (Spark keeps only
+    the top ones while it sorts: the driver holds at most that many)."""
+    rows = (
+        joined.where(condition)
+        .select("event_id", sf.coalesce("copies", sf.lit(0)).alias("copies"))
+        .orderBy("event_id")
+        .limit(IDS_KEPT)
+        .collect()
+    )
+    return tuple((row["event_id"], int(row["copies"])) for row in rows)
 
 
 def reconcile_on_driver(
@@ -400,15 +414,21 @@ def tally_arrow(
     missing = pc.filter(selected, pc.invert(landed))
     unexpected = pc.filter(counted, pc.invert(ours))
     duplicated = pc.filter(counted, pc.and_(ours, pc.greater(copies, 1)))
+    missing_ids = tuple(event_id for event_id, _ in _first(missing, None))
+    unexpected_ids = _first(unexpected.field("values"), unexpected.field("counts"))
+    duplicated_ids = _first(duplicated.field("values"), duplicated.field("counts"))
     return Reconciliation(
         selected=len(selected),
         found=len(found),
         missing=len(missing),
         unexpected=_sum(unexpected.field("counts")),
         duplicates=_sum(duplicated.field("counts")) - len(duplicated),
-        missing_sample=_first(missing),
-        unexpected_sample=_first(unexpected.field("values")),
-        duplicates_sample=_first(duplicated.field("values")),
+        missing_sample=missing_ids[:SAMPLE_SIZE],
+        unexpected_sample=tuple(event_id for event_id, _ in unexpected_ids[:SAMPLE_SIZE]),
+        duplicates_sample=tuple(event_id for event_id, _ in duplicated_ids[:SAMPLE_SIZE]),
+        missing_ids=missing_ids,
+        unexpected_ids=unexpected_ids,
+        duplicated_ids=duplicated_ids,
         missing_dead_lettered=(
             None if parked is None else _sum(pc.cast(pc.is_in(missing, value_set=parked), pa.int64()))
         ),
@@ -420,12 +440,15 @@ def _sum(values: pa.Array) -> int:
     return int(total or 0)
 
 
-def _first(ids: pa.Array) -> tuple[str, ...]:
-    """The first ``SAMPLE_SIZE`` ids in sorted order."""
+def _first(ids: pa.Array, copies: pa.Array | None) -> Copies:
+    """The first ``IDS_KEPT`` ids in sorted order, each with its copies (0 without ``copies``)."""
     if len(ids) == 0:
         return ()
-    first = pc.take(ids, pc.select_k_unstable(ids, min(SAMPLE_SIZE, len(ids)), [("id", "ascending")]))
-    return tuple(first.to_pylist())
+    chosen = pc.select_k_unstable(ids, min(IDS_KEPT, len(ids)), [("id", "ascending")])
+    chosen = pc.take(chosen, pc.sort_indices(pc.take(ids, chosen)))  # select_k leaves them unordered
+    values = pc.take(ids, chosen).to_pylist()
+    counts = pc.take(copies, chosen).to_pylist() if copies is not None else [0] * len(values)
+    return tuple(zip(values, (int(count) for count in counts), strict=True))
 
 
 def tally(selected_ids: Iterable[str], found_ids: Iterable[str]) -> Reconciliation:
@@ -444,4 +467,7 @@ def tally(selected_ids: Iterable[str], found_ids: Iterable[str]) -> Reconciliati
         missing_sample=tuple(missing[:SAMPLE_SIZE]),
         unexpected_sample=tuple(unexpected[:SAMPLE_SIZE]),
         duplicates_sample=tuple(duplicated[:SAMPLE_SIZE]),
+        missing_ids=tuple(missing[:IDS_KEPT]),
+        unexpected_ids=tuple((event_id, copies[event_id]) for event_id in unexpected[:IDS_KEPT]),
+        duplicated_ids=tuple((event_id, copies[event_id]) for event_id in duplicated[:IDS_KEPT]),
     )

@@ -60,8 +60,11 @@ confirmed on the dead-letter topic: ``confirmed + dead_lettered == rows_selected
 
 ``found == selected - missing + duplicates + unexpected``: ``duplicates`` sums the extra copies of
 selected ids, ``unexpected`` counts records whose id was not selected; samples are at most 10 ids,
-sorted. ``missing_dead_lettered`` is how many missing ids are on the dead-letter topic under this
-run (null without one). When reconcile could not be done ``error`` says why and the counts are null.
+sorted; ``missing_ids`` lists the first ``IDS_KEPT`` (100,000) missing ids, sorted, and
+``unexpected_ids`` / ``duplicated_ids`` the first of theirs as ``[id, records]`` pairs (the counts say
+when there are more). ``missing_dead_lettered`` is how many missing ids are on the dead-letter
+topic under this run (null without one). When reconcile could not be done ``error`` says why and
+the counts are null.
 
 On failure ``on_topic_at_least`` is what the broker confirmed for any attempt (successful tasks'
 counts, every attempt's last beacon): a lower bound, null when unknown; ``dead_lettered`` counts
@@ -99,6 +102,11 @@ _log = logging.getLogger("spark_job.phases")
 
 
 SAMPLE_SIZE = 10  # sample ids per reconcile category
+# Ids per reconcile category a verdict lists in full, sorted (the run's page pages them and offers
+# them as CSV). A bound, so the driver's memory and the result line never follow the window (rule
+# 11): above it the list is the first IDS_KEPT, and the counts still say how many there are.
+IDS_KEPT = 100_000
+Copies = tuple[tuple[str, int], ...]  # (event id, records carrying it), sorted by id
 
 
 @dataclass(frozen=True)
@@ -113,6 +121,9 @@ class Reconciliation:
     missing_sample: tuple[str, ...] = ()
     unexpected_sample: tuple[str, ...] = ()
     duplicates_sample: tuple[str, ...] = ()
+    missing_ids: tuple[str, ...] = ()  # the first IDS_KEPT missing ids, sorted
+    unexpected_ids: Copies = ()  # the first IDS_KEPT unexpected ids and their records
+    duplicated_ids: Copies = ()  # the first IDS_KEPT duplicated ids and their records (2 or more)
     missing_dead_lettered: int | None = None
     scanned_records: int | None = None
     error: str | None = None
@@ -126,8 +137,10 @@ class Reconciliation:
 
     def document(self) -> dict[str, Any]:
         document = asdict(self)
-        for name in ("missing_sample", "unexpected_sample", "duplicates_sample"):
+        for name in ("missing_sample", "unexpected_sample", "duplicates_sample", "missing_ids"):
             document[name] = list(document[name])
+        for name in ("unexpected_ids", "duplicated_ids"):
+            document[name] = [[event_id, copies] for event_id, copies in document[name]]
         return document
 
 
@@ -164,6 +177,8 @@ class ReplayResult:
     transactions: int | None = None  # transactional: transactions committed over every task
     longest_transaction_s: float | None = None  # transactional: the longest one stayed open
     resumed: int | None = None  # transactional: rows retries skipped because a predecessor committed them
+    # each partition's {partition, rows, confirmed, attempts}, in order: the run's page lists them
+    by_partition: list[dict[str, int]] | None = None
 
     def document(self) -> dict[str, Any]:
         document = {"status": "succeeded", "mode": "replay", **asdict(self)}

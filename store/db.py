@@ -27,6 +27,7 @@ from store.notification_repository import NotificationRepository
 from store.pipeline_repository import PipelineRepository
 from store.run_repository import RunRepository
 from store.sqltypes import utcnow
+from store.verdict_ids import VerdictIds
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -138,3 +139,7 @@ class Store:
     @cached_property
     def audit(self) -> AuditLog:
         return AuditLog(self)
+
+    @cached_property
+    def verdict_ids(self) -> VerdictIds:
+        return VerdictIds(self)

@@ -192,6 +192,9 @@ class Run(_AwareTimestamps, Base):
     reconcile: Mapped[dict[str, Any] | None] = mapped_column(JsonType)  # the last event-id reconcile
     rate_series: Mapped[dict[str, Any] | None] = mapped_column(JsonType)  # {start, counts} per second
     offsets: Mapped[dict[str, Any] | None] = mapped_column(JsonType)  # {topic, partitions: {p: [lo, hi]}}
+    # each Spark partition's rows and confirmed records ({"at", "partitions": [...]}): the beacons
+    # while it runs, the job's own report at its end (``daemon.core.partitions``)
+    partition_progress: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
     reconciles: Mapped[str | None] = mapped_column(String(32))  # a reconcile run: the run it checks
     launcher_kind: Mapped[str | None] = mapped_column(String(32))
     launcher_handle: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
@@ -238,6 +241,23 @@ class RunProgress(_AwareTimestamps, Base):
     at: Mapped[datetime]
     confirmed: Mapped[int] = mapped_column(BigInteger)
     rate: Mapped[float] = mapped_column(Float)
+
+
+class VerdictId(Base):
+    """One id a run's latest reconcile listed: missing, unexpected or duplicated (with its records).
+
+    The verdict's counts stay on the run (``runs.reconcile``); these are its full lists, up to the
+    job's bound per kind, which the run's page pages and offers as CSV. Replaced with each verdict.
+    """
+
+    __tablename__ = "verdict_ids"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)  # missing, unexpected, duplicated
+    # its place in the job's list (sorted by id, bytewise): pages follow it, whatever the collation
+    n: Mapped[int] = mapped_column(Integer, primary_key=True)
+    event_id: Mapped[str] = mapped_column(Text)
+    copies: Mapped[int] = mapped_column(Integer)  # records carrying it (0 for a missing one)
 
 
 class Notification(_AwareTimestamps, Base):

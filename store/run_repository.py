@@ -309,15 +309,26 @@ class RunRepository(RunDrains, RunQueue, RunReleases):  # RunDrains extends RunL
             touch(run, self._store.now())
         return run
 
-    def update_progress(self, run_id: str, confirmed: int, rate: float) -> Run:
-        """Record a progress sample and set ``confirmed``; refused once the run finished."""
+    def update_progress(
+        self,
+        run_id: str,
+        confirmed: int | None,
+        rate: float | None,
+        *,
+        partitions: dict[str, Any] | None = None,
+    ) -> Run:
+        """Record a progress sample and set ``confirmed`` (None: no new count, only ``partitions``, the
+        partitions' lines); refused once the run finished."""
         with self._store.session() as session:
             run = lock_run(session, run_id)
             if run.terminal:
                 raise InvalidTransition(run_id, run.state, run.state, "a finished run takes no progress")
             now = self._store.now()
-            session.add(RunProgress(run_id=run_id, at=now, confirmed=confirmed, rate=rate))
-            run.confirmed = confirmed
+            if confirmed is not None:
+                session.add(RunProgress(run_id=run_id, at=now, confirmed=confirmed, rate=rate or 0.0))
+                run.confirmed = confirmed
+            if partitions is not None:
+                run.partition_progress = partitions
             touch(run, now)
         return run
 

@@ -12,13 +12,14 @@ tick), never an error.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import structlog
 from confluent_kafka import KafkaException
 
+from daemon.core.partitions import PartitionProgress, PartitionState
 from daemon.usecases.ports import ProgressSample, ProgressSource
-from spark_job.progress import ProgressReader
+from spark_job.progress import Beacon, ProgressReader, latest_per_attempt, newest_per_partition
 
 log = structlog.get_logger(__name__)
 
@@ -42,7 +43,8 @@ class KafkaProgressSource(ProgressSource):
             except (KafkaException, TimeoutError) as exc:
                 log.warning("progress not readable this time", run_id=run_id, error=str(exc))
                 return None
-            return ProgressSample(confirmed=snapshot.confirmed, at=snapshot.at)
+            lines = partition_lines(reader.beacons())
+            return ProgressSample(confirmed=snapshot.confirmed, at=snapshot.at, partitions=lines)
 
     def forget(self, run_id: str) -> None:
         with self._lock:
@@ -55,3 +57,25 @@ class KafkaProgressSource(ProgressSource):
             readers, self._readers = list(self._readers.values()), {}
         for reader in readers:
             reader.close()
+
+
+def partition_lines(beacons: Iterable[Beacon]) -> tuple[PartitionProgress, ...]:
+    """Each partition as its beacons tell it: the highest attempt's latest count (what the run's total
+    adds up), how many attempts were heard of, and whether the latest one ended or failed."""
+    beacons = list(beacons)
+    tries: dict[int, int] = {}
+    for partition, _ in latest_per_attempt(beacons):
+        tries[partition] = tries.get(partition, 0) + 1
+    lines = []
+    for partition, beacon in sorted(newest_per_partition(beacons).items()):
+        state = (
+            PartitionState.FAILED
+            if beacon.failed
+            else PartitionState.DONE
+            if beacon.done
+            else PartitionState.SENDING
+        )
+        lines.append(
+            PartitionProgress(partition, beacon.rows, beacon.partition_total, tries[partition], state)
+        )
+    return tuple(lines)

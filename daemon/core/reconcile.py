@@ -9,8 +9,10 @@ them; missing or unexpected ids never are. Unknown counts give "not measured", n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 
 class VerdictKind(StrEnum):
@@ -92,3 +94,31 @@ def _verdict(tally: Tally) -> Verdict:
     else:
         return Verdict(VerdictKind.CLEAN, f"clean: every one of {selected:,} event ids exactly once")
     return Verdict(kind, f"{kind}: {', '.join(parts)} — {detail}")
+
+
+class IdList(StrEnum):
+    """A verdict's full lists: the ids behind its counts (the run's page pages them, as CSV too)."""
+
+    MISSING = "missing"  # selected, not on the topic
+    UNEXPECTED = "unexpected"  # on the topic under the run's header, never selected
+    DUPLICATED = "duplicated"  # selected, on the topic more than once
+
+
+Listed = dict[IdList, list[tuple[str, int]]]  # each list's ids, in the job's order, with their records
+
+
+def listed_ids(document: Mapping[str, Any]) -> Listed:
+    """The lists a job's reconcile document carries (``missing_ids``: ids; the others: ``[id, records]``
+    pairs), in its order; a document from before them, or a failed reconcile's, lists nothing."""
+    if document.get("error"):
+        return {kind: [] for kind in IdList}
+    missing = [(str(event_id), 0) for event_id in document.get("missing_ids") or ()]
+
+    def pairs(name: str) -> list[tuple[str, int]]:
+        return [(str(pair[0]), int(pair[1])) for pair in document.get(name) or ()]
+
+    return {
+        IdList.MISSING: missing,
+        IdList.UNEXPECTED: pairs("unexpected_ids"),
+        IdList.DUPLICATED: pairs("duplicated_ids"),
+    }

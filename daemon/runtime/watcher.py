@@ -31,6 +31,8 @@ from typing import Any, TypeVar
 import structlog
 
 from daemon.core.errors import InvalidTransition, ReplayError, Unavailable
+from daemon.core.partitions import PartitionProgress, Partitions
+from daemon.core.reconcile import Listed, listed_ids
 from daemon.core.run_control import changes_from, paused_since
 from daemon.core.run_options import WindowKind
 from daemon.core.states import FailureKind, RunKind, RunState
@@ -99,6 +101,7 @@ class Watcher:
         self._on_tick = on_tick  # e.g. re-send rate changes the control channel did not take
         self._before_launch = before_launch  # e.g. the watched consumer groups' baseline lag
         self._last_sample: dict[str, ProgressSample] = {}
+        self._partitions: dict[str, tuple[PartitionProgress, ...]] = {}  # the lines last stored, per run
         self._rate: dict[str, float] = {}  # each run's latest rate, from its beacons' own timestamps
         self._last_note: dict[str, float] = {}
         self._wake = threading.Event()
@@ -310,7 +313,15 @@ class Watcher:
 
     def _record_progress(self, run: Run) -> None:
         sample = self._progress[run.options.cluster].sample(run.id, _beacons_since(run))
-        if sample is None or sample.confirmed == run.confirmed:
+        if sample is None:
+            return
+        partitions = None
+        if sample.partitions and self._partitions.get(run.id) != sample.partitions:
+            self._partitions[run.id] = sample.partitions
+            partitions = Partitions(self._store.now(), sample.partitions).document()
+        if sample.confirmed == run.confirmed:
+            if partitions is not None:  # a partition ended (or failed) without a record more
+                self._store.runs.update_progress(run.id, None, None, partitions=partitions)
             return
         last = self._last_sample.get(run.id)
         self._last_sample[run.id] = sample
@@ -318,7 +329,7 @@ class Watcher:
         if last is not None and sample.at is not None and last.at is not None and sample.at > last.at:
             rate = (sample.confirmed - last.confirmed) / (sample.at - last.at)  # the job's own clock
             self._rate[run.id] = rate
-        run = self._store.runs.update_progress(run.id, sample.confirmed, rate or 0.0)
+        run = self._store.runs.update_progress(run.id, sample.confirmed, rate or 0.0, partitions=partitions)
         now = self._monotonic()
         noted = self._last_note.get(run.id)
         if noted is not None and now - noted < self._timing.progress_every_s:
@@ -369,16 +380,20 @@ class Watcher:
                 "suppressed": fields["suppressed"],
             }
             self._store.audit.append("watcher", "erasures", run.id, "accepted", detail)
+        verdict = outcome.payload.get("reconcile")
+        if isinstance(verdict, dict):  # its lists first: a page never shows a verdict without them
+            self._store.verdict_ids.replace(run.id, listed_ids(verdict))
         if outcome.succeeded:
             self._finish(run, RunState.SUCCEEDED, **fields)
         else:
             self._finish(run, RunState.FAILED, failure_reason=outcome.reason or "the job failed", **fields)
         if run.options.repair_of is not None and isinstance(fields.get("reconcile"), dict):
-            self._repaired(run, run.options.repair_of, fields["reconcile"])
+            self._repaired(run, run.options.repair_of, fields["reconcile"], listed_ids(verdict or {}))
 
-    def _repaired(self, repair: Run, parent_id: str, verdict: dict[str, Any]) -> None:
+    def _repaired(self, repair: Run, parent_id: str, verdict: dict[str, Any], lists: Listed) -> None:
         """A repair's verdict is its parent's now (the parent's whole selection against every record of
-        both): it goes onto the parent, and into the parent's thread."""
+        both): it goes onto the parent with its lists, and into the parent's thread."""
+        self._store.verdict_ids.replace(parent_id, lists)
         parent = self._store.runs.update(
             parent_id, reconcile={**verdict, "on_demand": True, "repaired_by": repair.id}
         )
@@ -395,6 +410,7 @@ class Watcher:
         subject_id = run.reconciles
         if subject_id is not None:
             reconciled = reconcile_document(document, now=self._store.now(), on_demand=True)
+            self._store.verdict_ids.replace(subject_id, listed_ids(document))
             subject = self._store.runs.update(subject_id, reconcile=reconciled)
             if self._store.notifications.record_once(
                 f"run:{run.id}:reconciled", run_id=subject.id, kind="reconciled"
@@ -426,6 +442,7 @@ class Watcher:
         except InvalidTransition:
             run = self._store.runs.get(run.id)  # someone else concluded it first
         self._last_sample.pop(run.id, None)
+        self._partitions.pop(run.id, None)
         self._rate.pop(run.id, None)
         self._last_note.pop(run.id, None)
         self._places.pop(run.id, None)

@@ -35,6 +35,7 @@ from daemon.core.clusters import DEFAULT_CLUSTER
 from daemon.core.commits import Commit
 from daemon.core.errors import UnknownCluster
 from daemon.core.lag import GroupState
+from daemon.core.partitions import PartitionProgress
 from daemon.core.predicates import Kind, Predicate
 from daemon.core.run_control import RateChange
 from daemon.core.watermarks import Value
@@ -402,6 +403,7 @@ class ProgressSample:
 
     confirmed: int
     at: float | None = None  # epoch seconds of the newest beacon; None for beacons without a time
+    partitions: tuple[PartitionProgress, ...] = ()  # each partition's line, as its beacons say
 
 
 class ProgressSource(ABC):

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from daemon.contract.models import ReconcileOut
+from daemon.core.partitions import from_job_report
 
 _SAMPLE = 10
 
@@ -76,6 +77,8 @@ def report_fields(result: dict[str, Any], *, confirmed_so_far: int | None, now: 
                 fields["rate_series"]["slid_s"] = slid
     if isinstance(result.get("offsets"), dict):
         fields["offsets"] = result["offsets"]
+    if isinstance(result.get("by_partition"), list):  # the job's own count beats the last beacons seen
+        fields["partition_progress"] = from_job_report(result["by_partition"], now).document()
     if isinstance(result.get("reconcile"), dict):
         fields["reconcile"] = reconcile_document(result["reconcile"], now=now, on_demand=False)
     return fields

@@ -304,7 +304,14 @@ def publish_partition(
         resumed = committed_rows(
             settings.producer, settings.progress_topic, settings.run_id, partition, since=settings.t0_wall
         )
-    identity = Beacon(settings.run_id, partition, attempt, 0, task_id=task_id, resumed=resumed)
+    timed = None
+    if settings.warp is not None:  # one round: its part of the rows is its part of the ceiling
+        own = settings.sizes[partition]
+        timed = TimedSchedule(own, share=settings.tps * own / max(1, sum(settings.sizes)))
+    schedule = timed or partition_schedule(settings.sizes, settings.tps, settings.slots, partition)
+    identity = Beacon(
+        settings.run_id, partition, attempt, 0, task_id=task_id, resumed=resumed, rows=schedule.rows
+    )
     beacons = BeaconEmitter(producer, settings, identity, forced_only=transactional)
     transactions = (
         Transactions(
@@ -318,11 +325,6 @@ def publish_partition(
     step = transactions.due if transactions is not None else lambda: beacons.tick(counter.confirmed)
     tick = partial(_unless_orphaned, os.getppid(), step)
     t0 = time.monotonic() + (settings.t0_wall - time.time())
-    timed = None
-    if settings.warp is not None:  # one round: its part of the rows is its part of the ceiling
-        own = settings.sizes[partition]
-        timed = TimedSchedule(own, share=settings.tps * own / max(1, sum(settings.sizes)))
-    schedule = timed or partition_schedule(settings.sizes, settings.tps, settings.slots, partition)
     rate = RateFollower.start(settings, t0)
     timeline = rate.timeline if rate else shaped_timeline(t0, settings.ramp, ()) if settings.ramp else None
     pacer = Pacer(schedule, t0, sleep=counter.poll, timeline=timeline)

@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import Producer
 
 from daemon.adapters.kafka_progress_source import KafkaProgressSource
+from daemon.core.partitions import PartitionProgress, PartitionState
 from spark_job.progress import Beacon, ProgressReader
 from tests.fixtures.kafka import create_topic, unique_topic
 
@@ -82,3 +83,33 @@ def test_a_reader_without_a_start_still_reads_the_whole_topic(kafka_bootstrap: s
     with ProgressReader(kafka={"bootstrap.servers": kafka_bootstrap}, topic=topic, run_id="r-1") as reader:
         assert reader.read().confirmed == 5 * PARTITIONS
         assert reader.started_at_offsets == {p: 0 for p in range(PARTITIONS)}
+
+
+def test_a_sample_gives_each_partitions_line_with_its_retries_and_how_it_ended(kafka_bootstrap: str) -> None:
+    topic = unique_topic("progress-lines")
+    create_topic(kafka_bootstrap, topic, partitions=PARTITIONS)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    now = time.time()
+    beacons = [
+        Beacon("r-lines", 0, 0, 40, task_id=1, at=now, rows=100),  # still sending
+        Beacon("r-lines", 1, 0, 30, failed=True, task_id=2, at=now, rows=50),  # lost its first try,
+        Beacon("r-lines", 1, 1, 50, done=True, task_id=7, at=now + 1, rows=50),  # and its retry ended
+        Beacon("r-lines", 2, 0, 0, failed=True, task_id=3, at=now, rows=20),  # failed, not retried yet
+        Beacon("r-other", 0, 0, 999, done=True, task_id=4, at=now, rows=999),  # another run's
+    ]
+    for beacon in beacons:
+        producer.produce(topic, beacon.encode(), beacon.run_id, partition=beacon.task_id % PARTITIONS)
+    assert producer.flush(30) == 0
+    source = KafkaProgressSource(kafka_config={"bootstrap.servers": kafka_bootstrap}, topic=topic)
+    try:
+        sample = source.sample("r-lines", since=now - 60)
+    finally:
+        source.close()
+
+    assert sample is not None and sample.confirmed == 40 + 50 + 0
+    assert sample.partitions == (
+        PartitionProgress(0, 100, 40, 1, PartitionState.SENDING),
+        PartitionProgress(1, 50, 50, 2, PartitionState.DONE),
+        PartitionProgress(2, 20, 0, 1, PartitionState.FAILED),
+    )
+    assert [line.share for line in sample.partitions] == [0.4, 1.0, 0.0]

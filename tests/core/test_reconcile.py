@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.core.reconcile import Tally, VerdictKind, verdict
+from daemon.core.reconcile import IdList, Tally, VerdictKind, listed_ids, verdict
 
 counts = st.integers(min_value=0, max_value=10**9)
 maybe = st.none() | counts
@@ -87,3 +87,18 @@ def test_what_an_erasure_list_left_out_is_said_and_never_counts_as_missing() -> 
     leaked = verdict(Tally(selected=90, found=91, missing=0, unexpected=1, duplicates=0, suppressed=10))
     assert leaked.kind == VerdictKind.UNEXPECTED  # an erased id back on the topic is never clean
     assert "suppressed" not in verdict(Tally(selected=1, found=1, missing=0, unexpected=0, duplicates=0)).text
+
+
+def test_a_verdicts_lists_come_in_the_jobs_order_and_a_failed_one_lists_nothing() -> None:
+    document = {
+        "missing_ids": ["e-1", "e-3"],
+        "unexpected_ids": [["x-1", 2]],
+        "duplicated_ids": [["e-2", 3], ["e-4", 2]],
+    }
+    assert listed_ids(document) == {
+        IdList.MISSING: [("e-1", 0), ("e-3", 0)],
+        IdList.UNEXPECTED: [("x-1", 2)],
+        IdList.DUPLICATED: [("e-2", 3), ("e-4", 2)],
+    }
+    assert listed_ids({**document, "error": "broker gone"}) == {kind: [] for kind in IdList}
+    assert listed_ids({"missing_sample": ["e-1"]}) == {kind: [] for kind in IdList}  # from before lists

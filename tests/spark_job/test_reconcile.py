@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 from spark_job import main as job_main
+from spark_job import reconcile as reconcile_module
 from spark_job.reconcile import chunks, reconcile, reconcile_on_driver, tally, tally_arrow, watermarks
 from spark_job.result import SAMPLE_SIZE
 from spark_job.spec.model import OffsetRanges, ReconcileTarget
@@ -33,6 +34,7 @@ from tests.fixtures.spark import job_spec, write_spec
 WINDOW = ("2024-01-02", "2024-01-04")  # job_spec's default window
 COUNTS = ("selected", "found", "missing", "unexpected", "duplicates")
 SAMPLES = ("missing_sample", "unexpected_sample", "duplicates_sample")
+LISTS = ("missing_ids", "unexpected_ids", "duplicated_ids")
 
 ids = st.text(alphabet="abcdef", min_size=1, max_size=3)
 
@@ -59,6 +61,31 @@ def test_tally_samples_are_the_first_ids_of_each_kind(selected: list[str], found
     }
     for name, expected in kinds.items():
         assert list(getattr(result, name)) == expected[:SAMPLE_SIZE]
+
+
+@given(st.lists(ids, max_size=40), st.lists(ids, max_size=60))
+def test_tally_lists_every_id_of_each_kind_with_its_records(selected: list[str], found: list[str]) -> None:
+    result = tally(selected, found)
+    copies = Counter(found)
+    assert list(result.missing_ids) == sorted(set(selected) - set(found))
+    assert list(result.unexpected_ids) == sorted((i, copies[i]) for i in set(found) - set(selected))
+    assert list(result.duplicated_ids) == sorted((i, copies[i]) for i in set(selected) if copies[i] > 1)
+    # the lists account for the counts: nothing is listed that is not counted, nor the reverse
+    assert len(result.missing_ids) == result.missing
+    assert sum(n for _, n in result.unexpected_ids) == result.unexpected
+    assert sum(n - 1 for _, n in result.duplicated_ids) == result.duplicates
+
+
+def test_a_list_longer_than_its_bound_keeps_the_first_ids_and_the_whole_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(reconcile_module, "IDS_KEPT", 5)
+    selected = [f"e-{n:02}" for n in range(30)]
+    found = [*selected[20:], *(f"x-{n:02}" for n in range(9, -1, -1)), *selected[20:]]
+    for result in (tally(selected, found), tally_arrow(pa.array(selected), pa.array(found))):
+        assert result.missing == 20 and result.missing_ids == tuple(selected[:5])
+        assert result.unexpected == 10 and result.unexpected_ids == tuple((f"x-{n:02}", 1) for n in range(5))
+        assert result.duplicates == 10 and result.duplicated_ids == tuple((i, 2) for i in selected[20:25])
 
 
 @given(
@@ -137,10 +164,11 @@ def test_spark_reads_the_ranges_in_chunks_and_agrees_with_the_reference(
         chunk_records=4,
     )
     expected = tally(selected, [*selected[:26], "e-03", "x-extra", ""])
-    assert {name: getattr(result, name) for name in COUNTS + SAMPLES} == {
-        name: getattr(expected, name) for name in COUNTS + SAMPLES
+    assert {name: getattr(result, name) for name in COUNTS + SAMPLES + LISTS} == {
+        name: getattr(expected, name) for name in COUNTS + SAMPLES + LISTS
     }
     assert (result.missing, result.unexpected, result.duplicates) == (4, 2, 1)
+    assert result.duplicated_ids == (("e-03", 2),) and result.unexpected_ids == (("", 1), ("x-extra", 1))
     assert (result.missing_dead_lettered, result.scanned_records, result.error) == (1, len(records), None)
     on_driver = reconcile_on_driver(
         selected, kafka={"bootstrap.servers": kafka_bootstrap}, topic=topic, target=target

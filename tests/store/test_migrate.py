@@ -13,7 +13,7 @@ from store.db import create_store_engine
 from store.migrate import current_revision, downgrade, head_revision, upgrade
 from store.models import Base
 
-TABLES = {"runs", "run_progress", "pipelines", "notifications", "audit_log"}
+TABLES = {"runs", "run_progress", "pipelines", "notifications", "audit_log", "verdict_ids"}
 
 
 def _tables(engine: Engine) -> set[str]:

@@ -111,3 +111,24 @@ def test_a_run_without_a_byte_ceiling_leaves_its_hold_unknown() -> None:
         {"status": "succeeded", "confirmed": 3, "bytes_held_s": None}, confirmed_so_far=None, now=NOW
     )
     assert "bytes_held_s" not in fields  # never stored as 0
+
+
+def test_the_jobs_partition_report_becomes_the_runs_final_lines() -> None:
+    fields = report_fields(
+        {
+            "status": "succeeded",
+            "confirmed": 7,
+            "by_partition": [
+                {"partition": 0, "rows": 4, "confirmed": 4, "attempts": 1},
+                {"partition": 1, "rows": 3, "confirmed": 3, "attempts": 2},
+            ],
+        },
+        confirmed_so_far=5,
+        now=NOW,
+    )
+    assert fields["partition_progress"] == {
+        "at": NOW.isoformat(),
+        "final": True,
+        "partitions": [[0, 4, 4, 1, "done"], [1, 3, 3, 2, "done"]],
+    }
+    assert "partition_progress" not in report_fields({"status": "succeeded"}, confirmed_so_far=0, now=NOW)
