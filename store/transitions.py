@@ -49,6 +49,7 @@ UPDATABLE_RUN_FIELDS = frozenset(
         "reconcile",
         "rate_series",
         "offsets",
+        "partition_progress",
         "submitted_at",
         "started_at",
         "first_delivery_at",

@@ -27,6 +27,7 @@ from daemon.contract.models import (
     IdlePipelineOut,
     IdlePipelinePageOut,
     KeepBody,
+    ListedIdOut,
     PageLinkBody,
     PageLinkOut,
     PipelineDetailOut,
@@ -45,6 +46,7 @@ from daemon.contract.models import (
     SourcesOut,
     TpsBody,
     UnscheduleBody,
+    VerdictIdsOut,
     WhoAmIOut,
 )
 from daemon.core.errors import (
@@ -79,6 +81,7 @@ _BY_STATUS: dict[int, type[ReplayError]] = {
 _PLAN = TypeAdapter(PlanOut)
 _CREATED = TypeAdapter(RunCreated)
 _RUN = TypeAdapter(RunOut)
+_VERDICT_IDS = TypeAdapter(VerdictIdsOut)
 _RUN_PAGE = TypeAdapter(RunPageOut)
 _SERIES = TypeAdapter(RateSeriesOut)
 _SOURCES = TypeAdapter(SourcesOut)
@@ -212,6 +215,18 @@ class DaemonClient:
 
     def get_replay(self, actor: str, run_id: str) -> RunOut:
         return self._call(_RUN, "GET", f"/v1/replays/{run_id}", actor=actor)
+
+    def verdict_ids(self, actor: str, run_id: str, kind: str, *, after: int = -1) -> list[ListedIdOut]:
+        """Every id of one of the run's verdict lists (missing, unexpected, duplicated), page by page."""
+        found: list[ListedIdOut] = []
+        while True:
+            page = self._call(
+                _VERDICT_IDS, "GET", f"/v1/replays/{run_id}/ids/{kind}", actor=actor, params={"after": after}
+            )
+            found += page.ids
+            if page.next_after is None:
+                return found
+            after = page.next_after
 
     def list_replays(
         self,

@@ -33,7 +33,7 @@ from daemon.core.grammar import (
 )
 from daemon.core.predicates import MAX_PREDICATE_CHARS, parse_predicate, render_predicate
 from daemon.core.quantities import parse_duration, render_duration
-from daemon.core.reconcile import Tally, Verdict, verdict
+from daemon.core.reconcile import IdList, Tally, Verdict, verdict
 from daemon.core.run_options import WindowKind
 from daemon.core.states import FailureKind, PipelineState, RunKind, RunState
 from daemon.core.windows import label, parse_window
@@ -424,6 +424,21 @@ class PlanOut(BaseModel):
     )
 
 
+class ListedIdOut(BaseModel):
+    event_id: str
+    records: int = Field(description="its records on the topic under the run's id (0: missing)")
+
+
+class VerdictIdsOut(BaseModel):
+    """One page of a verdict list: the ids behind its count, in the job's order (sorted by id)."""
+
+    run_id: str
+    kind: IdList
+    listed: int = Field(description="ids the list holds: the first 100,000 when the count is higher")
+    ids: list[ListedIdOut]
+    next_after: int | None = Field(description="after= for the next page; None: this page is the last")
+
+
 class ReconcileOut(BaseModel):
     """The event ids a run selected against the ones on its topic carrying its run id header.
 
@@ -693,6 +708,7 @@ class PipelineOut(BaseModel):
     tps: int
     topic: str
     topic_mode: Topic = Field(default="auto", description="auto: a topic made for it; live: the source's")
+    cluster: str = Field(default=DEFAULT_CLUSTER, description="the Kafka cluster of its topics")
     owners: list[str]
     next_run_at: datetime | None
     last_published_at: datetime | None

@@ -16,8 +16,10 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from daemon.contract.models import PipelineOut, RunOut, SourceOut
+from daemon.contract.models import ListedIdOut, PipelineOut, RunOut, SourceOut, VerdictIdsOut
 from daemon.core.clusters import DEFAULT_CLUSTER
+from daemon.core.partitions import Partitions
+from daemon.core.reconcile import IdList
 from daemon.core.states import TERMINAL_RUN_STATES, RunState
 
 UPLOT = "uplot-1.6.31.min"  # the vendored chart library's files, without their extension
@@ -55,6 +57,22 @@ class Letters:
 
 
 @dataclass(frozen=True)
+class Listed:
+    """A verdict's lists as the run page opens them: each one's length and its first ids."""
+
+    counts: dict[IdList, int]
+    first: dict[IdList, list[ListedIdOut]]
+
+
+@dataclass(frozen=True)
+class Countdown:
+    """A pipeline's idle clock: when it turns idle unless a run publishes, or when it is removed."""
+
+    idle: bool
+    at: datetime
+
+
+@dataclass(frozen=True)
 class RunFilter:
     """The console's choice of runs: by state, source and requester (None: any)."""
 
@@ -72,7 +90,7 @@ class ChartData:
     target: list[float]
     per_second: bool  # the job's own per-second counts (after the end), else the watcher's samples
 
-    def document(self, run: RunOut) -> dict[str, Any]:
+    def document(self, run: RunOut, partitions: Partitions | None = None) -> dict[str, Any]:
         return {
             "state": str(run.state),
             "terminal": run.state in TERMINAL_RUN_STATES,
@@ -81,6 +99,9 @@ class ChartData:
             "x": self.x,
             "achieved": self.achieved,
             "target": self.target,
+            # each partition's line, for the table under the chart (its shape is PartitionProgress's)
+            "partitions": [line.document() for line in partitions.lines] if partitions else [],
+            "partitions_final": partitions.final if partitions else False,  # the job's report
         }
 
 
@@ -92,6 +113,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["count"] = lambda value: "unknown" if value is None else f"{value:,}"
+    env.filters["share"] = lambda value: "—" if value is None else f"{value:.0%}"
     env.filters["when"] = lambda value: "—" if value is None else value.strftime("%Y-%m-%d %H:%M:%S UTC")
     env.globals.update(uplot=UPLOT, default_cluster=DEFAULT_CLUSTER)
     return env
@@ -100,10 +122,44 @@ def _environment() -> Environment:
 _ENV = _environment()
 
 
-def run_page(run: RunOut, audit: Sequence[AuditLine], *, user: str, letters: Letters | None = None) -> str:
-    """`letters`: None when the run set nothing aside (or has no dead-letter topic)."""
+def run_page(
+    run: RunOut,
+    audit: Sequence[AuditLine],
+    *,
+    user: str,
+    letters: Letters | None = None,
+    partitions: Partitions | None = None,
+    listed: Listed | None = None,
+) -> str:
+    """`letters`: None when the run set nothing aside (or has no dead-letter topic); `partitions`:
+    None before any beacon came; `listed`: the verdict's lists (None: nothing listed)."""
     return _ENV.get_template("run.html").render(
-        run=run, audit=audit, user=user, terminal=run.state in TERMINAL_RUN_STATES, letters=letters
+        run=run,
+        audit=audit,
+        user=user,
+        terminal=run.state in TERMINAL_RUN_STATES,
+        letters=letters,
+        partitions=partitions,
+        listed=listed,
+        kinds=list(IdList),
+    )
+
+
+def ids_page(run: RunOut, page: VerdictIdsOut, *, user: str, first: int) -> str:
+    """One page of a verdict list; ``first``: the place of its first id (0-based)."""
+    return _ENV.get_template("ids.html").render(run=run, page=page, user=user, first=first)
+
+
+def pipeline_page(
+    pipeline: PipelineOut,
+    runs: Sequence[RunOut],
+    audit: Sequence[AuditLine],
+    *,
+    user: str,
+    countdown: Countdown | None,
+) -> str:
+    return _ENV.get_template("pipeline.html").render(
+        pipeline=pipeline, runs=runs, audit=audit, user=user, countdown=countdown
     )
 
 
@@ -114,9 +170,17 @@ def console_page(
     *,
     user: str,
     chosen: RunFilter,
+    countdowns: dict[str, Countdown] | None = None,
 ) -> str:
+    """`countdowns`: each pipeline's idle clock by id (absent: archived, or being removed)."""
     return _ENV.get_template("console.html").render(
-        runs=runs, pipelines=pipelines, sources=sources, user=user, chosen=chosen, states=STATES
+        runs=runs,
+        pipelines=pipelines,
+        sources=sources,
+        user=user,
+        chosen=chosen,
+        states=STATES,
+        countdowns=countdowns or {},
     )
 
 

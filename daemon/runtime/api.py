@@ -45,10 +45,12 @@ from daemon.contract.models import (
     SourcesOut,
     TpsBody,
     UnscheduleBody,
+    VerdictIdsOut,
     WhoAmIOut,
 )
 from daemon.core.errors import BadRequest, DependencyDown, Forbidden, NotFound, ReplayError
 from daemon.core.grammar import LagCommand, PlanCommand, ReplayCommand
+from daemon.core.reconcile import IdList
 from daemon.core.states import PipelineState, RunState
 from daemon.runtime.api_guard import SERVICE, ApiKeys, FrontDoor
 from daemon.runtime.readiness import Readiness
@@ -69,6 +71,7 @@ from daemon.usecases.wire import (
     rate_series_out,
     run_out,
     source_out,
+    verdict_ids_out,
 )
 from store.models import Pipeline, Run
 from store.pagination import page_oldest_first
@@ -170,6 +173,7 @@ async def _actor(  # async: runs in the request's own context, so CREDENTIAL rea
 Actor = Annotated[str, Depends(_actor)]
 # Every list pages alike: at most `limit` rows, then `next_cursor` for the next page.
 PageLimit = Annotated[int, Query(ge=1, le=200)]
+MAX_IDS_PAGE = 1000  # ids one page of a verdict list holds at most
 PageCursor = Annotated[str | None, Query(max_length=200)]
 
 
@@ -337,6 +341,17 @@ def create_api(
         """Queue a reconcile of a finished run; answers with the reconcile run (kind `reconcile`)."""
         queued = service.reconcile(who, run_id)
         return run_out(queued, queue_position=service.queue_positions().get(queued.id))
+
+    @app.get("/v1/replays/{run_id}/ids/{kind}", response_model=VerdictIdsOut)
+    def verdict_ids(
+        run_id: str,
+        kind: IdList,
+        who: Actor,
+        after: Annotated[int, Query(ge=-1)] = -1,
+        limit: Annotated[int, Query(ge=1, le=MAX_IDS_PAGE)] = MAX_IDS_PAGE,
+    ) -> VerdictIdsOut:
+        """The ids behind the verdict's missing, unexpected or duplicated count, a page at a time."""
+        return verdict_ids_out(run_id, kind, service, after=after, limit=limit)
 
     @app.get("/v1/replays/{run_id}/series", response_model=RateSeriesOut)
     def series(run_id: str, who: Actor) -> RateSeriesOut:

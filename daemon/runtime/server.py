@@ -409,6 +409,7 @@ def build_daemon(
         store=store,
         catalog=catalog,
         dead_letters=letters,
+        janitor=janitor,
     )
     return Daemon(
         settings=settings,

@@ -51,6 +51,15 @@ class IdlePolicy:
     keep_days: int = 30
 
 
+@dataclass(frozen=True)
+class IdleClock:
+    """``idle``: its owners are being asked and it is removed at ``at``; else it turns idle at ``at``
+    unless a run publishes first."""
+
+    idle: bool
+    at: datetime
+
+
 def idle_period_start(pipeline: Pipeline, policy: IdlePolicy) -> datetime:
     """When the pipeline became (or becomes) idle: `idle_after` days after its last publish or its
     creation, or the end of a snooze ("Keep for N more days" asks again when the N days are over)."""
@@ -384,17 +393,23 @@ class Janitor:
 
     # -- reporting ----------------------------------------------------------------------------
 
+    def countdown(self, pipeline: Pipeline) -> IdleClock | None:
+        """Where the pipeline's idle clock stands, as the pages say it: when it turns idle if nothing
+        publishes, or when it is removed; None once it is archived or being removed."""
+        if pipeline.state == PipelineState.ARCHIVED or pipeline.deprovision_reason is not None:
+            return None
+        now = self._clock()
+        status = assess(pipeline, now, self._policy)
+        if status == "active":
+            return IdleClock(idle=False, at=idle_period_start(pipeline, self._policy))
+        deadline = pipeline.delete_after if status in ("waiting", "due") else None
+        return IdleClock(idle=True, at=deadline or now + timedelta(days=self._policy.grace_days))
+
     def idle_pipelines(self) -> list[tuple[Pipeline, datetime]]:
         """Pipelines idle now or waiting for deletion, with their deadline (or when they become due)."""
-        now = self._clock()
         found = []
         for pipeline in self._store.pipelines.list():
-            if pipeline.state == PipelineState.ARCHIVED or pipeline.deprovision_reason is not None:
-                continue
-            status = assess(pipeline, now, self._policy)
-            if status == "active":
-                continue
-            deadline = pipeline.delete_after if status in ("waiting", "due") else None
-            deadline = deadline or now + timedelta(days=self._policy.grace_days)
-            found.append((pipeline, deadline))
+            clock = self.countdown(pipeline)
+            if clock is not None and clock.idle:
+                found.append((pipeline, clock.at))
         return found

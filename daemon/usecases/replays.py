@@ -9,7 +9,7 @@ topic and its `queued` run; launching is the watcher's job, so a crash between t
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -45,6 +45,7 @@ from daemon.core.grammar import (
 from daemon.core.ids import new_run_id
 from daemon.core.predicates import And, Predicate, render_predicate
 from daemon.core.quantities import partitions_for_rate
+from daemon.core.reconcile import IdList
 from daemon.core.run_options import RunOptions, WindowKind
 from daemon.core.states import RunKind, RunState
 from daemon.core.windows import DayWindow, TimeWindow, bounds, days, label, resolve
@@ -59,7 +60,7 @@ from daemon.usecases.table_runtime import check_table_runtime
 from spark_job.publish.time_shape import Shaped, bucket_width, shape
 from store import Store
 from store.live_guard import LiveGuard
-from store.models import Run
+from store.models import Run, VerdictId
 
 log = structlog.get_logger(__name__)
 
@@ -671,6 +672,23 @@ class ReplayService:
 
     def get(self, run_id: str) -> Run:
         return self._store.runs.get(run_id)
+
+    def listed(self, run_id: str) -> dict[IdList, int]:
+        """How many ids each of the run's verdict lists holds (RunNotFound for an unknown run)."""
+        self._store.runs.get(run_id)
+        return self._store.verdict_ids.counts(run_id)
+
+    def listed_page(
+        self, run_id: str, kind: IdList, *, after: int = -1, limit: int = 500
+    ) -> builtins.list[VerdictId]:
+        """One slice of a verdict list, in the job's order: the ids after place ``after``."""
+        self._store.runs.get(run_id)
+        return self._store.verdict_ids.page(run_id, kind, after=after, limit=limit)
+
+    def listed_all(self, run_id: str, kind: IdList) -> Iterator[VerdictId]:
+        """The whole list, read a chunk at a time (a CSV streams it)."""
+        self._store.runs.get(run_id)
+        return self._store.verdict_ids.each(run_id, kind)
 
     def queue_positions(self) -> dict[str, int]:
         """Each queued run's place in line (1: the next to start), in the order the watcher launches."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from daemon.contract.models import (
     IdlePipelineOut,
+    ListedIdOut,
     OverlapOut,
     PipelineDetailOut,
     PipelineOut,
@@ -21,9 +22,11 @@ from daemon.contract.models import (
     ReconcileOut,
     RunOut,
     SourceOut,
+    VerdictIdsOut,
 )
 from daemon.core.predicates import render_predicate
 from daemon.core.rate_shape import targets
+from daemon.core.reconcile import IdList
 from daemon.core.run_control import changes_from, latest_rate
 from daemon.core.states import PipelineState, RunKind, RunState
 from daemon.usecases.drain_wire import drain_deadline, drain_out
@@ -31,7 +34,7 @@ from store.models import Pipeline, Run
 
 if TYPE_CHECKING:  # type names only: the use cases import this module, so no import back at run time
     from daemon.usecases.pipeline_service import PipelineDetail
-    from daemon.usecases.replays import Plan, SourceTable
+    from daemon.usecases.replays import Plan, ReplayService, SourceTable
 
 
 def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
@@ -151,6 +154,7 @@ def pipeline_out(pipeline: Pipeline) -> PipelineOut:
         tps=pipeline.tps,
         topic=pipeline.topic,
         topic_mode=pipeline.options.topic_mode,
+        cluster=pipeline.options.cluster,
         owners=list(pipeline.owners or ()),
         next_run_at=pipeline.next_run_at,
         last_published_at=pipeline.last_published_at,
@@ -235,4 +239,20 @@ def source_out(listed: SourceTable) -> SourceOut:
         retention=source.retention,
         snapshot=listed.snapshot,
         snapshot_unreadable=listed.unreadable,
+    )
+
+
+def verdict_ids_out(
+    run_id: str, kind: IdList, service: ReplayService, *, after: int, limit: int
+) -> VerdictIdsOut:
+    """One page of a run's verdict list (its places run 0..listed-1, so the last page is known)."""
+    listed = service.listed(run_id)[kind]
+    rows = service.listed_page(run_id, kind, after=after, limit=limit)
+    last = rows[-1].n if rows else None
+    return VerdictIdsOut(
+        run_id=run_id,
+        kind=kind,
+        listed=listed,
+        ids=[ListedIdOut(event_id=row.event_id, records=row.copies) for row in rows],
+        next_after=last if last is not None and last + 1 < listed else None,
     )

@@ -1,10 +1,12 @@
 """The run page and the console, served by a real `replayd`: nothing shows without a session, a signed
 link sets a private cookie and an old one is refused; and in Debian's chromium, the console lists a
-queued and a running run, and a run's page draws its rate while it publishes and its verdict once it
-has ended. Screenshots of both pages go to `REPLAY_TEST_SCREENSHOTS` when it is set (docs/images)."""
+queued and a running run, a run's page draws its rate and its partitions while it publishes and its
+verdict once it has ended, and a verdict's missing ids (the topic lost them) are listed in full, a
+page at a time and as CSV. Screenshots go to `REPLAY_TEST_SCREENSHOTS` when it is set (docs/images)."""
 
 from __future__ import annotations
 
+import csv
 import io
 import os
 import time
@@ -22,12 +24,14 @@ from daemon.core.errors import NotFound
 from daemon.pages.links import SESSION_COOKIE, page_secret
 from scripts.devtools.slack_standin import SlackStandin
 from tests.fixtures.daemon import API_TOKEN, OWNER, STRANGER, DaemonProcess, running_daemon
+from tests.fixtures.kafka import lose_head
 from tests.fixtures.runs import TERMINAL, wait_for
 from tests.fixtures.slack import BotUnderTest, serve_bot
 
 pytestmark = [pytest.mark.kafka]
 
 PAGE_BUDGET_BYTES = 300_000  # the first load of a page, everything it fetches
+LOST = 30  # records the topic loses from the head of partition 0 after a run
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +78,7 @@ def test_a_link_sets_a_private_cookie_and_leads_to_its_page(pages_daemon: Daemon
         console = http.get(f"{pages_daemon.url}/")
 
     assert console.status_code == 200
-    assert "The estate" in console.text and "<td>orders</td>" in console.text
+    assert "The estate" in console.text and ">orders</a></td>" in console.text
     assert f"signed in as <code>{OWNER}</code>" in console.text
 
 
@@ -158,6 +162,8 @@ def test_the_console_lists_the_queue_and_a_runs_page_draws_it_live_then_its_verd
         page.wait_for_function(
             f"() => Number(document.getElementById('chart').dataset.points || 0) > {early}", timeout=60_000
         )  # it moved while the run published, without a reload
+        live = _partition_lines(page)
+        assert live and sum(line[1] for line in live) > 0, live  # each partition's beacons, live
         page.wait_for_function(
             "() => document.getElementById('state').textContent === 'succeeded'", timeout=120_000
         )
@@ -165,6 +171,10 @@ def test_the_console_lists_the_queue_and_a_runs_page_draws_it_live_then_its_verd
         ended = wait_for(client, going.id, TERMINAL)
         assert "Clean" in page.locator("#verdict").inner_text(), ended.reconcile
         assert page.locator("#confirmed").inner_text() == f"{ended.confirmed:,}"
+        final = _partition_lines(page)  # the job's own report: every partition whole
+        assert {line[4] for line in final} == {"done"} and all(line[1] == line[2] for line in final), final
+        assert sum(line[1] for line in final) == ended.confirmed == ended.rows_selected
+        assert "reported them at its end" in page.locator("#partitions-note").inner_text()
         _shoot(page, "run-page.png", tmp_path)
         context.close()
         client.cancel_replay(OWNER, waiting.id)
@@ -172,6 +182,53 @@ def test_the_console_lists_the_queue_and_a_runs_page_draws_it_live_then_its_verd
     print(f"page weight: console {console_weight:,} B, run page {run_weight:,} B; first paint {paint_ms} ms")
     assert console_weight < PAGE_BUDGET_BYTES and run_weight < PAGE_BUDGET_BYTES
     assert paint_ms is not None
+
+
+def _partition_lines(page: Page) -> list[tuple[int, int, int, int, str]]:
+    """The partitions table as the browser shows it: (partition, confirmed, rows, tries, state)."""
+    lines = []
+    for row in page.locator("#partitions tbody tr").all():
+        cells = [cell.inner_text() for cell in row.locator("td").all()]
+        lines.append((int(cells[0]), _number(cells[1]), _number(cells[2]), int(cells[4]), cells[5]))
+    return lines
+
+
+def _number(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+@pytest.mark.spark
+def test_a_verdicts_missing_ids_are_listed_in_pages_and_as_csv_exactly_as_the_topic_lost_them(
+    pages_daemon: DaemonProcess, browser: Browser, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    with pages_daemon.client() as client:
+        created = client.create_replay(OWNER, ReplayBody(source="orders", window="2024-01-06", tps=5000))
+        run = wait_for(client, created.id, TERMINAL)
+        assert run.state == "succeeded" and run.reconcile is not None and run.reconcile.missing == 0
+        lost = lose_head(kafka_bootstrap, run.topic, LOST)
+        checking = client.reconcile(OWNER, run.id)
+        wait_for(client, checking.id, TERMINAL)
+        link = client.page_link(OWNER, run.id)
+
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(link.url, wait_until="networkidle")
+    assert f"{LOST} listed" in page.locator("#ids-missing + p").inner_text()
+    page.locator("#verdict-h").scroll_into_view_if_needed()
+    _shoot(page, "verdict-lists.png", tmp_path)
+    shown = page.locator("#ids-missing ~ table.ids").first.locator("tbody tr td code").all_inner_texts()
+    assert shown == sorted(lost)[:20]  # the page opens with the first twenty
+    page.click("#ids-missing + p a >> text=Every one")
+    page.wait_for_url(f"**/runs/{run.id}/ids/missing")
+    assert page.locator("#ids tbody tr td code").all_inner_texts() == sorted(lost)
+    download = page.request.get(f"{pages_daemon.url}/runs/{run.id}/ids/missing.csv")
+    assert download.ok and download.headers["content-type"].startswith("text/csv")
+    assert f'filename="{run.id}-missing.csv"' in download.headers["content-disposition"]
+    rows = list(csv.reader(io.StringIO(download.text())))
+    assert rows[0] == ["event_id", "records"] and rows[1:] == [[event_id, "0"] for event_id in sorted(lost)]
+    unknown = page.request.get(f"{pages_daemon.url}/runs/{run.id}/ids/lost")
+    assert unknown.status == 404 and "missing, unexpected and duplicated" in unknown.text()
+    context.close()
 
 
 @pytest.fixture(scope="module")

@@ -93,6 +93,7 @@ def test_three_runs_publish_exactly_the_new_rows_and_commit_the_high_mark(
     client = daemon.client()
     pipeline = _schedule(client)
     published: set[str] = set()
+    runs: list[str] = []
 
     for round_, day in enumerate((None, date(2024, 1, 2), date(2024, 1, 3))):
         if day is not None:
@@ -107,8 +108,20 @@ def test_three_runs_publish_exactly_the_new_rows_and_commit_the_high_mark(
         assert committed is not None
         assert datetime.fromisoformat(committed) == _max_updated_at(table)
         published |= new_ids
+        runs.append(run.id)
 
     assert client.get_pipeline(OWNER, pipeline.id).last_published_at is not None
+    # its page, opened through a signed link as a browser would: its runs, newest first, and its clock
+    with httpx.Client(base_url=daemon.url, follow_redirects=True) as http:
+        assert http.get(client.page_link(OWNER).url).status_code == 200  # sets the session cookie
+        page = http.get(f"/pipelines/{pipeline.id}")
+        console = http.get("/")
+    assert page.status_code == 200, page.text
+    assert [page.text.index(f'<a href="/runs/{run_id}">') for run_id in reversed(runs)] == sorted(
+        page.text.index(f'<a href="/runs/{run_id}">') for run_id in runs
+    )
+    assert "turns idle at" in page.text and "unless a run publishes first" in page.text
+    assert f'<a href="/pipelines/{pipeline.id}">' in console.text
 
 
 @pytest.mark.parametrize(

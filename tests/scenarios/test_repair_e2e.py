@@ -15,27 +15,16 @@ import json
 from pathlib import Path
 
 import pytest
-from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient
 
 from daemon.contract.models import RepairBody, ReplayBody
 from daemon.core.errors import BadRequest, Conflict
 from tests.fixtures.daemon import OWNER, DaemonProcess
-from tests.fixtures.kafka import consume_all, headers_of, value_of
+from tests.fixtures.kafka import consume_all, headers_of, lose_head, value_of
 from tests.fixtures.runs import TERMINAL, wait_for, window_event_ids
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 LOST = 40  # records the topic loses from the head of partition 0
-
-
-def _lose_head(bootstrap: str, topic: str, count: int) -> set[str]:
-    """Delete the first ``count`` records of partition 0; the event ids they carried."""
-    head = [m for m in consume_all(bootstrap, topic) if m.partition() == 0 and (m.offset() or 0) < count]
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.delete_records([TopicPartition(topic, 0, count)]).values():
-        future.result(timeout=30)
-    return {headers_of(m)["replay-event-id"].decode() for m in head}
 
 
 def test_a_repair_publishes_only_what_went_missing_and_the_verdict_is_clean_again(
@@ -48,12 +37,14 @@ def test_a_repair_publishes_only_what_went_missing_and_the_verdict_is_clean_agai
     with pytest.raises(BadRequest, match="found nothing missing"):
         client.repair(OWNER, run.id, RepairBody())
 
-    lost = _lose_head(kafka_bootstrap, run.topic, LOST)
+    lost = lose_head(kafka_bootstrap, run.topic, LOST)
     assert len(lost) == LOST
     checking = client.reconcile(OWNER, run.id)
     wait_for(client, checking.id, TERMINAL)
     found = client.get_replay(OWNER, run.id).reconcile
     assert found is not None and found.missing == LOST, found
+    listed = client.verdict_ids(OWNER, run.id, "missing")  # the whole list, not a sample of ten
+    assert [line.event_id for line in listed] == sorted(lost) and {line.records for line in listed} == {0}
 
     repair = client.repair(OWNER, run.id, RepairBody())
     assert repair.repair_of == run.id and repair.topic == run.topic and repair.rows_planned == LOST

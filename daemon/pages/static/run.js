@@ -17,6 +17,8 @@
           { label: "achieved (events/s)", stroke: "#0b4f8a", width: 2 },
         ],
         axes: [{}, { label: "events/s", size: 70 }],
+        // a run of one second has one point: uPlot would stretch that to years
+        scales: { x: { time: true, range: (u, min, max) => (min === max ? [min - 2, max + 2] : [min, max]) } },
       }, rows, box);
     } else {
       plot.setData(rows);
@@ -25,8 +27,40 @@
     document.getElementById("state").className = "state state-" + data.state;
     document.getElementById("confirmed").textContent =
       data.confirmed === null ? "unknown" : data.confirmed.toLocaleString("en");
+    showPartitions(data.partitions, data.partitions_final);
     box.dataset.points = String(data.x.length);
     box.dataset.state = data.state;
+  }
+
+  // Each partition's line: [partition, rows, confirmed, tries, state] (rows null: not said).
+  function showPartitions(lines, final) {
+    const body = document.querySelector("#partitions tbody");
+    if (!body || !lines || lines.length === 0) return;
+    const number = (value) => (value === null ? "unknown" : value.toLocaleString("en"));
+    body.replaceChildren(...lines.map(([partition, rows, confirmed, tries, state]) => {
+      const share = rows === null ? null : rows === 0 ? 1 : Math.min(1, confirmed / rows);
+      const row = document.createElement("tr");
+      const meter = document.createElement("meter");
+      meter.min = 0; meter.max = 1; meter.value = share === null ? 0 : share;
+      meter.setAttribute("aria-label", "partition " + partition + " done");
+      const done = document.createElement("td");
+      done.append(meter, " " + (share === null ? "—" : Math.round(share * 100) + "%"));
+      const cells = [partition, number(confirmed), number(rows)].map((text) => {
+        const cell = document.createElement("td");
+        cell.textContent = String(text);
+        return cell;
+      });
+      const after = [tries, state].map((text) => {
+        const cell = document.createElement("td");
+        cell.textContent = String(text);
+        return cell;
+      });
+      row.append(...cells, done, ...after);
+      return row;
+    }));
+    document.getElementById("partitions-note").textContent = final
+      ? "As the job reported them at its end."
+      : "As their beacons said; updates with the chart.";
   }
 
   async function tick() {
