@@ -21,7 +21,7 @@ from slack_sdk import WebClient
 from bot.channels import channel_problem
 from bot.deps import BotDeps
 from bot.listeners import confirmations, consumer_groups, pipeline_actions, pipeline_approvals
-from bot.replies import answer_with, key_for
+from bot.replies import answer_with, key_for, outcome_of
 from daemon.contract.commands import (
     Asker,
     Cancelling,
@@ -66,7 +66,7 @@ from daemon.core.grammar import (
 from daemon.slack import run_messages, source_messages
 from daemon.slack.blocks import Message, code, help_message, input_error, notice
 from daemon.slack.control_messages import rate_changed_notice
-from daemon.slack.page_messages import OPEN_ACTION, page_link
+from daemon.slack.page_messages import OPEN_ACTION, PAGE_LINK_ACTION, page_link
 from daemon.slack.user_zones import UserZones
 
 COMMAND = "/replay"
@@ -249,3 +249,15 @@ def register(app: App, deps: BotDeps) -> None:
         ack()  # the button's URL opened the page in the browser: Slack only wants the click acked
 
     app.action(OPEN_ACTION)(ack_open)
+
+    def send_link(body: dict[str, Any], respond: Respond) -> None:
+        """A run card's *Open its page*: the clicker's own link, for their eyes only; the card stays."""
+        clicker, run_id = body["user"]["id"], str(body["actions"][0].get("value", ""))
+
+        def work() -> Message:
+            return page_link(deps.daemon.page_link(clicker, run_id), f"the page of `{run_id}`")
+
+        message, _ = outcome_of(work)
+        respond(**message.ephemeral(replace_original=False))
+
+    app.action(PAGE_LINK_ACTION)(ack=ack_open, lazy=[send_link])

@@ -40,6 +40,7 @@ from daemon.slack.blocks import (
     when,
 )
 from daemon.slack.group_messages import rewind_hint
+from daemon.slack.page_messages import open_button
 from daemon.slack.run_report import (
     on_topic_line,
     out_of_memory,
@@ -204,7 +205,8 @@ def run_parent(
     """The channel message of a run: what, how much, where, how fast; final counts once it ended.
 
     `redirected` = (channel, Slack's error) when the thread went to the requester's DM instead;
-    `page_url`: the run's page, linked in the footer (reading it needs a session: `/replay open`)."""
+    `page_url`: the run's page, linked in the footer, with a button that sends the clicker a link that
+    signs them in (reading it needs a session)."""
     icon, final = run_icon(run.state), run.state in TERMINAL_RUN_STATES
     pairs = [
         ("Source", _source(run.source, run.snapshot, run.listed_files)),
@@ -232,7 +234,7 @@ def run_parent(
     if run.delivery == "transactional":
         footer.append(TRANSACTIONAL_NOTE)
     if page_url is not None:
-        footer.append(f"<{page_url}|Its page> (first time? `/replay open {escape(run.id)}` signs you in)")
+        footer.append(f"<{page_url}|Its page> (first time? *Open its page* sends you a link to sign in)")
     title = f"Replay {run.id} · {run.source} · {run.state}"
     text = (
         f"{icon} Replay {run.id}: {escape(run.source)} {escape(run.window or '')} → {escape(run.topic)} "
@@ -244,7 +246,8 @@ def run_parent(
         footer.insert(0, f"Repairs `{escape(run.repair_of)}`: only the ids its reconcile found missing.")
     if run.redrive_of is not None:  # a redrive: whose dead letters it sends back
         footer.insert(0, f"Redrives the dead letters of `{escape(run.redrive_of)}`.")
-    return message(text, header(title), fields(pairs), context(*footer))
+    blocks = [header(title), fields(pairs), context(*footer)]
+    return message(text, *blocks, open_button(run.id)) if page_url is not None else message(text, *blocks)
 
 
 TRANSACTIONAL_NOTE = (

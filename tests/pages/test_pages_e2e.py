@@ -22,6 +22,7 @@ from daemon.cli.main import EXIT_OK, main
 from daemon.contract.models import ReplayBody
 from daemon.core.errors import NotFound
 from daemon.pages.links import SESSION_COOKIE, page_secret
+from daemon.slack.page_messages import PAGE_LINK_ACTION
 from scripts.devtools.slack_standin import SlackStandin
 from tests.fixtures.daemon import API_TOKEN, OWNER, STRANGER, DaemonProcess, running_daemon
 from tests.fixtures.kafka import lose_head
@@ -258,6 +259,20 @@ def test_slack_and_the_cli_hand_out_links_that_sign_their_asker_in(
     assert f"signed in as <code>{OWNER}</code>" in _signs_in(button["url"], pages_daemon)
     refused = bot.slash("open r-1")
     assert "/replay open [run-id]" in refused.ack["text"]
+
+    # a run card's button: whoever clicks gets a link of their own, shown to them alone
+    with pages_daemon.client() as client:
+        run = client.create_replay(OWNER, ReplayBody(source="orders", window="2024-01-07", tps=60))
+        client.cancel_replay(OWNER, run.id)  # the page is the run's whatever its state
+    clicked, key = bot.click(PAGE_LINK_ACTION, run.id, user=STRANGER)
+    assert clicked.status_code == 200
+    [sent] = bot.replies(key, timeout_s=30)
+    assert sent.get("response_type", "ephemeral") == "ephemeral" and sent.get("replace_original") is False
+    [link] = [e["url"] for b in sent["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert f"signed in as <code>{STRANGER}</code>" in _signs_in(link, pages_daemon)
+    clicked, key = bot.click(PAGE_LINK_ACTION, "r-000000000000", user=STRANGER)
+    [unknown] = bot.replies(key, timeout_s=30)
+    assert "r-000000000000" in unknown["text"] and "login?token" not in str(unknown)  # refused, no link
 
     monkeypatch.setenv("REPLAY_DAEMON_URL", pages_daemon.url)
     monkeypatch.setenv("REPLAY_API_TOKEN", pages_daemon.token)

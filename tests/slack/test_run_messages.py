@@ -13,6 +13,7 @@ from daemon.cli.main import describe_run
 from daemon.contract.models import ReconcileOut, RunOut
 from daemon.core.run_options import RunOptions, WindowKind
 from daemon.slack import blocks, run_messages
+from daemon.slack.page_messages import PAGE_LINK_ACTION
 from daemon.slack.run_report import report_line, rerun_command
 from daemon.usecases.wire import run_out
 from store.models import Run
@@ -511,9 +512,12 @@ def test_an_unknown_row_count_is_shown_as_unknown_never_as_zero() -> None:
     assert "0/unknown" in run_messages.run_line(run_out(pipeline_run))
 
 
-def test_the_card_links_to_the_runs_page_and_says_how_to_sign_in() -> None:
-    card = str(run_messages.run_parent(RUN, page_url=f"http://replay.example/runs/{RUN.id}").blocks)
+def test_the_card_links_to_the_runs_page_and_has_a_button_for_a_link_of_ones_own() -> None:
+    blocks = run_messages.run_parent(RUN, page_url=f"http://replay.example/runs/{RUN.id}").blocks
 
-    assert f"<http://replay.example/runs/{RUN.id}|Its page>" in card
-    assert f"`/replay open {RUN.id}` signs you in" in card
-    assert "Its page" not in str(run_messages.run_parent(RUN).blocks)
+    assert f"<http://replay.example/runs/{RUN.id}|Its page>" in str(blocks)
+    [button] = blocks[-1]["elements"]
+    assert (button["action_id"], button["value"]) == (PAGE_LINK_ACTION, RUN.id)
+    assert "url" not in button  # the channel sees the card: the link is sent to each clicker alone
+    plain = run_messages.run_parent(RUN).blocks
+    assert "Its page" not in str(plain) and PAGE_LINK_ACTION not in str(plain)
