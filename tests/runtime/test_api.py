@@ -208,3 +208,38 @@ def test_replay_end_to_end_lands_exactly_the_window(
     landed = consume_all(kafka_bootstrap, run.topic, expected=len(expected))
     assert {json.loads(value_of(m))["event_id"] for m in landed} == expected
     assert {headers_of(m)["replay-run-id"] for m in landed} == {run.id.encode()}
+    # a clean verdict lists nothing, and says so over the API
+    empty = httpx.get(
+        f"{replay_daemon.url}/v1/replays/{run.id}/ids/missing",
+        headers={"Authorization": f"Bearer {replay_daemon.token}", "X-Replay-Actor": OWNER},
+    ).json()
+    assert (empty["listed"], empty["ids"], empty["next_after"]) == (0, [], None)
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "message"),
+    [
+        ("/v1/replays/r-000000000000/ids/missing", 404, "r-000000000000"),
+        ("/v1/replays/r-000000000000/ids/lost", 422, "'missing', 'unexpected' or 'duplicated'"),
+        (
+            "/v1/replays/r-000000000000/ids/missing?after=-2",
+            422,
+            "after: Input should be greater than or equal to -1",
+        ),
+        (
+            "/v1/replays/r-000000000000/ids/missing?limit=1001",
+            422,
+            "limit: Input should be less than or equal to 1000",
+        ),
+    ],
+)
+def test_a_verdict_list_asked_for_badly_is_a_clear_error(
+    replay_daemon: DaemonProcess, path: str, status: int, message: str
+) -> None:
+    response = httpx.get(
+        f"{replay_daemon.url}{path}",
+        headers={"Authorization": f"Bearer {replay_daemon.token}", "X-Replay-Actor": OWNER},
+    )
+
+    assert response.status_code == status, response.text
+    assert message in response.json()["error"]
