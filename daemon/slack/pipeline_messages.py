@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from daemon.contract.models import IdlePipelineOut, PipelineDetailOut, PipelineOut, RunOut, ScheduleBody
+from daemon.core.clusters import DEFAULT_CLUSTER
 from daemon.slack.blocks import (
     MAX_LINE,
     Message,
@@ -72,13 +73,19 @@ def pipeline_fields(view: PipelineView) -> dict[str, Any]:
             ("Source", escape(view.source)),
             ("Schedule", code(view.schedule)),
             _follows(view),
-            ("Target topic", code(view.topic, limit=300)),
+            ("Target topic", _target(view)),
             ("Rate", f"{view.tps:,}/s"),
             ("Owners", owners_line(view.owners)),
             ("Next run", next_run(view)),
             ("State", f"{pipeline_icon(view.state)} {escape(view.state)}"),
         ]
     )
+
+
+def _target(view: PipelineView) -> str:
+    """Its topic, and its Kafka cluster unless it is the default one."""
+    on = "" if view.cluster == DEFAULT_CLUSTER else f" on {code(view.cluster)}"
+    return code(view.topic, limit=300) + on
 
 
 def _title(view: PipelineView) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from daemon.contract.models import PipelineOut
+from daemon.core.clusters import DEFAULT_CLUSTER
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class PipelineView:
     last_published_at: datetime | None = None
     created_at: datetime | None = None
     deprovision_reason: str | None = None
+    cluster: str = DEFAULT_CLUSTER  # its topics' Kafka cluster
 
     @classmethod
     def of(cls, pipeline: PipelineOut) -> PipelineView:
@@ -47,4 +49,5 @@ class PipelineView:
             last_published_at=pipeline.last_published_at,
             created_at=pipeline.created_at,
             deprovision_reason=pipeline.deprovision_reason,
+            cluster=pipeline.cluster,
         )

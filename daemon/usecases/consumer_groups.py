@@ -226,12 +226,12 @@ class ConsumerGroups:
     ) -> RewindOutcome:
         """The preview; with `apply`, the offsets moved (audited with the offsets before and after)."""
         detail = {"topic": command.topic, "to": target_label(command.to)}
-        cluster = self.cluster_of(command.topic, command.cluster)
-        if cluster != DEFAULT_CLUSTER:
-            detail["cluster"] = cluster
-        groups = self._groups[cluster]
+        if command.cluster is not None:  # as asked: a refusal of an unknown one is audited naming it
+            detail["cluster"] = command.cluster
 
         def work() -> RewindOutcome:
+            cluster = self.cluster_of(command.topic, command.cluster)
+            groups = self._groups[cluster]
             self._authorize(actor, command.topic, cluster)
             description = self._known(groups, command.group)
             if apply and idempotency_key is not None:
@@ -252,8 +252,10 @@ class ConsumerGroups:
         outcome = self._audit.refusing(
             actor, "rewind" if apply else "rewind-preview", command.group, work, **detail
         )
+        if outcome.cluster != DEFAULT_CLUSTER:
+            detail["cluster"] = outcome.cluster
         if outcome.applied:
-            after = groups.committed(command.group, command.topic)
+            after = self._groups[outcome.cluster].committed(command.group, command.topic)
             self._audit.accepted(
                 actor,
                 "rewind",

@@ -30,7 +30,7 @@ from tests.fixtures.kafka import (
     unique_topic,
     value_of,
 )
-from tests.fixtures.runs import TERMINAL, wait_for, window_event_ids
+from tests.fixtures.runs import TERMINAL, daemon_store, wait_for, window_event_ids
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -113,6 +113,14 @@ def test_lag_and_rewind_find_the_live_topics_cluster_from_its_source_or_are_told
             client.group_lag(OWNER, group, cluster="default", sample_s=0)
         with pytest.raises(BadRequest) as unknown:
             client.group_lag(OWNER, group, topic=second_live, cluster="staging", sample_s=0)
+        with pytest.raises(BadRequest, match="unknown Kafka cluster 'staging'"):
+            client.rewind(OWNER, group, RewindBody(topic=second_live, to="earliest", cluster="staging"))
+    store = daemon_store(two_cluster_daemon)
+    try:  # a rewind refused for its cluster is audited like any other refusal, naming what was asked
+        [refused] = [entry for entry in store.audit.list(50, target=group) if entry.outcome == "refused"]
+    finally:
+        store.close()
+    assert (refused.action, refused.actor, refused.detail["cluster"]) == ("rewind-preview", OWNER, "staging")
 
     assert (found.cluster, found.total_lag) == (SECOND, sum(PER_PARTITION - c for c in before.values()))
     assert (told.cluster, told.total_lag) == (SECOND, found.total_lag)
@@ -127,7 +135,7 @@ def test_dead_letters_of_a_source_on_the_second_cluster_are_set_aside_there(
     sample_table: Path, kafka_bootstrap: str, second_kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     """The broker of the second cluster refuses three records; their dead letters go to the dead-letter
-    topic on that cluster, and none is made on the default one."""
+    topic on that cluster, and none of them to the default one."""
     big = with_big_rows(sample_table, tmp_path / "orders", DAY)
     live = unique_topic("orders-live-dlq")
     create_topic(second_kafka_bootstrap, live, partitions=3, config=KEEP_FOREVER)
@@ -153,7 +161,12 @@ def test_dead_letters_of_a_source_on_the_second_cluster_are_set_aside_there(
     assert run.cluster == SECOND
     letters = consume_all(second_kafka_bootstrap, DEAD_LETTERS, expected=len(big))
     assert {headers_of(m)["replay-event-id"].decode() for m in letters} == big
-    assert DEAD_LETTERS not in topic_names(kafka_bootstrap)
+    # the default broker is shared with other tests, which may have made its dead-letter topic: none of
+    # this run's letters are there
+    on_default = (
+        consume_all(kafka_bootstrap, DEAD_LETTERS) if DEAD_LETTERS in topic_names(kafka_bootstrap) else []
+    )
+    assert [m for m in on_default if headers_of(m).get("replay-run-id") == run.id.encode()] == []
     listed = re.findall(r"<tr><td><code>([^<]+)</code></td><td>([^<]*)</td>", page.split('id="letters"')[1])
     assert {event_id for event_id, _ in listed} == big
     assert all("MSG_SIZE_TOO_LARGE" in why for _, why in listed), listed

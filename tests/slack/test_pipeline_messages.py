@@ -324,3 +324,13 @@ def test_every_pipeline_run_line_fits_and_escapes(run: RunOut, pipeline_id: str)
 
     assert_within_slack_limits(message)
     assert_no_unescaped_control(message)
+
+
+def test_a_pipelines_card_names_its_kafka_cluster_unless_it_is_the_default() -> None:
+    elsewhere = str(
+        pipeline_messages.pipeline_fields(PipelineView.of(API_PIPELINE.model_copy(update={"cluster": "eu"})))
+    )
+    here = str(pipeline_messages.pipeline_fields(PipelineView.of(API_PIPELINE)))
+
+    assert f"`{API_PIPELINE.topic}` on `eu`" in elsewhere
+    assert " on `" not in here
