@@ -452,7 +452,7 @@ def _first(ids: pa.Array, copies: pa.Array | None) -> Copies:
 
 
 def tally(selected_ids: Iterable[str], found_ids: Iterable[str]) -> Reconciliation:
-    """The reference: the same counts and samples from plain collections (tests and small runs)."""
+    """The reference: the same counts, samples and lists from plain collections (the tests)."""
     selected = set(selected_ids)
     copies = Counter(found_ids)
     missing = sorted(selected - set(copies))

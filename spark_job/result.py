@@ -42,7 +42,9 @@ schedule's plus that spread, so a shortfall of ``achieved_tps`` that is not stal
 ``bytes_held_s`` (``max_mb``) is the longest any task's due events waited for its share of the bytes
 per second (``spark_job.publish.byte_budget``): the time the byte ceiling, not the rate, set; null
 without a byte ceiling. That wait also shows in ``behind_schedule_s`` when it was not made up.
-``partition_skew`` is largest/smallest partition, null when a partition is empty.
+``partition_skew`` is largest/smallest partition, null when a partition is empty. ``by_partition``
+lists each partition's ``{partition, rows, confirmed, attempts}`` (rows counted before publishing;
+attempts: every try the beacons name, at least the successful one's number).
 ``delivery`` says how the records were sent: ``transactional`` runs also report ``transactions``
 (committed, over every task), ``longest_transaction_s`` (the longest one stayed open, its commit
 included) and ``resumed`` (rows a retry skipped because an earlier attempt had committed them); their

@@ -104,6 +104,9 @@ class IdList(StrEnum):
     DUPLICATED = "duplicated"  # selected, on the topic more than once
 
 
+# How many ids of each kind a verdict lists at most: the job's bound (``spark_job.result.IDS_KEPT``).
+LISTED_AT_MOST = 100_000
+
 Listed = dict[IdList, list[tuple[str, int]]]  # each list's ids, in the job's order, with their records
 
 
@@ -112,13 +115,19 @@ def listed_ids(document: Mapping[str, Any]) -> Listed:
     pairs), in its order; a document from before them, or a failed reconcile's, lists nothing."""
     if document.get("error"):
         return {kind: [] for kind in IdList}
-    missing = [(str(event_id), 0) for event_id in document.get("missing_ids") or ()]
+    missing = [(storable(event_id), 0) for event_id in document.get("missing_ids") or ()]
 
     def pairs(name: str) -> list[tuple[str, int]]:
-        return [(str(pair[0]), int(pair[1])) for pair in document.get(name) or ()]
+        return [(storable(pair[0]), int(pair[1])) for pair in document.get(name) or ()]
 
     return {
         IdList.MISSING: missing,
         IdList.UNEXPECTED: pairs("unexpected_ids"),
         IdList.DUPLICATED: pairs("duplicated_ids"),
     }
+
+
+def storable(event_id: Any) -> str:
+    """An id as text a store keeps: a NUL (a header's bytes may hold one) becomes U+FFFD, since
+    PostgreSQL refuses NUL in text and in JSON."""
+    return str(event_id).replace("\x00", "\ufffd")

@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from daemon.contract.models import ListedIdOut, PipelineOut, RunOut, SourceOut, VerdictIdsOut
 from daemon.core.clusters import DEFAULT_CLUSTER
 from daemon.core.partitions import Partitions
-from daemon.core.reconcile import IdList
+from daemon.core.reconcile import LISTED_AT_MOST, IdList
 from daemon.core.states import TERMINAL_RUN_STATES, RunState
 
 UPLOT = "uplot-1.6.31.min"  # the vendored chart library's files, without their extension
@@ -142,6 +142,7 @@ def run_page(
         partitions=partitions,
         listed=listed,
         kinds=list(IdList),
+        listed_at_most=LISTED_AT_MOST,
     )
 
 

@@ -50,7 +50,7 @@ from daemon.contract.models import (
 )
 from daemon.core.errors import BadRequest, DependencyDown, Forbidden, NotFound, ReplayError
 from daemon.core.grammar import LagCommand, PlanCommand, ReplayCommand
-from daemon.core.reconcile import IdList
+from daemon.core.reconcile import LISTED_AT_MOST, IdList
 from daemon.core.states import PipelineState, RunState
 from daemon.runtime.api_guard import SERVICE, ApiKeys, FrontDoor
 from daemon.runtime.readiness import Readiness
@@ -347,7 +347,7 @@ def create_api(
         run_id: str,
         kind: IdList,
         who: Actor,
-        after: Annotated[int, Query(ge=-1)] = -1,
+        after: Annotated[int, Query(ge=-1, le=LISTED_AT_MOST)] = -1,
         limit: Annotated[int, Query(ge=1, le=MAX_IDS_PAGE)] = MAX_IDS_PAGE,
     ) -> VerdictIdsOut:
         """The ids behind the verdict's missing, unexpected or duplicated count, a page at a time."""

@@ -20,7 +20,7 @@ from fastapi.staticfiles import StaticFiles
 from daemon.contract.models import RunOut
 from daemon.core.errors import NotFound, RunNotFound, Unavailable
 from daemon.core.partitions import Partitions
-from daemon.core.reconcile import IdList
+from daemon.core.reconcile import LISTED_AT_MOST, IdList
 from daemon.core.run_control import RateChange, changes_from, rate_at
 from daemon.pages import links, views
 from daemon.pages.links import SESSION_COOKIE, LinkRefused, PageKeys
@@ -148,7 +148,7 @@ def add_pages(
         run_id: str,
         kind: str,
         replay_session: Annotated[str | None, Cookie()] = None,
-        after: Annotated[int, Query(ge=-1)] = -1,
+        after: Annotated[int, Query(ge=-1, le=LISTED_AT_MOST)] = -1,
     ) -> HTMLResponse:
         user = keys.session_user(replay_session)
         if user is None:
@@ -278,12 +278,21 @@ def _csv(rows: Iterator[VerdictId]) -> Iterator[bytes]:
     out = io.StringIO()
     writer = csv.writer(out)
     for row in rows:
-        writer.writerow((row.event_id, row.copies))
+        writer.writerow((_cell(row.event_id), row.copies))
         if out.tell() > 64_000:
             yield out.getvalue().encode()
             out.seek(0)
             out.truncate()
     yield out.getvalue().encode()
+
+
+def _cell(text: str) -> str:
+    """A CSV cell a spreadsheet will not run: an id starting as a formula would (``=``, ``+``, ``-``,
+    ``@``; unexpected ids come from whoever wrote to the topic), so it gets a leading ``'``."""
+    return f"'{text}" if text[:1] in _FORMULA else text
+
+
+_FORMULA = frozenset("=+-@\t\r")
 
 
 def _countdown(janitor: Janitor | None, pipeline: Pipeline) -> views.Countdown | None:

@@ -317,11 +317,11 @@ class Watcher:
             return
         partitions = None
         if sample.partitions and self._partitions.get(run.id) != sample.partitions:
-            self._partitions[run.id] = sample.partitions
             partitions = Partitions(self._store.now(), sample.partitions).document()
         if sample.confirmed == run.confirmed:
             if partitions is not None:  # a partition ended (or failed) without a record more
                 self._store.runs.update_progress(run.id, None, None, partitions=partitions)
+                self._partitions[run.id] = sample.partitions  # stored: not written again until it moves
             return
         last = self._last_sample.get(run.id)
         self._last_sample[run.id] = sample
@@ -330,6 +330,8 @@ class Watcher:
             rate = (sample.confirmed - last.confirmed) / (sample.at - last.at)  # the job's own clock
             self._rate[run.id] = rate
         run = self._store.runs.update_progress(run.id, sample.confirmed, rate or 0.0, partitions=partitions)
+        if partitions is not None:
+            self._partitions[run.id] = sample.partitions
         now = self._monotonic()
         noted = self._last_note.get(run.id)
         if noted is not None and now - noted < self._timing.progress_every_s:
@@ -382,7 +384,7 @@ class Watcher:
             self._store.audit.append("watcher", "erasures", run.id, "accepted", detail)
         verdict = outcome.payload.get("reconcile")
         if isinstance(verdict, dict):  # its lists first: a page never shows a verdict without them
-            self._store.verdict_ids.replace(run.id, listed_ids(verdict))
+            self._keep_lists(run.id, listed_ids(verdict))
         if outcome.succeeded:
             self._finish(run, RunState.SUCCEEDED, **fields)
         else:
@@ -393,7 +395,7 @@ class Watcher:
     def _repaired(self, repair: Run, parent_id: str, verdict: dict[str, Any], lists: Listed) -> None:
         """A repair's verdict is its parent's now (the parent's whole selection against every record of
         both): it goes onto the parent with its lists, and into the parent's thread."""
-        self._store.verdict_ids.replace(parent_id, lists)
+        self._keep_lists(parent_id, lists)
         parent = self._store.runs.update(
             parent_id, reconcile={**verdict, "on_demand": True, "repaired_by": repair.id}
         )
@@ -401,6 +403,14 @@ class Watcher:
             f"run:{repair.id}:repaired", run_id=parent.id, kind="reconciled"
         ):
             self._notify(parent, lambda: self._notifier.run_reconciled(run_out(parent)))
+
+    def _keep_lists(self, run_id: str, lists: Listed) -> None:
+        """Store a verdict's lists. They are its detail, not its outcome: if the store refuses them,
+        the run still concludes with its counts, and the log says why its page lists nothing."""
+        try:
+            self._store.verdict_ids.replace(run_id, lists)
+        except Exception:
+            log.exception("the verdict's id lists were not stored", run_id=run_id)
 
     def _conclude_reconcile(self, run: Run, outcome: JobOutcome) -> None:
         """An on-demand reconcile: its document goes onto the run it checked, and into that run's thread."""
@@ -410,7 +420,7 @@ class Watcher:
         subject_id = run.reconciles
         if subject_id is not None:
             reconciled = reconcile_document(document, now=self._store.now(), on_demand=True)
-            self._store.verdict_ids.replace(subject_id, listed_ids(document))
+            self._keep_lists(subject_id, listed_ids(document))
             subject = self._store.runs.update(subject_id, reconcile=reconciled)
             if self._store.notifications.record_once(
                 f"run:{run.id}:reconciled", run_id=subject.id, kind="reconciled"

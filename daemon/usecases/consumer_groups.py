@@ -226,12 +226,17 @@ class ConsumerGroups:
     ) -> RewindOutcome:
         """The preview; with `apply`, the offsets moved (audited with the offsets before and after)."""
         detail = {"topic": command.topic, "to": target_label(command.to)}
-        if command.cluster is not None:  # as asked: a refusal of an unknown one is audited naming it
-            detail["cluster"] = command.cluster
+        action = "rewind" if apply else "rewind-preview"
+        try:
+            cluster = self.cluster_of(command.topic, command.cluster)
+        except ReplayError as exc:  # an unknown or ambiguous cluster: refused, and audited like any refusal
+            named = {"cluster": command.cluster} if command.cluster is not None else {}
+            self._audit.refuse(actor, action, command.group, exc, **detail, **named)
+        if cluster != DEFAULT_CLUSTER:
+            detail["cluster"] = cluster
+        groups = self._groups[cluster]
 
         def work() -> RewindOutcome:
-            cluster = self.cluster_of(command.topic, command.cluster)
-            groups = self._groups[cluster]
             self._authorize(actor, command.topic, cluster)
             description = self._known(groups, command.group)
             if apply and idempotency_key is not None:
@@ -249,13 +254,9 @@ class ConsumerGroups:
             groups.alter_offsets(command.group, command.topic, {m.partition: m.new for m in planned.moves})
             return RewindOutcome(description, planned, applied=True, cluster=cluster)
 
-        outcome = self._audit.refusing(
-            actor, "rewind" if apply else "rewind-preview", command.group, work, **detail
-        )
-        if outcome.cluster != DEFAULT_CLUSTER:
-            detail["cluster"] = outcome.cluster
+        outcome = self._audit.refusing(actor, action, command.group, work, **detail)
         if outcome.applied:
-            after = self._groups[outcome.cluster].committed(command.group, command.topic)
+            after = groups.committed(command.group, command.topic)
             self._audit.accepted(
                 actor,
                 "rewind",

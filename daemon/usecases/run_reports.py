@@ -12,6 +12,7 @@ from typing import Any
 
 from daemon.contract.models import ReconcileOut
 from daemon.core.partitions import from_job_report
+from daemon.core.reconcile import storable
 
 _SAMPLE = 10
 
@@ -98,9 +99,9 @@ def reconcile_document(document: dict[str, Any], *, now: datetime, on_demand: bo
         missing=counted("missing"),
         unexpected=counted("unexpected"),
         duplicates=counted("duplicates"),
-        missing_sample=[str(i) for i in document.get("missing_sample") or ()][:_SAMPLE],
-        unexpected_sample=[str(i) for i in document.get("unexpected_sample") or ()][:_SAMPLE],
-        duplicates_sample=[str(i) for i in document.get("duplicates_sample") or ()][:_SAMPLE],
+        missing_sample=[storable(i) for i in document.get("missing_sample") or ()][:_SAMPLE],
+        unexpected_sample=[storable(i) for i in document.get("unexpected_sample") or ()][:_SAMPLE],
+        duplicates_sample=[storable(i) for i in document.get("duplicates_sample") or ()][:_SAMPLE],
         missing_dead_lettered=_int(document.get("missing_dead_lettered")),
         scanned_records=_int(document.get("scanned_records")),
         error=str(error) if error else None,

@@ -102,3 +102,8 @@ def test_a_verdicts_lists_come_in_the_jobs_order_and_a_failed_one_lists_nothing(
     }
     assert listed_ids({**document, "error": "broker gone"}) == {kind: [] for kind in IdList}
     assert listed_ids({"missing_sample": ["e-1"]}) == {kind: [] for kind in IdList}  # from before lists
+
+
+def test_a_nul_in_an_id_is_kept_as_a_replacement_character_the_store_accepts() -> None:
+    listed = listed_ids({"missing_ids": ["e\x001"], "unexpected_ids": [["x\x00", 2]]})
+    assert listed[IdList.MISSING] == [("e\ufffd1", 0)] and listed[IdList.UNEXPECTED] == [("x\ufffd", 2)]

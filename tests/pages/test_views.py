@@ -97,7 +97,7 @@ def test_a_verdicts_lists_open_with_their_first_ids_and_lead_to_every_one() -> N
 
     page = run_page(changed(RUN, reconcile=verdict), [], user="U0OWNER1", listed=listed)
 
-    assert "100,000 listed of 199,960 (a verdict lists the first 100,000, sorted)" in page
+    assert "100,000 listed: the first 100,000 by id of 199,960, all a verdict lists" in page
     assert f'href="/runs/{RUN.id}/ids/missing.csv"' in page and f'href="/runs/{RUN.id}/ids/missing"' in page
     assert "<code>e-&lt;1&gt;</code>" in page
     assert "/ids/unexpected" not in page  # an empty list is not offered

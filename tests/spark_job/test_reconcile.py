@@ -23,10 +23,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
+from daemon.core.reconcile import LISTED_AT_MOST
 from spark_job import main as job_main
 from spark_job import reconcile as reconcile_module
 from spark_job.reconcile import chunks, reconcile, reconcile_on_driver, tally, tally_arrow, watermarks
-from spark_job.result import SAMPLE_SIZE
+from spark_job.result import IDS_KEPT, SAMPLE_SIZE
 from spark_job.spec.model import OffsetRanges, ReconcileTarget
 from tests.fixtures.kafka import consume_all, create_topic, headers_of, unique_topic
 from tests.fixtures.spark import job_spec, write_spec
@@ -329,3 +330,7 @@ def test_reconcile_only_shows_records_injected_with_the_runs_header_as_unexpecte
     assert reconcile_only(None) == widened  # no offsets: the whole topic
     as_published = reconcile_only(result["offsets"])  # the run's own ranges end before the injection
     assert as_published == result["reconcile"]
+
+
+def test_the_daemon_pages_at_most_what_the_job_lists() -> None:
+    assert LISTED_AT_MOST == IDS_KEPT
