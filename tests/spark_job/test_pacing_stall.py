@@ -91,6 +91,7 @@ def per_second(stamps_ms: list[int]) -> list[int]:
     return [counts.get(second, 0) for second in range(first, max(counts) + 1)]
 
 
+@pytest.mark.serial  # its busiest 1,000 ms went 1,082 against its bound of 1,052 once beside a second process
 def test_a_stalled_task_catches_up_without_lifting_any_second_above_the_ceiling(
     spark: SparkSession,
     kafka_bootstrap: str,
