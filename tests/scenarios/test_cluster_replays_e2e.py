@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from daemon.contract.client import DaemonClient
 from daemon.contract.models import ReplayBody, RunOut
 from daemon.slack.run_report import report_line
 from scripts.devtools.sample_table import write_sample_table
@@ -105,6 +106,17 @@ def test_a_replay_on_the_cluster_publishes_its_window_from_two_executors_of_its_
         daemon.stop()
 
 
+RATES = ((1_000, "2024-01-03", 10_000), (20_000, "2024-01-01..2024-01-07", 70_000))  # T, window, rows
+
+
+def _replayed(client: DaemonClient, window: str, tps: int) -> RunOut:
+    """A replay on two one-core executors, ended and succeeded."""
+    body = ReplayBody(source="orders", window=window, tps=tps, workers=2)
+    run = wait_for(client, client.create_replay(OWNER, body).id, TERMINAL, timeout_s=300)
+    assert run.state == "succeeded", run.failure_reason
+    return run
+
+
 @pytest.mark.nightly  # fails here today: see its docstring
 def test_two_executors_hold_the_rate_on_the_brokers_clock(
     spark_cluster: Cluster, week_of_70k: Path, kafka_bootstrap: str, tmp_path: Path
@@ -123,10 +135,8 @@ def test_two_executors_hold_the_rate_on_the_brokers_clock(
     daemon = _cluster_daemon(tmp_path, spark_cluster, week_of_70k, kafka_bootstrap)
     try:
         client = daemon.client()
-        for tps, window, rows in ((1_000, "2024-01-03", 10_000), (20_000, "2024-01-01..2024-01-07", 70_000)):
-            body = ReplayBody(source="orders", window=window, tps=tps, workers=2)
-            run = wait_for(client, client.create_replay(OWNER, body).id, TERMINAL, timeout_s=300)
-            assert run.state == "succeeded", run.failure_reason
+        for tps, window, rows in RATES:
+            run = _replayed(client, window, tps)
             said = (daemon.state_dir / "runs" / run.id / "stdout.log").read_text(errors="replace")
             stamps = [m.timestamp()[1] for m in consume_all(kafka_bootstrap, run.topic, expected=rows)]
             span_ratio, max_second = _seconds(stamps, tps)
@@ -167,10 +177,8 @@ def test_two_executors_share_a_run_and_keys_land_where_java_puts_them(
     daemon = _cluster_daemon(tmp_path, spark_cluster, week_of_70k, kafka_bootstrap)
     try:
         client = daemon.client()
-        for tps, window, rows in ((1_000, "2024-01-03", 10_000), (20_000, "2024-01-01..2024-01-07", 70_000)):
-            body = ReplayBody(source="orders", window=window, tps=tps, workers=2)
-            run = wait_for(client, client.create_replay(OWNER, body).id, TERMINAL, timeout_s=300)
-            assert run.state == "succeeded", run.failure_reason
+        for tps, window, rows in RATES:
+            run = _replayed(client, window, tps)
             assert run.confirmed == rows and run.reconcile is not None and run.reconcile.verdict().clean
             said = (daemon.state_dir / "runs" / run.id / "stdout.log").read_text(errors="replace")
             assert "over 2 slots" in said  # two executors of one core each
