@@ -48,7 +48,7 @@ from spark_job.publish.publisher import RESULT_SCHEMA, TaskSettings, TaskTotals,
 from spark_job.publish.slots import partition_count, task_slots
 from spark_job.publish.time_shape import Departures, Shaped, bucket_width, shape
 from spark_job.publish.topics import ensure_topic, topic_max_message_bytes, topic_partitions
-from spark_job.publish.transactions import read_committed
+from spark_job.publish.transactions import read_committed, require_transactions
 from spark_job.reconcile import (
     DRIVER_MAX_ROWS,
     IDLE_TIMEOUT_S,
@@ -274,6 +274,8 @@ def run_replay(spark: SparkSession, spec: JobSpec, phase: Phase | None = None) -
         nothing = Published([0] * slots, [], 0.0, None, since=time.time())
         reconciled = _reconcile_repaired(spark, spec, whole) if spec.repair is not None else None
         return _result(spec, started_at, rows, nothing, slots, failed=0, reconciled=reconciled)
+    if spec.delivery == "transactional":  # said at once, not after every task's init has timed out
+        require_transactions(spec.kafka)
     ensure_topic(spec.kafka, spec.progress.topic)
     # a shaped replay runs in one round: each task sends its events by their own times, the whole window
     one_round = spec.shape is not None

@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Callable, Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from spark_job.errors import PublishError
 from spark_job.kafka_conf import client_config
@@ -38,6 +39,7 @@ COMMIT_TIMEOUT_S = 60.0
 # A retry reads its partition's last commit: siblings' open transactions hold the committed end back
 # for up to their commit interval, a dead sibling's for up to the transaction timeout.
 CHECKPOINT_READ_S = 180.0
+TRANSACTION_STATE_LOG = "__transaction_state"
 
 
 def transactional_id(run_id: str, partition: int) -> str:
@@ -121,6 +123,48 @@ class Transactions:
         with contextlib.suppress(KafkaException):
             self._producer.abort_transaction(timeout_s)
         self._began = None
+
+
+def refusal(brokers: int, replication_factor: int | None, state_log_exists: bool) -> str | None:
+    """Why the cluster cannot start any transaction, when its metadata already says so; None otherwise.
+
+    The transaction coordinator creates its log on first use with the brokers'
+    ``transaction.state.log.replication.factor``: with fewer live brokers than that it never can, and
+    every ``init_transactions`` waits out its timeout. An unknown factor (no right to read the brokers'
+    config) says nothing, and then each task's own ``fence`` finds out."""
+    if state_log_exists or replication_factor is None or replication_factor <= brokers:
+        return None
+    count = f"{brokers} live broker" + ("" if brokers == 1 else "s")
+    return (
+        "the Kafka cluster cannot start a transaction: its brokers' "
+        f"transaction.state.log.replication.factor is {replication_factor} and it has {count}, "
+        f"so the transaction log ({TRANSACTION_STATE_LOG}) cannot be created; "
+        "replay with delivery=idempotent or fix the brokers' settings"
+    )
+
+
+def require_transactions(kafka: Mapping[str, KafkaValue], *, timeout_s: float = 15.0) -> None:
+    """On the driver, before any task: refuse at once a cluster whose metadata says no transaction can
+    start (``refusal``), rather than have every task wait ``INIT_TIMEOUT_S`` per attempt to learn it."""
+    admin = AdminClient(client_config(kafka))
+    try:
+        metadata = admin.list_topics(timeout=timeout_s)
+    except KafkaException:
+        return  # unreachable: the topic checks beside this one say so in their own words
+    factor: int | None = None
+    if metadata.brokers:
+        resource = ConfigResource(ConfigResource.Type.BROKER, str(min(metadata.brokers)))
+        try:
+            configs = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(
+                timeout_s
+            )
+        except KafkaException:
+            configs = {}
+        entry = configs.get("transaction.state.log.replication.factor")
+        factor = int(entry.value) if entry is not None and entry.value else None
+    reason = refusal(len(metadata.brokers), factor, TRANSACTION_STATE_LOG in metadata.topics)
+    if reason is not None:
+        raise PublishError(reason)
 
 
 def fence(producer: Producer) -> None:
