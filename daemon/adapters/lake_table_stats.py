@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date, datetime
+from threading import Lock
+from typing import TYPE_CHECKING
 
 from daemon.adapters.arrow_predicates import column_kinds
-from daemon.adapters.delta_table_stats import DeltaTableStats
 from daemon.adapters.erasure_lists import read_version
-from daemon.adapters.iceberg_table_stats import IcebergTableStats
 from daemon.adapters.key_lists import read_key_list
 from daemon.adapters.table_catalogs import TableCatalogs
 from daemon.adapters.table_stats import ParquetTableStats
@@ -26,22 +26,45 @@ from daemon.core.watermarks import Value
 from daemon.usecases.catalog import ErasureList, TableRef
 from daemon.usecases.ports import ErasureVersion, KeyList, TableStats, WindowRows
 
+if TYPE_CHECKING:
+    from daemon.adapters.delta_table_stats import DeltaTableStats
+    from daemon.adapters.iceberg_table_stats import IcebergTableStats
+
 
 class LakeTableStats(TableStats):
     def __init__(
         self, parquet: ParquetTableStats | None = None, *, catalogs: TableCatalogs | None = None
     ) -> None:
         self._parquet = parquet or ParquetTableStats()
-        self._delta = DeltaTableStats()
-        self._iceberg = IcebergTableStats()
+        self._delta: DeltaTableStats | None = None
+        self._iceberg: IcebergTableStats | None = None
+        self._lock = Lock()
         self._catalogs = catalogs or TableCatalogs({})
 
-    def _versioned(self, table: TableRef) -> DeltaTableStats | IcebergTableStats | None:
-        """The reader of a table with snapshots; None for plain Parquet."""
-        if table.format == "delta":
+    def _delta_stats(self) -> DeltaTableStats:
+        with self._lock:
+            if self._delta is None:
+                from daemon.adapters.delta_table_stats import DeltaTableStats
+
+                self._delta = DeltaTableStats()
             return self._delta
-        if table.format == "iceberg":
+
+    def _iceberg_stats(self) -> IcebergTableStats:
+        with self._lock:
+            if self._iceberg is None:
+                from daemon.adapters.iceberg_table_stats import IcebergTableStats
+
+                self._iceberg = IcebergTableStats()
             return self._iceberg
+
+    def _versioned(self, table: TableRef) -> DeltaTableStats | IcebergTableStats | None:
+        """The reader of a table with snapshots, made (and its library imported) on the first table
+        of its format: pyiceberg and deltalake were 1.0 s of a daemon's 2.6 s of start-up CPU here,
+        which a daemon without such sources need not pay. None for plain Parquet."""
+        if table.format == "delta":
+            return self._delta_stats()
+        if table.format == "iceberg":
+            return self._iceberg_stats()
         return None
 
     def _where(self, table: TableRef) -> str:
@@ -122,7 +145,7 @@ class LakeTableStats(TableStats):
 
     def follow_refusal(self, table: TableRef) -> str | None:
         if table.format == "delta":
-            if not self._delta.change_feed(self._where(table)):
+            if not self._delta_stats().change_feed(self._where(table)):
                 return (
                     "its Delta table does not keep a change data feed: set the table property "
                     "delta.enableChangeDataFeed = true (the pipeline reads the rows each commit "

@@ -15,27 +15,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from threading import Lock
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 from hive_metastore.ThriftHiveMetastore import Client as HiveClient
 from hive_metastore.ttypes import NoSuchObjectException
-from pyiceberg.catalog import Catalog as PyIcebergCatalog
-from pyiceberg.catalog.glue import GlueCatalog
-from pyiceberg.catalog.hive import HiveCatalog
-from pyiceberg.catalog.rest import RestCatalog
-from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
-from daemon.adapters.iceberg_table_stats import current_metadata
 from daemon.config.lake_catalogs import METASTORES, LakeCatalog
 from daemon.core.errors import BadRequest, ConfigError, DependencyDown, ReplayError
+
+if TYPE_CHECKING:  # pyiceberg is imported where an Iceberg catalog is first asked (LakeTableStats says why)
+    from pyiceberg.catalog import Catalog as PyIcebergCatalog
 
 HIVE_TIMEOUT_MS = 10_000  # connecting to and answering from a metastore: it is asked inside a plan
 
@@ -69,6 +65,8 @@ class TableCatalogs:
             )
         if settings.type == "hadoop":
             return _hadoop_metadata(settings, name, identifier)
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
         try:
             table = self._client(catalog_name, settings).load_table(identifier)
         except (NoSuchTableError, NoSuchNamespaceError):
@@ -218,11 +216,19 @@ def _new_client(name: str, settings: LakeCatalog) -> PyIcebergCatalog:
     `~/.pyiceberg.yaml` and `PYICEBERG_*` variables)."""
     properties = _properties(settings)
     if settings.type == "sql":
+        from pyiceberg.catalog.sql import SqlCatalog
+
         return SqlCatalog(name, **properties)
     if settings.type == "rest":
+        from pyiceberg.catalog.rest import RestCatalog
+
         return RestCatalog(name, **properties)
     if settings.type == "hive":
+        from pyiceberg.catalog.hive import HiveCatalog
+
         return HiveCatalog(name, **properties)
+    from pyiceberg.catalog.glue import GlueCatalog
+
     return GlueCatalog(name, **properties)
 
 
@@ -253,6 +259,8 @@ def _properties(settings: LakeCatalog) -> dict[str, str]:
 
 
 def _hadoop_metadata(settings: LakeCatalog, name: str, identifier: str) -> str:
+    from daemon.adapters.iceberg_table_stats import current_metadata
+
     assert settings.warehouse is not None  # LakeCatalog requires it
     root = f"{settings.warehouse.rstrip('/')}/{identifier.replace('.', '/')}"
     try:
