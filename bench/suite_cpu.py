@@ -1,0 +1,138 @@
+"""Where a command's CPU goes, by kind of process: ``python -m bench.suite_cpu -- make test``.
+
+On a 2-core machine the suite is bound by CPU (docs/decisions/0053), so what makes it faster is
+less CPU, and the question is whose. Every ``INTERVAL_S`` this reads each process's own CPU time
+(``/proc/<pid>/stat``: utime + stime) and its command line, and keeps the largest figure seen for
+each process; a kind is a rule on the command line (a Spark driver, an executor, a broker, a
+``replayd``, the job's Python workers, ...). At the end it prints one line per kind, with how many
+processes of it ran, beside the whole machine's busy CPU over the same time (``/proc/stat``), so
+what it could not see (processes that lived less than an interval, the kernel) shows as the gap.
+
+    suite-cpu kind= processes= cpu_s= share=
+    suite-cpu-total wall_s= busy_cpu_s= seen_cpu_s= seen_share= exit=
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+INTERVAL_S = 1.0
+TICKS = os.sysconf("SC_CLK_TCK")
+
+# First match wins: (kind, words that must all be in the command line).
+KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("spark driver (JVM)", ("java", "org.apache.spark.deploy.SparkSubmit")),
+    ("spark launcher (JVM)", ("java", "org.apache.spark.launcher.Main")),
+    ("spark executor (JVM)", ("java", "CoarseGrainedExecutorBackend")),
+    ("spark master/worker (JVM)", ("java", "org.apache.spark.deploy.")),
+    ("kafka broker (JVM)", ("java", "kafka.Kafka")),
+    ("other JVM", ("java",)),
+    ("job's Python workers", ("pyspark.daemon",)),
+    ("job's Python workers", ("pyspark.worker",)),
+    ("job driver (Python)", ("spark_job",)),
+    ("replayd", ("replayd",)),
+    ("replayd", ("daemon.runtime.server",)),
+    ("replay-bot", ("replay-bot",)),
+    ("replay CLI", ("bin/replay",)),
+    ("pytest", ("pytest",)),
+    ("pytest", ("exec(eval(sys.stdin.readline()))",)),
+    ("postgres", ("postgres",)),
+    ("chromium", ("chrom",)),
+    ("pip", ("pip",)),
+)
+
+
+@dataclass
+class Seen:
+    kind: str
+    cpu_s: float
+    before_s: float = 0.0  # what a process running before the command had spent already
+
+    @property
+    def spent_s(self) -> float:
+        return self.cpu_s - self.before_s
+
+
+def kind_of(argv: list[str]) -> str:
+    line = " ".join(argv)
+    for kind, words in KINDS:
+        if all(word in line for word in words):
+            return kind
+    return "other: " + (Path(argv[0]).name if argv else "?")
+
+
+def busy_s() -> float:
+    """The machine's CPU seconds spent not idle (all cores), from ``/proc/stat``."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / TICKS
+
+
+def sweep(seen: dict[tuple[int, int], Seen], own: int, *, first: bool = False) -> None:
+    """One look at every process; a pid is keyed with its start time, so a reused pid is a new one.
+    ``first``: the processes already running, whose earlier CPU is not the command's."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == own:
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+            argv = Path(entry.path, "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        cpu_s = (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+        key = (int(entry.name), int(fields[19]))  # pid, starttime
+        found = seen.get(key)
+        if found is None:
+            argv = [word for word in argv if word]
+            if not argv:  # a kernel thread
+                continue
+            seen[key] = Seen(kind_of(argv), cpu_s, cpu_s if first else 0.0)
+        else:
+            found.cpu_s = max(found.cpu_s, cpu_s)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--interval", type=float, default=INTERVAL_S)
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to measure")
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("give the command to measure after --")
+    seen: dict[tuple[int, int], Seen] = {}
+    sweep(seen, os.getpid(), first=True)
+    began, busy_before = time.monotonic(), busy_s()
+    child = subprocess.Popen(command)
+    while child.poll() is None:
+        sweep(seen, os.getpid())
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(args.interval)
+    wall_s, busy = time.monotonic() - began, busy_s() - busy_before
+    by_kind: dict[str, float] = defaultdict(float)
+    processes: Counter[str] = Counter()
+    for found in seen.values():
+        if found.spent_s > 0:
+            by_kind[found.kind] += found.spent_s
+            processes[found.kind] += 1
+    total = sum(by_kind.values())
+    for kind, cpu_s in sorted(by_kind.items(), key=lambda item: -item[1]):
+        share = cpu_s / busy if busy else 0.0
+        print(f"suite-cpu kind={kind!r} processes={processes[kind]} cpu_s={cpu_s:.0f} share={share:.3f}")
+    print(
+        f"suite-cpu-total wall_s={wall_s:.0f} busy_cpu_s={busy:.0f} seen_cpu_s={total:.0f} "
+        f"seen_share={total / busy if busy else 0.0:.3f} exit={child.returncode}"
+    )
+    return int(child.returncode or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
