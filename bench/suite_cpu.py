@@ -29,24 +29,24 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 # First match wins: (kind, words that must all be in the command line).
 KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("spark launcher (JVM)", ("java", "org.apache.spark.launcher.Main")),  # names SparkSubmit too
     ("spark driver (JVM)", ("java", "org.apache.spark.deploy.SparkSubmit")),
-    ("spark launcher (JVM)", ("java", "org.apache.spark.launcher.Main")),
     ("spark executor (JVM)", ("java", "CoarseGrainedExecutorBackend")),
     ("spark master/worker (JVM)", ("java", "org.apache.spark.deploy.")),
     ("kafka broker (JVM)", ("java", "kafka.Kafka")),
     ("other JVM", ("java",)),
     ("job's Python workers", ("pyspark.daemon",)),
     ("job's Python workers", ("pyspark.worker",)),
-    ("job driver (Python)", ("spark_job",)),
+    ("pytest", ("pytest",)),
+    ("pytest", ("exec(eval(sys.stdin.readline()))",)),  # a pytest-xdist worker
+    ("job driver (Python)", ("spark_job/",)),
     ("replayd", ("replayd",)),
     ("replayd", ("daemon.runtime.server",)),
     ("replay-bot", ("replay-bot",)),
     ("replay CLI", ("bin/replay",)),
-    ("pytest", ("pytest",)),
-    ("pytest", ("exec(eval(sys.stdin.readline()))",)),
     ("postgres", ("postgres",)),
-    ("chromium", ("chrom",)),
-    ("pip", ("pip",)),
+    ("chromium", ("chromium",)),
+    ("pip", ("pip install",)),
 )
 
 
@@ -55,6 +55,7 @@ class Seen:
     kind: str
     cpu_s: float
     before_s: float = 0.0  # what a process running before the command had spent already
+    before: bool = False  # running before the command: not necessarily its own
 
     @property
     def spent_s(self) -> float:
@@ -62,6 +63,7 @@ class Seen:
 
 
 def kind_of(argv: list[str]) -> str:
+    """The first rule all of whose words are in the command line."""
     line = " ".join(argv)
     for kind, words in KINDS:
         if all(word in line for word in words):
@@ -72,13 +74,15 @@ def kind_of(argv: list[str]) -> str:
 def busy_s() -> float:
     """The machine's CPU seconds spent not idle (all cores), from ``/proc/stat``."""
     fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle, iowait
-    return (sum(fields[:8]) - idle) / TICKS
+    user, nice, system, _idle, _iowait, irq, softirq = fields[:7]  # steal is the hypervisor's
+    return (user + nice + system + irq + softirq) / TICKS
 
 
 def sweep(seen: dict[tuple[int, int], Seen], own: int, *, first: bool = False) -> None:
     """One look at every process; a pid is keyed with its start time, so a reused pid is a new one.
-    ``first``: the processes already running, whose earlier CPU is not the command's."""
+    ``first``: the processes already running, whose earlier CPU is not the command's. A process is
+    classed by its latest command line: ``spark-submit`` is a shell until it becomes the driver's JVM,
+    in the same pid."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == own:
             continue
@@ -90,14 +94,14 @@ def sweep(seen: dict[tuple[int, int], Seen], own: int, *, first: bool = False) -
         fields = stat[stat.rindex(")") + 2 :].split()
         cpu_s = (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
         key = (int(entry.name), int(fields[19]))  # pid, starttime
+        argv = [word for word in argv if word]
+        if not argv:  # a kernel thread, or one exiting
+            continue
         found = seen.get(key)
         if found is None:
-            argv = [word for word in argv if word]
-            if not argv:  # a kernel thread
-                continue
-            seen[key] = Seen(kind_of(argv), cpu_s, cpu_s if first else 0.0)
+            seen[key] = Seen(kind_of(argv), cpu_s, cpu_s if first else 0.0, before=first)
         else:
-            found.cpu_s = max(found.cpu_s, cpu_s)
+            found.kind, found.cpu_s = kind_of(argv), max(found.cpu_s, cpu_s)
 
 
 def main() -> int:
@@ -112,17 +116,22 @@ def main() -> int:
     sweep(seen, os.getpid(), first=True)
     began, busy_before = time.monotonic(), busy_s()
     child = subprocess.Popen(command)
-    while child.poll() is None:
-        sweep(seen, os.getpid())
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            child.wait(args.interval)
+    try:
+        while child.poll() is None:
+            sweep(seen, os.getpid())
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(args.interval)
+    except KeyboardInterrupt:  # the command got the same Ctrl-C: report what it spent so far
+        child.wait()
+    sweep(seen, os.getpid())
     wall_s, busy = time.monotonic() - began, busy_s() - busy_before
     by_kind: dict[str, float] = defaultdict(float)
     processes: Counter[str] = Counter()
     for found in seen.values():
         if found.spent_s > 0:
-            by_kind[found.kind] += found.spent_s
-            processes[found.kind] += 1
+            kind = f"{found.kind} (running before)" if found.before else found.kind
+            by_kind[kind] += found.spent_s
+            processes[kind] += 1
     total = sum(by_kind.values())
     for kind, cpu_s in sorted(by_kind.items(), key=lambda item: -item[1]):
         share = cpu_s / busy if busy else 0.0
