@@ -125,46 +125,62 @@ class Transactions:
         self._began = None
 
 
-def refusal(brokers: int, replication_factor: int | None, state_log_exists: bool) -> str | None:
-    """Why the cluster cannot start any transaction, when its metadata already says so; None otherwise.
+def refusal(live_brokers: int, factors: list[int | None]) -> str | None:
+    """Why no transaction can start on a cluster that has no transaction log yet; None when that is
+    not certain.
 
-    The transaction coordinator creates its log on first use with the brokers'
-    ``transaction.state.log.replication.factor``: with fewer live brokers than that it never can, and
-    every ``init_transactions`` waits out its timeout. An unknown factor (no right to read the brokers'
-    config) says nothing, and then each task's own ``fence`` finds out."""
-    if state_log_exists or replication_factor is None or replication_factor <= brokers:
+    The transaction coordinator creates its log on first use, with its broker's
+    ``transaction.state.log.replication.factor``: with fewer live brokers than that it cannot, and
+    every ``init_transactions`` waits out its timeout. ``factors`` is each live broker's setting;
+    one unknown (no right to read a broker's config) or any broker that could create the log leaves
+    it to each task's own ``fence``, whose timeout says the same later."""
+    if not factors or any(factor is None for factor in factors):
         return None
-    count = f"{brokers} live broker" + ("" if brokers == 1 else "s")
+    least = min(factor for factor in factors if factor is not None)
+    if least <= live_brokers:
+        return None
+    count = f"{live_brokers} live broker" + ("" if live_brokers == 1 else "s")
     return (
-        "the Kafka cluster cannot start a transaction: its brokers' "
-        f"transaction.state.log.replication.factor is {replication_factor} and it has {count}, "
-        f"so the transaction log ({TRANSACTION_STATE_LOG}) cannot be created; "
-        "replay with delivery=idempotent or fix the brokers' settings"
+        "the Kafka cluster cannot start a transaction now: it has no transaction log "
+        f"({TRANSACTION_STATE_LOG}) yet, its brokers' transaction.state.log.replication.factor is "
+        f"{least} and it has {count}; replay with delivery=idempotent or fix the brokers' settings"
     )
 
 
 def require_transactions(kafka: Mapping[str, KafkaValue], *, timeout_s: float = 15.0) -> None:
-    """On the driver, before any task: refuse at once a cluster whose metadata says no transaction can
-    start (``refusal``), rather than have every task wait ``INIT_TIMEOUT_S`` per attempt to learn it."""
-    admin = AdminClient(client_config(kafka))
+    """On the driver, before the publishing tasks: refuse at once a cluster that says it has no
+    transaction log and cannot make one (``refusal``), rather than have every task wait
+    ``INIT_TIMEOUT_S`` per attempt to learn it. Only the cluster's own "no such topic" counts as
+    missing: a log hidden from this client (ACLs) or any error is no reason to refuse."""
+    admin = AdminClient({**client_config(kafka), "allow.auto.create.topics": False})
     try:
-        metadata = admin.list_topics(timeout=timeout_s)
+        metadata = admin.list_topics(topic=TRANSACTION_STATE_LOG, timeout=timeout_s)
     except KafkaException:
         return  # unreachable: the topic checks beside this one say so in their own words
-    factor: int | None = None
-    if metadata.brokers:
-        resource = ConfigResource(ConfigResource.Type.BROKER, str(min(metadata.brokers)))
-        try:
-            configs = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(
-                timeout_s
-            )
-        except KafkaException:
-            configs = {}
-        entry = configs.get("transaction.state.log.replication.factor")
-        factor = int(entry.value) if entry is not None and entry.value else None
-    reason = refusal(len(metadata.brokers), factor, TRANSACTION_STATE_LOG in metadata.topics)
+    log_topic = metadata.topics.get(TRANSACTION_STATE_LOG)
+    error = None if log_topic is None else log_topic.error
+    if error is None or error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART or not metadata.brokers:
+        return
+    reason = refusal(len(metadata.brokers), _log_factors(admin, list(metadata.brokers), timeout_s))
     if reason is not None:
         raise PublishError(reason)
+
+
+def _log_factors(admin: AdminClient, brokers: list[int], timeout_s: float) -> list[int | None]:
+    """Each broker's ``transaction.state.log.replication.factor``; None where it cannot be read."""
+    resources = [ConfigResource(ConfigResource.Type.BROKER, str(broker)) for broker in brokers]
+    try:
+        futures = admin.describe_configs(resources, request_timeout=timeout_s)
+    except KafkaException:
+        return [None]
+    factors: list[int | None] = []
+    for future in futures.values():
+        try:
+            entry = future.result().get("transaction.state.log.replication.factor")
+            factors.append(int(entry.value) if entry is not None and entry.value else None)
+        except (KafkaException, ValueError):
+            factors.append(None)
+    return factors
 
 
 def fence(producer: Producer) -> None:
