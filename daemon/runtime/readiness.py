@@ -115,6 +115,7 @@ def readiness_for(
     catalog at each check (a reload may move them)."""
     kafka = KafkaTopicAdmin(config=settings.kafka_config(), timeout_s=timeout_s)
     stats = LakeTableStats(catalogs=TableCatalogs(settings.lake_catalogs))
+    stats.prepare(source.table.format for source in catalog.sources.values())  # not inside a probe's 2 s
 
     def database() -> None:
         with store.session() as session:

@@ -226,6 +226,7 @@ def build_daemon(
         sample_s=settings.lag_sample_s,
     )
     table_stats = LakeTableStats(catalogs=TableCatalogs(settings.lake_catalogs))
+    table_stats.prepare(source.table.format for source in catalog.sources.values())
     launcher = launcher or build_launcher(settings)
     notifier = notifier or slack_notifier_from_settings(settings) or LogNotifier()
     progress: Clusters[ProgressSource] = Clusters(
