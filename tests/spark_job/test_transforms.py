@@ -99,7 +99,7 @@ def test_empty_window_is_refused(spark: SparkSession, sample_table: Path) -> Non
 def test_values_are_the_rows_as_json_and_keys_the_entity(spark: SparkSession, sample_table: Path) -> None:
     spec = spec_for(sample_table)
     selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
-    records = transforms.with_record_columns(selected, spec).collect()
+    records = transforms.with_record_columns(selected, spec).with_values().collect()
     first = json.loads(bytes(records[0][transforms.VALUE]))
     assert set(first) == {*selected.columns}
     assert bytes(records[0][transforms.KEY]).decode() == first["order_id"]
@@ -160,6 +160,23 @@ def test_entity_ordering_keeps_each_key_in_one_partition_in_event_time_order(
         last[value["order_id"]] = position
     assert all(len(found) == 1 for found in partitions_of.values())
     assert sum(Counter(index for index, _ in rows).values()) == 900
+
+
+@pytest.mark.parametrize(("ordering", "ordered"), [("entity", False), ("none", False), ("none", True)])
+def test_values_are_made_after_the_shuffle_every_task_waits_for(
+    spark: SparkSession, sample_table: Path, ordering: str, ordered: bool
+) -> None:
+    """The map side reads the whole window before the first task can send: making the json values
+    there would delay the first event by the window's encoding (ordered runs make them before their
+    sort, which breaks ties by them, but still after the shuffle)."""
+    spec = spec_for(sample_table)
+    selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
+    spread = transforms.distribute(
+        transforms.with_record_columns(selected, spec), 4, ordering, ordered=ordered
+    )
+    plan = spread._jdf.queryExecution().executedPlan().toString()  # the nodes above run after
+    assert plan.count("StructsToJson") == 1, plan
+    assert plan.index("Exchange hashpartitioning") > plan.index("StructsToJson"), plan
 
 
 def test_skew_is_largest_over_smallest() -> None:
