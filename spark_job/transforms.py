@@ -53,6 +53,7 @@ KEY = "_replay_key"
 VALUE = "_replay_value"
 _TIME = "_replay_time"
 _ID = "_replay_id"
+_VALUE_PART = "_replay_value_"  # the value's own columns until it is made: _replay_value_0, ...
 _SIZES = pa.schema([("partition", pa.int32()), ("rows", pa.int64())])
 
 
@@ -275,14 +276,14 @@ def watermark_high(selected: DataFrame, selection: WatermarkRange) -> Bound:
     return selection.low if row is None or row[0] is None else row[0]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # a Column has no truth value to compare by
 class Records:
     """The rows to publish, before ``distribute`` spreads them: ``frame`` has the key, what ordering
-    sorts by, the other record columns and the value's own columns; ``value`` makes the value from
-    those, after the shuffle. Every task waits for the shuffle's map side to read the whole window,
-    so the values (a json value is the window's widest work) are made by the tasks as they send,
-    not before the first one can (at 990,000 rows the first row came 2.8 s after the read instead of
-    5.3-5.4 s)."""
+    sorts by, the other record columns and the value's own columns (under names of the job's own, so
+    no source column can pass for one of the record's); ``value`` makes the value from those, after
+    the shuffle. Every task waits for the shuffle's map side to read the whole window, so the values
+    (a json value is the window's widest work) are made by the tasks as they send, not before the
+    first one can (ADR 0060)."""
 
     frame: DataFrame
     value: Column
@@ -296,15 +297,13 @@ def with_record_columns(selected: DataFrame, spec: JobSpec) -> Records:
     """Key as binary, plus what ordering sorts by (and a raw record's own headers); the value, binary
     too, to be made after the shuffle.
 
-    A json value is the event's columns as JSON; a raw value is the stored bytes, untouched.
+    A json value is the event's columns as JSON, under their own names; a raw value is the stored
+    bytes, untouched.
     """
-    if spec.value_format == "json":
-        names = value_columns(selected.columns, spec)
-        value = sf.to_json(sf.struct(*[sf.col(name) for name in names])).cast("binary")
-        sources = names
-    else:
-        value = _as_bytes(selected, spec.value_column or "")
-        sources = [spec.value_column or ""]
+    names = (
+        value_columns(selected.columns, spec) if spec.value_format == "json" else [spec.value_column or ""]
+    )
+    hidden = [f"{_VALUE_PART}{index}" for index in range(len(names))]
     time_column = sf.col(spec.event_time_column) if spec.event_time_column else sf.lit(None)
     headers = [_record_headers(selected, spec.headers_column)] if spec.headers_column else []
     offsets = [scaled_time(spec).alias(OFFSET)] if spec.shape is not None else []
@@ -315,8 +314,13 @@ def with_record_columns(selected: DataFrame, spec: JobSpec) -> Records:
         sf.col(spec.event_id_column).alias(_ID),
         *_timestamp_columns(selected, spec),
         *offsets,
-        *[sf.col(name) for name in dict.fromkeys(sources)],
+        *[sf.col(name).alias(part) for name, part in zip(names, hidden, strict=True)],
     )
+    if spec.value_format == "json":
+        fields = [sf.col(part).alias(name) for name, part in zip(names, hidden, strict=True)]
+        value = sf.to_json(sf.struct(*fields)).cast("binary")
+    else:
+        value = _as_bytes(frame, hidden[0])
     return Records(frame, value)
 
 
