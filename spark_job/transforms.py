@@ -2,8 +2,9 @@
 
 The window filter sits directly on the partition column so Spark prunes whole partitions (only the
 window's files are read). Record values are built in the JVM (``to_json(struct(*))``) and cast to
-binary there, so the Python side only hands ready bytes to the producer. A raw (bronze) record's
-key and value bytes pass through untouched, and its own headers travel in a column of their own.
+binary there, after the shuffle (ADR 0060), so the Python side only hands ready bytes to the
+producer. A raw (bronze) record's key and value bytes pass through untouched, and its own headers
+travel in a column of their own.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ KEY = "_replay_key"
 VALUE = "_replay_value"
 _TIME = "_replay_time"
 _ID = "_replay_id"
+_VALUE_PART = "_replay_value_"  # the value's own columns until it is made: _replay_value_0, ...
 _SIZES = pa.schema([("partition", pa.int32()), ("rows", pa.int64())])
 
 
@@ -274,28 +276,52 @@ def watermark_high(selected: DataFrame, selection: WatermarkRange) -> Bound:
     return selection.low if row is None or row[0] is None else row[0]
 
 
-def with_record_columns(selected: DataFrame, spec: JobSpec) -> DataFrame:
-    """Key and value as binary, plus what ordering sorts by (and a raw record's own headers).
+@dataclass(frozen=True, eq=False)  # a Column has no truth value to compare by
+class Records:
+    """The rows to publish, before ``distribute`` spreads them: ``frame`` has the key, what ordering
+    sorts by, the other record columns and the value's own columns (under names of the job's own, so
+    no source column can pass for one of the record's); ``value`` makes the value from those, after
+    the shuffle. Every task waits for the shuffle's map side to read the whole window, so the values
+    (a json value is the window's widest work) are made by the tasks as they send, not before the
+    first one can (ADR 0060)."""
 
-    A json value is the event's columns as JSON; a raw value is the stored bytes, untouched.
+    frame: DataFrame
+    value: Column
+
+    def with_values(self) -> DataFrame:
+        """The frame with each record's value made where it stands, with no shuffle in between."""
+        return self.frame.withColumn(VALUE, self.value)
+
+
+def with_record_columns(selected: DataFrame, spec: JobSpec) -> Records:
+    """Key as binary, plus what ordering sorts by (and a raw record's own headers); the value, binary
+    too, to be made after the shuffle.
+
+    A json value is the event's columns as JSON, under their own names; a raw value is the stored
+    bytes, untouched.
     """
-    if spec.value_format == "json":
-        names = value_columns(selected.columns, spec)
-        value = sf.to_json(sf.struct(*[sf.col(name) for name in names])).cast("binary")
-    else:
-        value = _as_bytes(selected, spec.value_column or "")
+    names = (
+        value_columns(selected.columns, spec) if spec.value_format == "json" else [spec.value_column or ""]
+    )
+    hidden = [f"{_VALUE_PART}{index}" for index in range(len(names))]
     time_column = sf.col(spec.event_time_column) if spec.event_time_column else sf.lit(None)
     headers = [_record_headers(selected, spec.headers_column)] if spec.headers_column else []
     offsets = [scaled_time(spec).alias(OFFSET)] if spec.shape is not None else []
-    return selected.select(
+    frame = selected.select(
         _as_bytes(selected, spec.key_column).alias(KEY),
-        value.alias(VALUE),
         *headers,
         time_column.alias(_TIME),
         sf.col(spec.event_id_column).alias(_ID),
         *_timestamp_columns(selected, spec),
         *offsets,
+        *[sf.col(name).alias(part) for name, part in zip(names, hidden, strict=True)],
     )
+    if spec.value_format == "json":
+        fields = [sf.col(part).alias(name) for name, part in zip(names, hidden, strict=True)]
+        value = sf.to_json(sf.struct(*fields)).cast("binary")
+    else:
+        value = _as_bytes(frame, hidden[0])
+    return Records(frame, value)
 
 
 def scaled_time(spec: JobSpec) -> Column:
@@ -366,24 +392,28 @@ def _timestamp_columns(selected: DataFrame, spec: JobSpec) -> list[Column]:
     return [sf.unix_millis(sf.col(name).cast("timestamp")).alias(TIMESTAMP)]
 
 
-def distribute(records: DataFrame, partitions: int, ordering: str, *, ordered: bool = False) -> DataFrame:
+def distribute(records: Records, partitions: int, ordering: str, *, ordered: bool = False) -> DataFrame:
     """Exactly ``partitions`` partitions, by the hash of ``partition_column`` (the entity key, or the
     event id without ordering), in event-time order with ``entity`` or when the replay is shaped (its
     tasks send by their events' own times): ``planned_sizes`` counts them. ``ordered``: in a total
     order whatever the ordering (by event id without one), the same in every attempt at a partition:
     ties (an id that repeats, a null one) are broken by the record's key and value, since neither
-    Spark's shuffle nor its sort keeps the order of equal rows from one attempt to the next."""
-    ties = [KEY, VALUE] if ordered else []
+    Spark's shuffle nor its sort keeps the order of equal rows from one attempt to the next. Values
+    are made after the shuffle (``Records``), before the sort only where they break its ties."""
+    frame = records.frame
     if ordering == "entity":
-        spread = records.repartition(partitions, KEY).sortWithinPartitions(_TIME, _ID, *ties)
-    elif OFFSET in records.columns:
-        spread = records.repartition(partitions, _ID).sortWithinPartitions(_TIME, _ID, *ties)
-    elif ordered:
-        spread = records.repartition(partitions, _ID).sortWithinPartitions(_ID, *ties)
+        spread, order = frame.repartition(partitions, KEY), [_TIME, _ID]
+    elif OFFSET in frame.columns:
+        spread, order = frame.repartition(partitions, _ID), [_TIME, _ID]
     else:
-        spread = records.repartition(partitions, _ID)
-    optional = [name for name in (HEADERS, TIMESTAMP, OFFSET) if name in records.columns]
-    return spread.select(KEY, VALUE, *optional, sf.col(_ID).cast("string").alias(EVENT_ID))
+        spread, order = frame.repartition(partitions, _ID), [_ID] if ordered else []
+    if ordered:
+        spread = spread.withColumn(VALUE, records.value).sortWithinPartitions(*order, KEY, VALUE)
+    elif order:
+        spread = spread.sortWithinPartitions(*order)
+    value = sf.col(VALUE) if ordered else records.value.alias(VALUE)
+    optional = [name for name in (HEADERS, TIMESTAMP, OFFSET) if name in frame.columns]
+    return spread.select(KEY, value, *optional, sf.col(_ID).cast("string").alias(EVENT_ID))
 
 
 def partition_column(selected: DataFrame, spec: JobSpec) -> Column:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as sf
 
 from spark_job import transforms
 from spark_job.errors import SourceError
@@ -99,7 +101,7 @@ def test_empty_window_is_refused(spark: SparkSession, sample_table: Path) -> Non
 def test_values_are_the_rows_as_json_and_keys_the_entity(spark: SparkSession, sample_table: Path) -> None:
     spec = spec_for(sample_table)
     selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
-    records = transforms.with_record_columns(selected, spec).collect()
+    records = transforms.with_record_columns(selected, spec).with_values().collect()
     first = json.loads(bytes(records[0][transforms.VALUE]))
     assert set(first) == {*selected.columns}
     assert bytes(records[0][transforms.KEY]).decode() == first["order_id"]
@@ -160,6 +162,43 @@ def test_entity_ordering_keeps_each_key_in_one_partition_in_event_time_order(
         last[value["order_id"]] = position
     assert all(len(found) == 1 for found in partitions_of.values())
     assert sum(Counter(index for index, _ in rows).values()) == 900
+
+
+@pytest.mark.parametrize(
+    ("ordering", "ordered"), [("entity", False), ("entity", True), ("none", False), ("none", True)]
+)
+def test_values_are_made_after_the_shuffle_every_task_waits_for(
+    spark: SparkSession, sample_table: Path, ordering: str, ordered: bool
+) -> None:
+    """The map side reads the whole window before the first task can send: making the json values
+    there would delay the first event by the window's encoding (ordered runs make them before their
+    sort, which breaks ties by them, but still after the shuffle)."""
+    spec = spec_for(sample_table)
+    selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
+    spread = transforms.distribute(
+        transforms.with_record_columns(selected, spec), 4, ordering, ordered=ordered
+    )
+    plan = spread._jdf.queryExecution().sparkPlan().toString()  # the nodes above run after
+    encodings = [found.start() for found in re.finditer(r"StructsToJson|to_json", plan)]
+    assert len(encodings) == 1, plan
+    assert plan.index("Exchange hashpartitioning") > encodings[0], plan
+
+
+def test_a_source_column_named_like_a_record_column_is_only_part_of_the_value(
+    spark: SparkSession, sample_table: Path
+) -> None:
+    """The value's own columns travel under the job's names: a source's ``_replay_offset`` does not
+    make a run shaped, nor its ``_replay_id`` an event id; both are in the value, as named."""
+    spec = spec_for(sample_table)
+    selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
+    odd = selected.withColumn("_replay_offset", sf.lit(1.5)).withColumn("_replay_id", sf.lit("not an id"))
+    spread = transforms.distribute(transforms.with_record_columns(odd, spec), 2, "entity")
+    assert spread.columns == [transforms.KEY, transforms.VALUE, EVENT_ID]
+    row = spread.first()
+    assert row is not None
+    value = json.loads(bytes(row[transforms.VALUE]))
+    assert (value["_replay_offset"], value["_replay_id"]) == (1.5, "not an id")
+    assert row[EVENT_ID] == value["event_id"]
 
 
 def test_skew_is_largest_over_smallest() -> None:

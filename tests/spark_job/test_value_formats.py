@@ -106,7 +106,7 @@ def json_spec(table: Path, **overrides: Any) -> JobSpec:
 
 def first_value(spark: SparkSession, spec: JobSpec) -> dict[str, Any]:
     selected = transforms.select_window(transforms.read_source(spark, spec.source), spec)
-    record = transforms.with_record_columns(selected, spec).first()
+    record = transforms.distribute(transforms.with_record_columns(selected, spec), 1, "none").first()
     assert record is not None
     value: dict[str, Any] = json.loads(bytes(record[transforms.VALUE]))
     return value
