@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -116,6 +117,8 @@ def main() -> int:
     sweep(seen, os.getpid(), first=True)
     began, busy_before = time.monotonic(), busy_s()
     child = subprocess.Popen(command)
+    # stopped itself (SIGTERM), it stops the command too, then reports what it saw
+    signal.signal(signal.SIGTERM, lambda *_: child.terminate())
     try:
         while child.poll() is None:
             sweep(seen, os.getpid())
