@@ -290,6 +290,10 @@ class Pacer:
     own grid rather than sending the overdue event at once, which would pair it with the next one),
     which keeps its stagger among the slots, and ``late_start_s`` says by how much. A first look
     within ``ON_GRID`` grid steps of its deadline is on time: the event goes at once, nothing shifts.
+
+    A pause (live control) stops every grant, what a stall left owed included: paused clock time is
+    neither a stall nor time the virtual clock earns, so a task behind at the pause is behind by as much
+    at the resume and catches up from there as it would have.
     """
 
     def __init__(
@@ -337,7 +341,7 @@ class Pacer:
         deadline = self._deadline(self.sent)
         if not self._on_time:  # the virtual clock gains 1 + CATCH_UP seconds a second
             deadline = self._last + max(0.0, deadline - self._virtual) / (1 + CATCH_UP)
-        return max(deadline, self._window_frees_at)
+        return max(deadline, self._window_frees_at, self._timeline.paused_until(self._last))
 
     def take(self, limit: int) -> int:
         """Claim up to ``limit`` events that are due now; the caller must send exactly that many."""
@@ -364,6 +368,9 @@ class Pacer:
         else:
             self._advance(now)
         self._last = now
+        if self._timeline.speed_at(now) == 0:  # paused: nothing goes, not even what a stall left owed
+            self._on_time = self._virtual >= now
+            return 0
         wanted = min(limit, self._due_by(self._virtual) - self.sent)
         count = self._within_window(now, wanted) if wanted > 0 else 0
         if count < wanted:  # the window cap held some back: they stay owed, not banked for a burst
@@ -415,8 +422,8 @@ class Pacer:
 
     def _advance(self, now: float) -> None:
         """Move the virtual clock for the real time since the last look (see the class docstring)."""
-        step = (1 + CATCH_UP) * min(now - self._last, self._max_step_s)
-        virtual = self._virtual + step
+        step = (1 + CATCH_UP) * min(self._timeline.running(self._last, now), self._max_step_s)
+        virtual = self._timeline.later(self._virtual, step)
         if self._on_time:  # a task on time may always send its next event once it is due
             virtual = max(virtual, self._deadline(self.sent))
         self._virtual = min(now, virtual)

@@ -6,7 +6,9 @@ schedule time then runs at ``new_tps / planned_tps`` schedule seconds per clock 
 paused). Every task applies the same changes at the same instants, so the map from clock to schedule
 time is the same on every task, and the deadlines of all slots, which were one evenly spaced grid in
 schedule time, stay one grid in clock time: ``new_tps`` apart instead of the old rate, and nothing
-during a pause. Resuming continues the schedule where it stopped: no deficit, no burst.
+during a pause. Resuming continues the schedule where it stopped: no deficit, no burst. Paused
+clock time does not count as time a task had to send in (``running``, ``later``): a task behind at
+the pause owes the same after it, and sends it after the resume.
 
 Pure: times are plain floats on whichever clock the caller uses (the pacer's monotonic clock).
 """
@@ -89,6 +91,48 @@ class Timeline:
 
     def speed_at(self, clock: float) -> float:
         return self._at_clock(clock).speed
+
+    def paused_until(self, clock: float) -> float:
+        """When the pause holding at ``clock`` ends (``inf``: no resume yet); ``-inf`` if not paused."""
+        index = max(0, bisect.bisect_right(self._clocks, clock) - 1)
+        if self.bends[index].speed > 0:
+            return -math.inf
+        for bend in self.bends[index + 1 :]:
+            if bend.speed > 0:
+                return bend.clock
+        return math.inf
+
+    def running(self, start: float, end: float) -> float:
+        """Clock time in ``[start, end]`` during which the schedule ran (paused stretches left out)."""
+        if end <= start:
+            return 0.0
+        first = max(0, bisect.bisect_right(self._clocks, start) - 1)
+        total = 0.0
+        for index in range(first, len(self.bends)):
+            bend = self.bends[index]
+            span_start = bend.clock if index > 0 else -math.inf  # the first speed extends backwards
+            if span_start >= end:
+                break
+            span_end = self.bends[index + 1].clock if index + 1 < len(self.bends) else math.inf
+            if bend.speed > 0:
+                total += min(end, span_end) - max(start, span_start)
+        return total
+
+    def later(self, start: float, seconds: float) -> float:
+        """The clock time ``seconds`` of running clock time after ``start``: paused stretches are
+        stepped over, and a pause with no resume yet stops it where that pause begins."""
+        at, left = start, seconds
+        index = max(0, bisect.bisect_right(self._clocks, at) - 1)
+        while True:
+            span_end = self.bends[index + 1].clock if index + 1 < len(self.bends) else math.inf
+            if self.bends[index].speed > 0:
+                if at + left <= span_end:
+                    return at + left
+                left -= span_end - at
+            elif math.isinf(span_end):
+                return at
+            at = span_end
+            index += 1
 
     def max_speed(self, start: float, end: float) -> float:
         """The fastest the schedule ran at any time in ``[start, end]``."""

@@ -128,6 +128,37 @@ def test_a_change_before_the_start_sets_the_rate_from_the_start() -> None:
     assert timeline.schedule_of(START + 1) == 3.0
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    speeds=st.lists(st.tuples(st.floats(0.01, 50), st.one_of(st.just(0.0), st.floats(0.01, 20))), max_size=6),
+    start=st.floats(90, 300),
+    seconds=st.floats(0, 100),
+)
+def test_later_steps_over_pauses_and_running_counts_only_what_ran(
+    speeds: list[tuple[float, float]], start: float, seconds: float
+) -> None:
+    changes, at = [], START
+    for gap, speed in speeds:
+        at += gap
+        changes.append((at, speed))
+    timeline = Timeline.of(START, changes)
+    end = timeline.later(start, seconds)
+    assert end >= start
+    if timeline.paused_until(end) == math.inf:  # stopped by a pause with no resume: ran what it could
+        assert timeline.running(start, end) <= seconds + 1e-6
+        assert timeline.running(end, end + 1_000) == 0
+    else:
+        assert math.isclose(timeline.running(start, end), seconds, rel_tol=1e-9, abs_tol=1e-6)
+    assert timeline.schedule_of(end) >= timeline.schedule_of(start)
+    probe = start + seconds / 2
+    paused_until = timeline.paused_until(probe)
+    if paused_until > -math.inf:  # paused there: nothing ran from the probe to the pause's end
+        assert timeline.speed_at(probe) == 0
+        assert timeline.running(probe, min(paused_until, probe + 1_000)) == 0
+    else:
+        assert timeline.speed_at(probe) > 0
+
+
 # --- the pacer following it
 
 
@@ -246,3 +277,52 @@ def test_a_ramped_round_rises_second_by_second_to_its_rate_and_never_bursts() ->
     last = max(at for at, _ in grants)
     # 16,000 rows: 16 s flat, the ramp holds back 4.5 s of it
     assert abs(last - START - (16 + 4.5)) < 0.05, last - START
+
+
+@settings(max_examples=50, deadline=None)
+@given(stall_s=st.floats(0.2, 2.0), gap_s=st.floats(0.0, 0.5), pause_s=st.floats(0.5, 10))
+def test_a_task_behind_at_the_pause_sends_what_it_owes_only_after_the_resume(
+    stall_s: float, gap_s: float, pause_s: float
+) -> None:
+    """A stall leaves the task behind; the pause comes before it has caught up. What it owes waits for
+    the resume too (a pause is "send nothing", not "send only what is not overdue"), and after the
+    resume it still catches up at most CATCH_UP above its share: the deficit is neither sent during
+    the pause, nor forgiven, nor sent as a burst."""
+    tps, rows = 1_000, 8_000
+    plan = schedules([rows], tps, 1)[0]
+    clock = FakeClock(START)
+    pacer = Pacer(plan, START, clock=clock, sleep=clock.sleep)
+    grants: list[tuple[float, int]] = []
+    stalled = False
+    pause_at = START + 2 + stall_s + gap_s
+    resume_at = pause_at + pause_s
+    pauses = [(pause_at - 0.5, Timeline.of(START, [(pause_at, 0.0)]))]
+    pauses.append((pause_at + 0.5, Timeline.of(START, [(pause_at, 0.0), (resume_at, 1.0)])))
+    while pacer.sent < rows:
+        if not stalled and clock.now >= START + 2:
+            clock.now += stall_s  # descheduled: the task is behind from here
+            stalled = True
+        while pauses and clock.now >= pauses[0][0]:
+            pacer.retime(pauses.pop(0)[1])
+        granted = pacer.take(100)
+        if granted:
+            grants.append((clock.now, granted))
+        else:
+            pacer.wait(0.1)
+    assert not [at for at, _ in grants if pause_at < at < resume_at], "sent what it owed while paused"
+    assert busiest_second(grants) <= (1 + CATCH_UP) * tps + 1
+    owed = sum(granted for at, granted in grants if at <= pause_at) < (pause_at - START) * tps - 1
+    assert owed, "the stall did not leave the task behind at the pause: nothing was tested"
+
+
+def test_a_task_whose_first_look_falls_in_a_pause_waits_for_the_resume() -> None:
+    """A task of a later round (or slow to launch) that first looks at the clock while paused, its first
+    deadline just before the pause began: on its own grid it is on time, and still it sends nothing
+    until the resume."""
+    plan = schedules([100], 1_000, 1)[0]
+    clock = FakeClock(START + 1.0)
+    timeline = Timeline.of(START, [(START + 0.0003, 0.0), (START + 3.0, 1.0)])
+    pacer = Pacer(plan, START, clock=clock, sleep=clock.sleep, timeline=timeline)
+    grants = drive_with_changes(pacer, clock, 100, [])
+    assert min(at for at, _ in grants) >= START + 3.0, grants[:3]
+    assert busiest_second(grants) <= (1 + CATCH_UP) * 1_000 + 1
