@@ -19,7 +19,7 @@ from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from daemon.core.errors import OverlappingReplay
-from daemon.core.predicates import Predicate, parse_predicate
+from daemon.core.grammar.predicates import Predicate, parse_predicate
 from daemon.core.selections import disjoint
 from daemon.core.states import RunKind, RunState
 from daemon.core.windows import overlaps

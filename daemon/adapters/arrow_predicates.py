@@ -18,7 +18,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from daemon.core.predicates import (
+from daemon.core.grammar.predicates import (
     And,
     Between,
     Compare,

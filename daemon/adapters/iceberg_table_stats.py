@@ -27,7 +27,7 @@ from pyiceberg.types import IntegerType, LongType, TimestampType, TimestamptzTyp
 from daemon.adapters.arrow_predicates import arrow_expression
 from daemon.core.commits import Commit, iceberg_kind
 from daemon.core.errors import BadRequest, DependencyDown
-from daemon.core.predicates import columns_of
+from daemon.core.grammar.predicates import columns_of
 from daemon.core.watermarks import Value
 from daemon.usecases.ports import WindowRows
 

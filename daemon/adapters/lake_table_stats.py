@@ -21,7 +21,7 @@ from daemon.adapters.table_stats import ParquetTableStats
 from daemon.adapters.time_histogram import histogram
 from daemon.core.commits import Commit
 from daemon.core.errors import BadRequest
-from daemon.core.predicates import Kind
+from daemon.core.grammar.predicates import Kind
 from daemon.core.watermarks import Value
 from daemon.usecases.catalog import ErasureList, TableRef
 from daemon.usecases.ports import ErasureVersion, KeyList, TableStats, WindowRows

@@ -31,7 +31,7 @@ from daemon.core.grammar import (
     Timestamp,
     Topic,
 )
-from daemon.core.predicates import MAX_PREDICATE_CHARS, parse_predicate, render_predicate
+from daemon.core.grammar.predicates import MAX_PREDICATE_CHARS, parse_predicate, render_predicate
 from daemon.core.quantities import parse_duration, render_duration
 from daemon.core.reconcile import IdList, Tally, Verdict, verdict
 from daemon.core.run_options import WindowKind

@@ -82,7 +82,7 @@ class RunOptions:
     # A Parquet table: the window's data files the plan listed (relative to the table's root), what
     # every read of the run sees in place of a snapshot; None: a table with snapshots, or an older run.
     files: tuple[str, ...] | None = None
-    # where=: the filter the run's rows passed, as canonical text (``core.predicates``); None: every
+    # where=: the filter the run's rows passed, as canonical text (``core.grammar.predicates``); None: every
     # row of the window. A reconcile of the run keeps the subject's: the expected ids are the filtered.
     where: str | None = None
     fields: tuple[str, ...] = ()  # fields=: the columns of each JSON value; (): the source's

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, time
 
-from daemon.core.predicates import And, Compare, In, Predicate, Value
+from daemon.core.grammar.predicates import And, Compare, In, Predicate, Value
 
 
 def pinned(predicate: Predicate) -> dict[str, frozenset[object]]:

@@ -13,7 +13,7 @@ from datetime import date, datetime, timedelta
 
 from daemon.config.settings import Settings
 from daemon.core.errors import BadRequest
-from daemon.core.predicates import parse_predicate, predicate_document
+from daemon.core.grammar.predicates import parse_predicate, predicate_document
 from daemon.core.rate_shape import MEGABYTE, RAMP_FROM
 from daemon.core.run_control import RateChange as CoreRateChange
 from daemon.core.run_control import changes_from

@@ -39,8 +39,8 @@ from daemon.core.errors import (
     StaleUpdate,
 )
 from daemon.core.grammar import TRANSACTIONAL_DLQ, ScheduleCommand, render
+from daemon.core.grammar.predicates import check_predicate, render_predicate
 from daemon.core.ids import new_pipeline_id
-from daemon.core.predicates import check_predicate, render_predicate
 from daemon.core.run_options import PipelineOptions, RunOptions, WindowKind
 from daemon.core.schedules import check_schedule, schedule_text
 from daemon.core.states import PipelineState

@@ -34,9 +34,9 @@ from daemon.contract.models import IdlePrompt, PipelineOut, RateSeriesOut, RunOu
 from daemon.core.clusters import DEFAULT_CLUSTER
 from daemon.core.commits import Commit
 from daemon.core.errors import UnknownCluster
+from daemon.core.grammar.predicates import Kind, Predicate
 from daemon.core.lag import GroupState
 from daemon.core.partitions import PartitionProgress
-from daemon.core.predicates import Kind, Predicate
 from daemon.core.run_control import RateChange
 from daemon.core.watermarks import Value
 from daemon.usecases.catalog import ErasureList, TableRef

@@ -42,8 +42,8 @@ from daemon.core.grammar import (
     Topic,
     render,
 )
+from daemon.core.grammar.predicates import And, Predicate, render_predicate
 from daemon.core.ids import new_run_id
-from daemon.core.predicates import And, Predicate, render_predicate
 from daemon.core.quantities import partitions_for_rate
 from daemon.core.reconcile import IdList
 from daemon.core.run_options import RunOptions, WindowKind

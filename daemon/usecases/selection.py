@@ -15,7 +15,7 @@ from decimal import Decimal, InvalidOperation
 
 from daemon.core.errors import BadRequest
 from daemon.core.grammar import GrammarError, ReplaySpec
-from daemon.core.predicates import And, In, Kind, Predicate, Value, check_predicate
+from daemon.core.grammar.predicates import And, In, Kind, Predicate, Value, check_predicate
 from daemon.usecases.catalog import Source
 
 _LISTED_USAGE = "keys=k1,k2 (the key column) or types=a,b (the source's type_column)"

@@ -24,7 +24,7 @@ from daemon.contract.models import (
     SourceOut,
     VerdictIdsOut,
 )
-from daemon.core.predicates import render_predicate
+from daemon.core.grammar.predicates import render_predicate
 from daemon.core.rate_shape import targets
 from daemon.core.reconcile import IdList
 from daemon.core.run_control import changes_from, latest_rate

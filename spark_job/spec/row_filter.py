@@ -1,6 +1,6 @@
 """A run's row filter (``where=``) as the spec carries it: a typed JSON tree, never SQL text.
 
-The daemon reads what people type and checks it against the table (``daemon.core.predicates``); the
+The daemon reads what people type and checks it against the table (``daemon.core.grammar.predicates``); the
 job receives the tree, reads it back here into plain values and refuses anything it does not know,
 and ``spark_job.transforms`` turns it into a Spark column expression beside the window's own
 condition, so the scan can push it down. Every value is tagged with its type, so ``1``, ``1.00``

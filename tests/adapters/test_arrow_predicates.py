@@ -10,7 +10,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 
 from daemon.adapters.arrow_predicates import arrow_expression, column_kinds
-from daemon.core.predicates import Predicate, check_predicate, parse_predicate
+from daemon.core.grammar.predicates import Predicate, check_predicate, parse_predicate
 from tests.fixtures.predicates import SCHEMA, holds, predicates, rows
 
 

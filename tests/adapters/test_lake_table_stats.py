@@ -17,7 +17,7 @@ import pytest
 
 from daemon.adapters.lake_table_stats import LakeTableStats
 from daemon.core.errors import BadRequest
-from daemon.core.predicates import parse_predicate
+from daemon.core.grammar.predicates import parse_predicate
 from daemon.usecases.catalog import TableRef
 from daemon.usecases.ports import WindowRows
 from tests.fixtures.spark import LakeCopy

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daemon.adapters.arrow_predicates import column_kinds
-from daemon.core.predicates import And, In, Predicate, check_predicate, parse_predicate
+from daemon.core.grammar.predicates import And, In, Predicate, check_predicate, parse_predicate
 from daemon.core.selections import disjoint
 from tests.fixtures.predicates import LITERALS, SCHEMA, holds, predicates, rows
 

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pytest
 from pyspark.sql import SparkSession
 
-from daemon.core.predicates import parse_predicate, predicate_document
+from daemon.core.grammar.predicates import parse_predicate, predicate_document
 from spark_job import transforms
 from spark_job.errors import SpecError
 from spark_job.spec.parse import spec_from_dict

@@ -9,7 +9,7 @@ import pytest
 
 from daemon.core.errors import BadRequest
 from daemon.core.grammar import GrammarError, ReplayCommand, parse
-from daemon.core.predicates import Kind, render_predicate
+from daemon.core.grammar.predicates import Kind, render_predicate
 from daemon.usecases.catalog import Source
 from daemon.usecases.selection import check_fields, selection_of
 

@@ -16,6 +16,7 @@ forgiving   windows as people type them (dashes, spaced ranges, ``last 6h``), re
 tokenizer   text -> tokens (shell quoting, Slack's smart quotes)
 parser      tokens -> command
 renderer    command -> canonical text
+predicates  ``where=`` filters: the small predicate language, checked against the table
 """
 
 from daemon.core.cron import parse_cron

@@ -15,6 +15,7 @@ from daemon.core.grammar.auto import AUTO_OPTIONS, check_auto
 from daemon.core.grammar.drain import check_drain_groups
 from daemon.core.grammar.groups import LagCommand, RewindCommand
 from daemon.core.grammar.help import USAGE
+from daemon.core.grammar.predicates import Predicate, check_canonical, columns_of
 from daemon.core.grammar.run_control import PauseRunCommand, ResumeRunCommand, TpsCommand
 from daemon.core.grammar.selection import check_key_file, check_listed
 from daemon.core.grammar.shaped import check_speed
@@ -34,7 +35,6 @@ from daemon.core.grammar.values import (
     check_source,
 )
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
-from daemon.core.predicates import Predicate, check_canonical, columns_of
 from daemon.core.quantities import MAX_DURATION_SECONDS, MINUTE, InvalidValue
 from daemon.core.rate_shape import MAX_MB, MAX_RAMP_S
 from daemon.core.windows import (

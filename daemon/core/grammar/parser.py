@@ -53,6 +53,7 @@ from daemon.core.grammar.forgiving import corrected_window, stray_mark, window_t
 from daemon.core.grammar.groups import parse_lag, parse_rewind
 from daemon.core.grammar.help import GENERAL_USAGE, USAGE
 from daemon.core.grammar.limits import Limits
+from daemon.core.grammar.predicates import parse_predicate
 from daemon.core.grammar.renderer import render
 from daemon.core.grammar.run_control import parse_tps, run_or_pipeline
 from daemon.core.grammar.selection import parse_key_file, parse_listed
@@ -70,7 +71,6 @@ from daemon.core.grammar.values import (
     parse_headers,
 )
 from daemon.core.ids import PIPELINE_ID_PATTERN, RUN_ID_PATTERN
-from daemon.core.predicates import parse_predicate
 from daemon.core.quantities import DAY, MINUTE, InvalidValue, parse_count, parse_duration
 from daemon.core.rate_shape import MAX_MB, MAX_RAMP_S
 from daemon.core.windows import is_point, parse_window, parse_zone

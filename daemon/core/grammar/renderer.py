@@ -27,6 +27,7 @@ from daemon.core.grammar.commands import (
 )
 from daemon.core.grammar.drain import render_drain_groups
 from daemon.core.grammar.groups import LagCommand, RewindCommand, render_group_command
+from daemon.core.grammar.predicates import render_predicate
 from daemon.core.grammar.run_control import (
     PauseRunCommand,
     ResumeRunCommand,
@@ -38,7 +39,6 @@ from daemon.core.grammar.shaped import render_speed
 from daemon.core.grammar.sources import SourcesCommand, render_sources
 from daemon.core.grammar.tokenizer import WHERE
 from daemon.core.grammar.values import render_headers
-from daemon.core.predicates import render_predicate
 from daemon.core.quantities import render_duration
 from daemon.core.windows import label
 

@@ -35,8 +35,8 @@ from daemon.core.grammar import (
     parse,
     render,
 )
+from daemon.core.grammar.predicates import Compare, Or
 from daemon.core.grammar.values import check_source
-from daemon.core.predicates import Compare, Or
 from daemon.core.quantities import InvalidValue
 from daemon.core.windows import DayWindow, RelativeWindow, TimeWindow
 

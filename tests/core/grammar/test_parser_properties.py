@@ -45,7 +45,7 @@ from daemon.core.quantities import MAX_DURATION_SECONDS
 from daemon.core.rate_shape import MAX_MB, MAX_RAMP_S
 from daemon.core.windows import MAX_DAYS, DayWindow, RecentDayWindow, RelativeWindow, TimeWindow
 from tests.core.grammar.test_parser import PIPE, RUN
-from tests.core.test_predicates import predicates
+from tests.core.grammar.test_predicates import predicates
 
 FRAGMENTS = [
     "orders",

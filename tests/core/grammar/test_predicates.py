@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.core.grammar.values import SMART_QUOTES, GrammarError
-from daemon.core.predicates import (
+from daemon.core.grammar.predicates import (
     MAX_DEPTH,
     MAX_IN_VALUES,
     MAX_PREDICATE_CHARS,
@@ -34,6 +33,7 @@ from daemon.core.predicates import (
     predicate_from_document,
     render_predicate,
 )
+from daemon.core.grammar.values import SMART_QUOTES, GrammarError
 
 
 @pytest.mark.parametrize(
