@@ -475,15 +475,32 @@ def phases(run_dir: Path, first_event_s: float) -> str:
 RECONCILE = re.compile(r"reconcile read (\d+) rows from \S+ in ([0-9.]+) s, compared in ([0-9.]+) s")
 
 
+ON_DRIVER = re.compile(r"reconcile: (\d+) selected ids collected in ([0-9.]+) s, the topic (followed|read)")
+TAIL = re.compile(r"reconcile: the follower read the tail in ([0-9.]+) s")
+COMPARED = re.compile(r"reconcile: compared on the driver in ([0-9.]+) s")
+
+
 def reconcile_split(run_dir: Path) -> str:
-    """The end-of-run reconcile's two parts as the job logs them (in Spark: a big run), or where it
-    ran on the driver (no split logged)."""
-    text = (run_dir / "stdout.log").read_text(errors="replace") if (run_dir / "stdout.log").exists() else ""
+    """The end-of-run reconcile's parts as the job logs them: in Spark (a big run) the read back and
+    the comparison; on the driver the selected ids' collection, the follower's tail, the comparison."""
+    text = "".join(
+        (run_dir / name).read_text(errors="replace")
+        for name in ("stdout.log", "stderr.log")
+        if (run_dir / name).exists()
+    )
     found = RECONCILE.search(text)
-    if found is None:
-        return "reconcile split=none (on the driver, or not logged)"
-    rows, read_s, compare_s = found.groups()
-    return f"reconcile read_rows={rows} read_s={read_s} compare_s={compare_s}"
+    if found is not None:
+        rows, read_s, compare_s = found.groups()
+        return f"reconcile read_rows={rows} read_s={read_s} compare_s={compare_s}"
+    driver = ON_DRIVER.search(text)
+    if driver is None:
+        return "reconcile split=unknown (not logged)"
+    ids, collect_s, topic = driver.groups()
+    tail, compared = TAIL.search(text), COMPARED.search(text)
+    tail_s = tail.group(1) if tail is not None else "unknown"
+    compare_s = compared.group(1) if compared is not None else "unknown"
+    parts = f"ids={ids} collect_s={collect_s} topic={topic} tail_s={tail_s} compare_s={compare_s}"
+    return f"reconcile on_driver {parts}"
 
 
 def starts(result: Path) -> str:

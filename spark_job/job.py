@@ -23,6 +23,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -52,6 +53,8 @@ from spark_job.publish.transactions import read_committed, require_transactions
 from spark_job.reconcile import (
     DRIVER_MAX_ROWS,
     IDLE_TIMEOUT_S,
+    DistinctIds,
+    distinct_ids,
     end_offsets,
     read_ids,
     reconcile,
@@ -217,16 +220,24 @@ def _reconciled(
         began = time.monotonic()
         collected = ids.toArrow().column("event_id")
         collected_s = time.monotonic() - began
-        followed = _followed(follower, target)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="distinct-ids") as pool:
+            distinct = pool.submit(distinct_ids, collected)  # hashed while the follower reads the tail
+            followed = _followed(follower, target)
+            selected_ids: pa.ChunkedArray | DistinctIds = (
+                collected if distinct.exception() else distinct.result()
+            )
         log.info(
             "reconcile: %d selected ids collected in %.1f s, %s",
             len(collected),
             collected_s,
             "the topic followed" if followed is not None else "the topic read back",
         )
-        return reconcile_on_driver(
-            collected, kafka=reading(spec), topic=topic, target=target, followed=followed
+        began = time.monotonic()
+        reconciled = reconcile_on_driver(
+            selected_ids, kafka=reading(spec), topic=topic, target=target, followed=followed
         )
+        log.info("reconcile: compared on the driver in %.1f s", time.monotonic() - began)
+        return reconciled
     return reconcile(spark, ids, kafka=reading(spec), topic=topic, target=target)
 
 
