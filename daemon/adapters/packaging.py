@@ -42,7 +42,13 @@ PACKAGE_DIR = Path(spark_job.__file__).resolve().parent
 ZIP_TIMESTAMP = (1980, 1, 1, 0, 0, 0)  # the earliest a zip can hold: the same bytes on every build
 # What the job imports beyond the standard library and pyspark (EMR provides pyspark): the `job` extra
 # of pyproject.toml without pyspark, kept in step with it by a test.
-JOB_REQUIREMENTS = ("boto3>=1.34,<2", "confluent-kafka>=2.6,<3", "cryptography>=43,<51", "pyarrow>=17,<27")
+JOB_REQUIREMENTS = (
+    "boto3>=1.34,<2",
+    "confluent-kafka>=2.6,<3",
+    "cryptography>=43,<51",
+    "numpy>=1.26,<3",
+    "pyarrow>=17,<27",
+)
 PIP_TIMEOUT_S = 1800
 
 
