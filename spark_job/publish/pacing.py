@@ -339,9 +339,13 @@ class Pacer:
     def next_due(self) -> float:
         """Clock time at which the next event may go: its deadline, later while behind or capped."""
         deadline = self._deadline(self.sent)
-        if not self._on_time:  # the virtual clock gains 1 + CATCH_UP seconds a second
-            deadline = self._last + max(0.0, deadline - self._virtual) / (1 + CATCH_UP)
+        if not self._on_time:  # the virtual clock gains 1 + CATCH_UP seconds a second (of running time)
+            deadline = self._last + self._timeline.running(self._virtual, deadline) / (1 + CATCH_UP)
         return max(deadline, self._window_frees_at, self._timeline.paused_until(self._last))
+
+    def due(self, now: float) -> bool:
+        """An event may go at ``now`` as far as the schedule goes: not paused, and its time has come."""
+        return self._timeline.speed_at(now) > 0 and self.next_due() <= now
 
     def take(self, limit: int) -> int:
         """Claim up to ``limit`` events that are due now; the caller must send exactly that many."""

@@ -435,7 +435,7 @@ def _publish_batch(
             now = time.monotonic()
             limit = budget.fitting(ends, done, left, now)
             if limit == 0:  # the next record does not fit: it waits for bytes, due or not
-                if pacer.next_due() <= now:
+                if pacer.due(now):
                     budget.hold(now)
                 counter.poll(min(max(budget.frees_at() - now, 0.001), MAX_WAIT_S))
                 counter.raise_if_failed()
@@ -447,7 +447,7 @@ def _publish_batch(
             if budget is not None:
                 now = time.monotonic()
                 budget.spend(ends[end - 1] - (ends[done - 1] if done else 0), now)
-                if granted == limit < left and pacer.next_due() <= now:  # the bytes stopped a due one
+                if granted == limit < left and pacer.due(now):  # the bytes stopped a due one
                     budget.hold(now)
             if errors is None and own is None and originals is None:  # the common case: no branches
                 send.plain(keys[done:end], values[done:end], event_ids[done:end], timestamps[done:end])

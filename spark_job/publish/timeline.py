@@ -92,15 +92,23 @@ class Timeline:
     def speed_at(self, clock: float) -> float:
         return self._at_clock(clock).speed
 
+    @cached_property
+    def _next_running(self) -> list[int]:
+        """For each bend, the index of the first bend from it on whose speed is above 0 (or ``len``)."""
+        found, nexts = len(self.bends), [0] * len(self.bends)
+        for index in range(len(self.bends) - 1, -1, -1):
+            if self.bends[index].speed > 0:
+                found = index
+            nexts[index] = found
+        return nexts
+
     def paused_until(self, clock: float) -> float:
         """When the pause holding at ``clock`` ends (``inf``: no resume yet); ``-inf`` if not paused."""
         index = max(0, bisect.bisect_right(self._clocks, clock) - 1)
         if self.bends[index].speed > 0:
             return -math.inf
-        for bend in self.bends[index + 1 :]:
-            if bend.speed > 0:
-                return bend.clock
-        return math.inf
+        resume = self._next_running[index]
+        return self.bends[resume].clock if resume < len(self.bends) else math.inf
 
     def running(self, start: float, end: float) -> float:
         """Clock time in ``[start, end]`` during which the schedule ran (paused stretches left out)."""
@@ -120,17 +128,20 @@ class Timeline:
 
     def later(self, start: float, seconds: float) -> float:
         """The clock time ``seconds`` of running clock time after ``start``: paused stretches are
-        stepped over, and a pause with no resume yet stops it where that pause begins."""
+        stepped over; a pause with no resume yet stops it where that pause begins (or at ``start``,
+        inside it)."""
         at, left = start, seconds
         index = max(0, bisect.bisect_right(self._clocks, at) - 1)
         while True:
+            if self.bends[index].speed == 0:
+                resume = self._next_running[index]
+                if resume == len(self.bends):  # paused for good (so far)
+                    return at
+                at, index = max(at, self.bends[resume].clock), resume
             span_end = self.bends[index + 1].clock if index + 1 < len(self.bends) else math.inf
-            if self.bends[index].speed > 0:
-                if at + left <= span_end:
-                    return at + left
-                left -= span_end - at
-            elif math.isinf(span_end):
-                return at
+            if at + left <= span_end:
+                return at + left
+            left -= span_end - at
             at = span_end
             index += 1
 

@@ -133,20 +133,23 @@ def test_a_change_before_the_start_sets_the_rate_from_the_start() -> None:
     speeds=st.lists(st.tuples(st.floats(0.01, 50), st.one_of(st.just(0.0), st.floats(0.01, 20))), max_size=6),
     start=st.floats(90, 300),
     seconds=st.floats(0, 100),
+    ramp=st.one_of(st.none(), st.tuples(st.floats(0.5, 60), st.floats(0.01, 1.0))),
 )
 def test_later_steps_over_pauses_and_running_counts_only_what_ran(
-    speeds: list[tuple[float, float]], start: float, seconds: float
+    speeds: list[tuple[float, float]], start: float, seconds: float, ramp: tuple[float, float] | None
 ) -> None:
     changes, at = [], START
     for gap, speed in speeds:
         at += gap
         changes.append((at, speed))
-    timeline = Timeline.of(START, changes)
+    # a ramp's steps after a pause are paused too: the pause still begins where the first did
+    timeline = Timeline.of(START, changes if ramp is None else ramped(START, *ramp, changes))
     end = timeline.later(start, seconds)
     assert end >= start
     if timeline.paused_until(end) == math.inf:  # stopped by a pause with no resume: ran what it could
         assert timeline.running(start, end) <= seconds + 1e-6
         assert timeline.running(end, end + 1_000) == 0
+        assert end == start or timeline.speed_at(end - 1e-6) > 0, "not where the pause begins"
     else:
         assert math.isclose(timeline.running(start, end), seconds, rel_tol=1e-9, abs_tol=1e-6)
     assert timeline.schedule_of(end) >= timeline.schedule_of(start)
