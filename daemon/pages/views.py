@@ -185,6 +185,12 @@ def console_page(
     )
 
 
+def error_page(reason: str) -> str:
+    """What a browser is told about an address it cannot be shown (no such page, a bad parameter),
+    instead of the JSON error an API client gets."""
+    return _ENV.get_template("error.html").render(reason=reason, user=None)
+
+
 def refused_page(reason: str) -> str:
     """What a browser without a session (or with a link that cannot sign in) is told instead."""
     return _ENV.get_template("refused.html").render(reason=reason, user=None)

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Header, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -52,6 +52,7 @@ from daemon.core.errors import BadRequest, DependencyDown, Forbidden, NotFound, 
 from daemon.core.grammar import LagCommand, PlanCommand, ReplayCommand
 from daemon.core.reconcile import LISTED_AT_MOST, IdList
 from daemon.core.states import PipelineState, RunState
+from daemon.pages.views import error_page
 from daemon.runtime.api_guard import SERVICE, ApiKeys, FrontDoor
 from daemon.runtime.readiness import Readiness
 from daemon.runtime.slow_calls import SlowCalls
@@ -84,6 +85,13 @@ class _Unauthorized(Exception):
 def _error(status: int, message: str, **extra: str) -> JSONResponse:
     body = ErrorOut(error=message, **extra).model_dump(exclude_none=True)
     return JSONResponse(status_code=status, content=body)
+
+
+def _error_for(request: Request, status: int, message: str) -> Response:
+    """A page for a browser (it asks for HTML), the JSON error for everyone else."""
+    if "text/html" in request.headers.get("accept", ""):
+        return HTMLResponse(error_page(message), status_code=status, headers={"Cache-Control": "no-store"})
+    return _error(status, message)
 
 
 _ERROR_STATUSES = {
@@ -209,19 +217,19 @@ def create_api(
         return _error(exc.http_status, str(exc))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
         """An unknown route or verb answers like every other error, not with FastAPI's `detail`."""
         message = {404: "no such route", 405: "this route does not take that method"}.get(
             exc.status_code, str(exc.detail)
         )
-        response = _error(exc.status_code, message)
+        response = _error_for(request, exc.status_code, message)
         for name, value in (exc.headers or {}).items():
             response.headers[name] = value
         return response
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        return _error(422, _validation_message(exc))
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        return _error_for(request, 422, _validation_message(exc))
 
     @app.exception_handler(_Unauthorized)
     async def _unauthorized(_request: Request, _exc: _Unauthorized) -> JSONResponse:

@@ -64,6 +64,24 @@ def test_without_a_session_a_page_says_how_to_open_it_and_shows_no_data(pages_da
     assert data.status_code == 401 and "not signed in" in data.json()["error"]
 
 
+def test_an_address_a_browser_cannot_be_shown_answers_a_page_that_says_why(
+    pages_daemon: DaemonProcess,
+) -> None:
+    """A bad parameter or no such page: a browser (it asks for HTML) gets a page with the reason and
+    a way back; an API client asking the same gets the JSON error, as before."""
+    browser = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    with httpx.Client(base_url=pages_daemon.url, cookies={SESSION_COOKIE: OWNER}) as http:
+        bad = http.get("/", params={"state": "x" * 40}, headers=browser)
+        nowhere = http.get("/no/such/page", headers=browser)
+        api = http.get("/", params={"state": "x" * 40})
+
+    assert bad.status_code == 422 and bad.headers["content-type"].startswith("text/html")
+    assert "This page cannot be shown" in bad.text and "state: String should have at most 16" in bad.text
+    assert 'href="/"' in bad.text and bad.headers["cache-control"] == "no-store"
+    assert nowhere.status_code == 404 and "no such route" in nowhere.text and "<h1>" in nowhere.text
+    assert api.status_code == 422 and api.json()["error"].startswith("state: String should have at most 16")
+
+
 def test_a_link_sets_a_private_cookie_and_leads_to_its_page(pages_daemon: DaemonProcess) -> None:
     with pages_daemon.client() as client:
         link = client.page_link(OWNER)
