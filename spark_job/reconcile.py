@@ -454,7 +454,7 @@ def tally_arrow(
         selected=len(selected),
         found=len(found),
         missing=len(missing),
-        unexpected=len(found) - int(pc.sum(pc.cast(ours, pa.int64())).as_py() or 0),
+        unexpected=len(found) - _sum(pc.cast(ours, pa.int64())),
         duplicates=int((copies[twice] - 1).sum()),
         missing_sample=missing_ids[:SAMPLE_SIZE],
         unexpected_sample=tuple(event_id for event_id, _ in unexpected_ids[:SAMPLE_SIZE]),

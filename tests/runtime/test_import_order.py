@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("daemon/core",)
 
 PROBE = """
-import importlib, sys, traceback
+import importlib, sys
 names = sys.argv[1:]
 failed = []
 for name in names:
