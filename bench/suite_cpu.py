@@ -10,6 +10,13 @@ what it could not see (processes that lived less than an interval, the kernel) s
 
     suite-cpu kind= processes= cpu_s= share=
     suite-cpu-total wall_s= busy_cpu_s= seen_cpu_s= seen_share= exit=
+
+``--by-file N`` also prints the N test files whose processes spent the most, a process counted
+with the test that was running when it started (pytest's ``PYTEST_CURRENT_TEST``, which a test's
+daemons inherit; a process started with an environment of its own, as a Spark job is, counts with
+its parent's); a session's shared services count with the test that first needed them:
+
+    suite-cpu-file file= cpu_s= drivers= driver_cpu_s=
 """
 
 from __future__ import annotations
@@ -57,6 +64,7 @@ class Seen:
     cpu_s: float
     before_s: float = 0.0  # what a process running before the command had spent already
     before: bool = False  # running before the command: not necessarily its own
+    test_file: str = ""  # the test file running when the process started, if any
 
     @property
     def spent_s(self) -> float:
@@ -72,6 +80,18 @@ def kind_of(argv: list[str]) -> str:
     return "other: " + (Path(argv[0]).name if argv else "?")
 
 
+def test_file_of(pid: str) -> str:
+    """The test file in a process's inherited ``PYTEST_CURRENT_TEST``, or ``""``."""
+    try:
+        environ = Path("/proc", pid, "environ").read_bytes()
+    except OSError:
+        return ""
+    for entry in environ.split(b"\0"):
+        if entry.startswith(b"PYTEST_CURRENT_TEST="):
+            return entry.split(b"=", 1)[1].decode(errors="replace").split("::", 1)[0]
+    return ""
+
+
 def busy_s() -> float:
     """The machine's CPU seconds spent not idle (all cores), from ``/proc/stat``."""
     fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
@@ -79,11 +99,13 @@ def busy_s() -> float:
     return (user + nice + system + irq + softirq) / TICKS
 
 
-def sweep(seen: dict[tuple[int, int], Seen], own: int, *, first: bool = False) -> None:
+def sweep(
+    seen: dict[tuple[int, int], Seen], by_pid: dict[int, Seen], own: int, *, first: bool = False
+) -> None:
     """One look at every process; a pid is keyed with its start time, so a reused pid is a new one.
     ``first``: the processes already running, whose earlier CPU is not the command's. A process is
     classed by its latest command line: ``spark-submit`` is a shell until it becomes the driver's JVM,
-    in the same pid."""
+    in the same pid. ``by_pid``: the latest process seen with each pid, for a child's parent."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == own:
             continue
@@ -100,33 +122,60 @@ def sweep(seen: dict[tuple[int, int], Seen], own: int, *, first: bool = False) -
             continue
         found = seen.get(key)
         if found is None:
-            seen[key] = Seen(kind_of(argv), cpu_s, cpu_s if first else 0.0, before=first)
+            test_file = test_file_of(entry.name)
+            if not test_file and not first:  # an environment of its own: its parent's test
+                parent = by_pid.get(int(fields[1]))
+                test_file = parent.test_file if parent is not None else ""
+            seen[key] = Seen(kind_of(argv), cpu_s, cpu_s if first else 0.0, before=first, test_file=test_file)
+            by_pid[key[0]] = seen[key]
         else:
             found.kind, found.cpu_s = kind_of(argv), max(found.cpu_s, cpu_s)
+
+
+def report_files(seen: dict[tuple[int, int], Seen], top: int) -> None:
+    """The ``top`` test files by their processes' CPU, with their Spark drivers apart."""
+    cpu: dict[str, float] = defaultdict(float)
+    driver_cpu: dict[str, float] = defaultdict(float)
+    drivers: Counter[str] = Counter()
+    for found in seen.values():
+        if found.before or found.spent_s <= 0:
+            continue
+        name = found.test_file or "(no test running)"
+        cpu[name] += found.spent_s
+        if found.kind == "spark driver (JVM)":
+            drivers[name] += 1
+            driver_cpu[name] += found.spent_s
+    for name, cpu_s in sorted(cpu.items(), key=lambda item: -item[1])[:top]:
+        print(
+            f"suite-cpu-file file={name} cpu_s={cpu_s:.0f} drivers={drivers[name]} "
+            f"driver_cpu_s={driver_cpu[name]:.0f}"
+        )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--interval", type=float, default=INTERVAL_S)
+    parser.add_argument("--by-file", type=int, default=0, metavar="N", help="the N costliest test files")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to measure")
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the command to measure after --")
     seen: dict[tuple[int, int], Seen] = {}
-    sweep(seen, os.getpid(), first=True)
+    by_pid: dict[int, Seen] = {}
+    sweep(seen, by_pid, os.getpid(), first=True)
     began, busy_before = time.monotonic(), busy_s()
     child = subprocess.Popen(command)
     # stopped itself (SIGTERM), it stops the command too, then reports what it saw
     signal.signal(signal.SIGTERM, lambda *_: child.terminate())
     try:
         while child.poll() is None:
-            sweep(seen, os.getpid())
+            sweep(seen, by_pid, os.getpid())
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(args.interval)
     except KeyboardInterrupt:  # the command got the same Ctrl-C: report what it spent so far
         child.wait()
-    sweep(seen, os.getpid())
+    sweep(seen, by_pid, os.getpid())
     wall_s, busy = time.monotonic() - began, busy_s() - busy_before
     by_kind: dict[str, float] = defaultdict(float)
     processes: Counter[str] = Counter()
@@ -139,6 +188,8 @@ def main() -> int:
     for kind, cpu_s in sorted(by_kind.items(), key=lambda item: -item[1]):
         share = cpu_s / busy if busy else 0.0
         print(f"suite-cpu kind={kind!r} processes={processes[kind]} cpu_s={cpu_s:.0f} share={share:.3f}")
+    if args.by_file:
+        report_files(seen, args.by_file)
     print(
         f"suite-cpu-total wall_s={wall_s:.0f} busy_cpu_s={busy:.0f} seen_cpu_s={total:.0f} "
         f"seen_share={total / busy if busy else 0.0:.3f} exit={child.returncode}"
