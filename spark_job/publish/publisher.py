@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import math
 import os
 import time
 from collections import defaultdict
@@ -324,8 +325,9 @@ def publish_partition(
     )
     step = transactions.due if transactions is not None else lambda: beacons.tick(counter.confirmed)
     tick = partial(_unless_orphaned, os.getppid(), step)
-    t0 = time.monotonic() + (settings.t0_wall - time.time())
-    rate = RateFollower.start(settings, t0)
+    wall_to_clock = wall_to_monotonic()
+    t0 = settings.t0_wall + wall_to_clock
+    rate = RateFollower.start(settings, t0, wall_to_clock)
     timeline = rate.timeline if rate else shaped_timeline(t0, settings.ramp, ()) if settings.ramp else None
     pacer = Pacer(schedule, t0, sleep=counter.poll, timeline=timeline)
     pacer.resume(resumed)
@@ -474,7 +476,8 @@ class RateFollower:
     """A task's side of live control: reads its run's changes and bends the pacer's schedule.
 
     Changes are wall-clock instants (the daemon's); the pacer runs on this task's monotonic clock, so
-    they are mapped once with the same offset as ``t0``. Speeds are relative to the planned rate.
+    they are mapped with the offset ``t0`` was mapped with (``wall_to_clock``). Speeds are relative to
+    the planned rate.
     """
 
     def __init__(
@@ -483,6 +486,7 @@ class RateFollower:
         *,
         planned_tps: int,
         t0: float,
+        wall_to_clock: float,
         changes: tuple[RateChange, ...],
         ramp: Ramp | None = None,
     ) -> None:
@@ -490,11 +494,11 @@ class RateFollower:
         self._planned = planned_tps
         self._t0 = t0
         self._ramp = ramp
-        self._wall_to_clock = time.monotonic() - time.time()
+        self._wall_to_clock = wall_to_clock
         self.timeline = self._timeline(changes)
 
     @classmethod
-    def start(cls, settings: TaskSettings, t0: float) -> RateFollower | None:
+    def start(cls, settings: TaskSettings, t0: float, wall_to_clock: float) -> RateFollower | None:
         """None when the run has no live control (an unthrottled or reconcile run, an older spec)."""
         if settings.control is None or settings.tps == 0:
             return None
@@ -502,7 +506,12 @@ class RateFollower:
             kafka=settings.control_kafka or {}, control=settings.control, run_id=settings.run_id
         )
         return cls(
-            feed, planned_tps=settings.tps, t0=t0, changes=settings.control.changes, ramp=settings.ramp
+            feed,
+            planned_tps=settings.tps,
+            t0=t0,
+            wall_to_clock=wall_to_clock,
+            changes=settings.control.changes,
+            ramp=settings.ramp,
         )
 
     def _timeline(self, changes: tuple[RateChange, ...]) -> Timeline:
@@ -521,6 +530,21 @@ class RateFollower:
 
     def close(self) -> None:
         self._feed.close()
+
+
+def wall_to_monotonic(reads: int = 5) -> float:
+    """What to add to a wall-clock time for the same instant on ``time.monotonic()``.
+
+    Read between two monotonic reads, the tightest pair of a few: a task descheduled between two
+    reads would otherwise map every instant early or late by as long as it was away."""
+    best, offset = math.inf, 0.0
+    for _ in range(reads):
+        before = time.monotonic()
+        wall = time.time()
+        after = time.monotonic()
+        if after - before < best:
+            best, offset = after - before, (before + after) / 2 - wall
+    return offset
 
 
 def shaped_timeline(t0: float, ramp: Ramp | None, bends: Sequence[tuple[float, float]]) -> Timeline:

@@ -8,12 +8,14 @@ burst out after the resume (docs/rules.md rules 6 and 8).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_job.publish.pacing import CATCH_UP, Pacer, schedules
+from spark_job.publish.publisher import wall_to_monotonic
 from spark_job.publish.timeline import MAX_RAMP_STEP_S, MAX_RAMP_STEPS, Timeline, ramped
 from tests.fixtures.pacing import FakeClock, Grant, busiest_second
 
@@ -329,3 +331,13 @@ def test_a_task_whose_first_look_falls_in_a_pause_waits_for_the_resume() -> None
     grants = drive_with_changes(pacer, clock, 100, [])
     assert min(at for at, _ in grants) >= START + 3.0, grants[:3]
     assert busiest_second(grants) <= (1 + CATCH_UP) * 1_000 + 1
+
+
+def test_a_wall_clock_instant_maps_onto_the_task_clock_within_a_millisecond() -> None:
+    """Changes and ``t0`` are wall-clock instants; the pacer runs on the monotonic clock. The offset
+    between the two is what a resume lands on, so it must be right to well under a millisecond."""
+    offset = wall_to_monotonic()
+    before = time.monotonic()
+    wall = time.time()
+    after = time.monotonic()
+    assert before - 0.001 <= wall + offset <= after + 0.001
