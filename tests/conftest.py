@@ -31,6 +31,25 @@ def pytest_configure(config: pytest.Config) -> None:
     interrupt_on_sigterm()
 
 
+# A test that uses one of these fixtures needs that service, marked or not: `make test-fast` selects
+# "not kafka and not spark" and must not start a broker or a Spark job.
+_SERVICE_MARKS = {
+    "_kafka_broker": "kafka",
+    "spark": "spark",
+    "spark_cluster": "spark",
+    "lake_copies": "spark",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with the services its fixtures start."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        for fixture, mark in _SERVICE_MARKS.items():
+            if fixture in names and item.get_closest_marker(mark) is None:
+                item.add_marker(mark)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """After the fixtures' teardown: whatever a test started and no teardown stopped."""
     sweep()
