@@ -1,11 +1,11 @@
 """The local broker's CPU under two sets of JVM options: ``python -m bench.broker_jvm --rounds 2``.
 
 Why: on a 2-core machine the broker shares the CPU with Spark, the daemon and the tests, so what
-it spends is taken from them (docs/decisions/0061). For each option set in turn (G1 with the C2
-compiler, as Kafka ships it; the serial collector with the client compiler alone, as
-``scripts/local_kafka.py`` now runs it) this starts a fresh broker, and reads its own CPU time
-(``/proc/<pid>/stat``) at ready, after a minute idle, after a first million 200-byte records from
-one confluent-kafka producer, and over three million more (warm):
+it spends is taken from them (docs/decisions/0061). For each option set in turn (G1 with full tiered
+compilation, as ``scripts/local_kafka.py`` ran it before; the serial collector with the client
+compiler alone, as it runs it now; the order alternates between rounds) this starts a fresh broker,
+and reads its own CPU time (``/proc/<pid>/stat``) at ready, after a minute idle, after a first
+million 200-byte records from one confluent-kafka producer, and over three million more (warm):
 
     broker-jvm opts= start_cpu_s= idle_cpu_s_per_min= first_m_cpu_s= first_m_s= warm_cpu_s_per_m= warm_per_s=
 """
@@ -57,9 +57,13 @@ def send(producer: Producer, records: int) -> float:
 
 
 def measure(name: str, state: Path, idle_s: float) -> str:
+    kept = list(local_kafka.BROKER_JVM_OPTS)
     local_kafka.BROKER_JVM_OPTS[:] = [*COMMON, *OPTIONS[name]]
     shutil.rmtree(state, ignore_errors=True)
-    bootstrap = local_kafka.start(state)
+    try:
+        bootstrap = local_kafka.start(state)
+    finally:
+        local_kafka.BROKER_JVM_OPTS[:] = kept  # read at spawn only
     try:
         pid = int((state / "broker.pid").read_text())
         started = cpu_s(pid)
@@ -90,8 +94,8 @@ def main() -> int:
     parser.add_argument("--idle-s", type=float, default=60.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="broker-jvm-") as root:
-        for _ in range(args.rounds):
-            for name in OPTIONS:
+        for round_ in range(args.rounds):
+            for name in list(OPTIONS)[:: 1 if round_ % 2 == 0 else -1]:
                 print(measure(name, Path(root) / name, args.idle_s), flush=True)
     return 0
 

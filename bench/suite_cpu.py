@@ -65,6 +65,7 @@ class Seen:
     before_s: float = 0.0  # what a process running before the command had spent already
     before: bool = False  # running before the command: not necessarily its own
     test_file: str = ""  # the test file running when the process started, if any
+    started: int = 0  # the process's start time (clock ticks after boot): a parent started before it
 
     @property
     def spent_s(self) -> float:
@@ -105,7 +106,8 @@ def sweep(
     """One look at every process; a pid is keyed with its start time, so a reused pid is a new one.
     ``first``: the processes already running, whose earlier CPU is not the command's. A process is
     classed by its latest command line: ``spark-submit`` is a shell until it becomes the driver's JVM,
-    in the same pid. ``by_pid``: the latest process seen with each pid, for a child's parent."""
+    in the same pid. ``by_pid``: the latest process seen with each pid, for a child's parent (taken
+    only if it started no later than the child: otherwise the pid was reused)."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == own:
             continue
@@ -125,15 +127,25 @@ def sweep(
             test_file = test_file_of(entry.name)
             if not test_file and not first:  # an environment of its own: its parent's test
                 parent = by_pid.get(int(fields[1]))
-                test_file = parent.test_file if parent is not None else ""
-            seen[key] = Seen(kind_of(argv), cpu_s, cpu_s if first else 0.0, before=first, test_file=test_file)
-            by_pid[key[0]] = seen[key]
+                test_file = parent.test_file if parent is not None and parent.started <= key[1] else ""
+            found = seen[key] = Seen(
+                kind_of(argv),
+                cpu_s,
+                cpu_s if first else 0.0,
+                before=first,
+                test_file=test_file,
+                started=key[1],
+            )
+            by_pid[key[0]] = found
         else:
             found.kind, found.cpu_s = kind_of(argv), max(found.cpu_s, cpu_s)
+            if not found.test_file and not found.before:  # first seen between fork and exec: look again
+                found.test_file = test_file_of(entry.name)
 
 
 def report_files(seen: dict[tuple[int, int], Seen], top: int) -> None:
-    """The ``top`` test files by their processes' CPU, with their Spark drivers apart."""
+    """The ``top`` test files by their processes' CPU, with their Spark drivers apart. Processes
+    running before the command are left out (``seen_cpu_s`` counts them)."""
     cpu: dict[str, float] = defaultdict(float)
     driver_cpu: dict[str, float] = defaultdict(float)
     drivers: Counter[str] = Counter()
@@ -147,7 +159,7 @@ def report_files(seen: dict[tuple[int, int], Seen], top: int) -> None:
             driver_cpu[name] += found.spent_s
     for name, cpu_s in sorted(cpu.items(), key=lambda item: -item[1])[:top]:
         print(
-            f"suite-cpu-file file={name} cpu_s={cpu_s:.0f} drivers={drivers[name]} "
+            f"suite-cpu-file file={name!r} cpu_s={cpu_s:.0f} drivers={drivers[name]} "
             f"driver_cpu_s={driver_cpu[name]:.0f}"
         )
 
@@ -158,6 +170,8 @@ def main() -> int:
     parser.add_argument("--by-file", type=int, default=0, metavar="N", help="the N costliest test files")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to measure")
     args = parser.parse_args()
+    if args.by_file < 0:
+        parser.error("--by-file takes a count of files, 0 or more")
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the command to measure after --")

@@ -52,9 +52,9 @@ START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
 MAVEN_TIMEOUT_S = 900.0
 # The machines have 2 cores and the broker shares them with Spark and the tests: keep it modest.
-# The serial collector and the client compiler alone (docs/decisions/0061): measured here, the broker
-# started on 3.1-3.4 s of CPU instead of 4.3-6.0 and took a million warm records on 1.0 CPU-second
-# instead of 2.0-2.6, accepting them faster.
+# The serial collector and the client compiler alone (docs/decisions/0061, bench/broker_jvm.py): the
+# broker started on 3.0-3.4 s of CPU instead of 4.3-6.0 and took a million warm records on 0.9-1.1
+# CPU-seconds instead of 1.5-2.6, acknowledging them faster.
 BROKER_JVM_OPTS = [
     "-Xms256m",
     "-Xmx512m",

@@ -32,12 +32,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # A test that uses one of these fixtures needs that service, marked or not: `make test-fast` selects
-# "not kafka and not spark" and must not start a broker or a Spark job.
+# "not kafka and not spark" and must not start a broker or a Spark job. A fixture asked for with
+# `request.getfixturevalue` is not in a test's closure: such a test is marked by hand.
 _SERVICE_MARKS = {
     "_kafka_broker": "kafka",
     "spark": "spark",
     "spark_cluster": "spark",
     "lake_copies": "spark",
+    "second_kafka_bootstrap": "kafka",
+    "local_emr": "spark",
 }
 
 

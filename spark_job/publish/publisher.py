@@ -532,16 +532,21 @@ class RateFollower:
         self._feed.close()
 
 
-def wall_to_monotonic(reads: int = 5) -> float:
+def wall_to_monotonic(
+    reads: int = 5,
+    *,
+    monotonic: Callable[[], float] = time.monotonic,
+    wall_clock: Callable[[], float] = time.time,
+) -> float:
     """What to add to a wall-clock time for the same instant on ``time.monotonic()``.
 
     Read between two monotonic reads, the tightest pair of a few: a task descheduled between two
     reads would otherwise map every instant early or late by as long as it was away."""
     best, offset = math.inf, 0.0
     for _ in range(reads):
-        before = time.monotonic()
-        wall = time.time()
-        after = time.monotonic()
+        before = monotonic()
+        wall = wall_clock()
+        after = monotonic()
         if after - before < best:
             best, offset = after - before, (before + after) / 2 - wall
     return offset

@@ -11,6 +11,7 @@ import math
 import time
 from collections.abc import Sequence
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -341,3 +342,12 @@ def test_a_wall_clock_instant_maps_onto_the_task_clock_within_a_millisecond() ->
     wall = time.time()
     after = time.monotonic()
     assert before - 0.001 <= wall + offset <= after + 0.001
+
+
+def test_the_offset_comes_from_the_tightest_reads_not_from_one_a_pause_stretched() -> None:
+    """A task descheduled between its reads (here 20 ms between the first pair) would map every
+    change 10 ms off; the tightest pair's midpoint is the instant the wall clock was read."""
+    monotonic = iter([100.0, 100.020, 200.0, 200.0001, 300.0, 300.001]).__next__
+    wall = iter([1_000.010, 1_100.00005, 1_200.0]).__next__
+    offset = wall_to_monotonic(3, monotonic=monotonic, wall_clock=wall)
+    assert offset == pytest.approx(200.00005 - 1_100.00005, abs=1e-6)  # the last pair's is 0.5 ms off
