@@ -24,6 +24,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from scripts import local_kafka
+from scripts.stray_jobs import interrupt_on_sigterm
 
 COMMON = ["-Xms256m", "-Xmx512m", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
 OPTIONS = {
@@ -93,6 +94,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2, help="each option set this many times, in turn")
     parser.add_argument("--idle-s", type=float, default=60.0)
     args = parser.parse_args()
+    if args.rounds < 1 or args.idle_s <= 0:
+        parser.error("--rounds takes 1 or more, --idle-s a number of seconds above 0")
+    interrupt_on_sigterm()  # a SIGTERM still stops the broker this run started
     with tempfile.TemporaryDirectory(prefix="broker-jvm-") as root:
         for round_ in range(args.rounds):
             for name in list(OPTIONS)[:: 1 if round_ % 2 == 0 else -1]:

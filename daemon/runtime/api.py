@@ -54,6 +54,7 @@ from daemon.core.reconcile import LISTED_AT_MOST, IdList
 from daemon.core.states import PipelineState, RunState
 from daemon.pages.views import error_page
 from daemon.runtime.api_guard import SERVICE, ApiKeys, FrontDoor
+from daemon.runtime.pages import PRIVATE
 from daemon.runtime.readiness import Readiness
 from daemon.runtime.slow_calls import SlowCalls
 from daemon.slack.rate_chart import render_run_chart
@@ -90,7 +91,7 @@ def _error(status: int, message: str, **extra: str) -> JSONResponse:
 def _error_for(request: Request, status: int, message: str) -> Response:
     """A page for a browser (it asks for HTML), the JSON error for everyone else."""
     if "text/html" in request.headers.get("accept", ""):
-        return HTMLResponse(error_page(message), status_code=status, headers={"Cache-Control": "no-store"})
+        return HTMLResponse(error_page(message), status_code=status, headers=PRIVATE)
     return _error(status, message)
 
 

@@ -33,6 +33,8 @@ from daemon.usecases.wire import pipeline_out, rate_series_out, run_out, source_
 from store import Store
 from store.models import Pipeline, VerdictId
 
+PRIVATE = {"Cache-Control": "no-store"}  # a page shows one person's view of live data
+
 STATIC = Path(links.__file__).parent / "static"
 LETTERS_SHOWN = 100  # a run's dead letters its page reads back at most
 CHART_SAMPLES = 720  # the watcher's latest progress samples a running run's chart shows
@@ -56,7 +58,7 @@ def add_pages(
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     def refused(reason: str, status: int) -> HTMLResponse:
-        return HTMLResponse(views.refused_page(reason), status_code=status, headers=_PRIVATE)
+        return HTMLResponse(views.refused_page(reason), status_code=status, headers=PRIVATE)
 
     @app.get("/login", include_in_schema=False)
     def login(request: Request, token: Annotated[str, Query(max_length=2000)] = "") -> Response:
@@ -104,7 +106,7 @@ def add_pages(
             chosen=chosen,
             countdowns={p.id: clock for p in estate if (clock := _countdown(janitor, p)) is not None},
         )
-        return HTMLResponse(page, headers=_PRIVATE)
+        return HTMLResponse(page, headers=PRIVATE)
 
     @app.get("/runs/{run_id}", include_in_schema=False, response_model=None)
     def run_page(run_id: str, replay_session: Annotated[str | None, Cookie()] = None) -> HTMLResponse:
@@ -124,7 +126,7 @@ def add_pages(
             partitions=Partitions.from_document(run.partition_progress),
             listed=_listed(service, run_id),
         )
-        return HTMLResponse(page, headers=_PRIVATE)
+        return HTMLResponse(page, headers=PRIVATE)
 
     # the CSV route first: "missing.csv" would otherwise be taken for a list's name
     @app.get("/runs/{run_id}/ids/{kind}.csv", include_in_schema=False, response_model=None)
@@ -140,7 +142,7 @@ def add_pages(
         return StreamingResponse(
             _csv(rows),
             media_type="text/csv; charset=utf-8",
-            headers={**_PRIVATE, "Content-Disposition": f'attachment; filename="{name}"'},
+            headers={**PRIVATE, "Content-Disposition": f'attachment; filename="{name}"'},
         )
 
     @app.get("/runs/{run_id}/ids/{kind}", include_in_schema=False, response_model=None)
@@ -160,7 +162,7 @@ def add_pages(
         except NotFound as exc:
             return refused(str(exc), 404)
         html = views.ids_page(run_out(run), page, user=user, first=after + 1)
-        return HTMLResponse(html, headers=_PRIVATE)
+        return HTMLResponse(html, headers=PRIVATE)
 
     @app.get("/pipelines/{pipeline_id}", include_in_schema=False, response_model=None)
     def pipeline_page(
@@ -182,7 +184,7 @@ def add_pages(
             user=user,
             countdown=_countdown(janitor, detail.pipeline),
         )
-        return HTMLResponse(page, headers=_PRIVATE)
+        return HTMLResponse(page, headers=PRIVATE)
 
     @app.get("/runs/{run_id}/chart.json", include_in_schema=False, response_model=None)
     def chart_data(run_id: str, replay_session: Annotated[str | None, Cookie()] = None) -> JSONResponse:
@@ -212,10 +214,7 @@ def add_pages(
                 per_second=False,
             )
         partitions = Partitions.from_document(run.partition_progress)
-        return JSONResponse(data.document(run_out(run), partitions), headers=_PRIVATE)
-
-
-_PRIVATE = {"Cache-Control": "no-store"}  # a page shows one person's view of live data
+        return JSONResponse(data.document(run_out(run), partitions), headers=PRIVATE)
 
 
 def _letters(run: RunOut, readers: Clusters[DeadLetters]) -> views.Letters | None:
