@@ -1,6 +1,6 @@
 """A generated block of Markdown between two markers, rewritten in place or checked for staleness.
 
-Shared by scripts/command_help.py (the README's command list) and scripts/settings_table.py (the
+Shared by scripts/command_help.py (the command list in docs/usage.md) and scripts/settings_table.py (the
 guide's settings table): each renders its block, this swaps it in or says it is stale.
 """
 

@@ -13,7 +13,7 @@
 
 Exit codes: 0 success, 1 the run failed (or the service could not be reached; for `reconcile --follow`,
 the verdict is not clean), 2 bad input, 130 Ctrl-C (during `--follow` the run goes on and the command
-that cancels it is printed). `daemon.cli.usage` holds them, with the text `--help` and the README show.
+that cancels it is printed). `daemon.cli.usage` holds them, with the text `--help` and docs/usage.md show.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What `replay` says about itself: `--help`, `help [command]`, `--version`, exit codes and its flags.
 
 Built from the grammar's topic table (`daemon.core.grammar.help`) and the flags below, so `--help`,
-`help <command>`, the bash completion and the README's command section (`scripts/command_help.py`)
+`help <command>`, the bash completion and the command list in docs/usage.md (`scripts/command_help.py`)
 list the same commands and flags. None of it needs settings, a token or a daemon.
 """
 

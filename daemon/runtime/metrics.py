@@ -6,7 +6,7 @@ a scrape reads runs by state, store-wide and per-source totals, and the runs wor
 Per-run series carry `run_id` and `source` only, and only for a bounded set of runs: every
 unfinished run (at most `MAX_UNFINISHED`) plus the last `FINISHED_KEPT` that ended, so a finished run
 stays on a dashboard for a while and the label set never grows with history. Every series is listed
-in the README's metrics table; `docs/grafana/replay.json` queries them by these names.
+in the metrics table of docs/production.md; `docs/grafana/replay.json` queries them by these names.
 
 Rates are in events per second (the name says so, `_per_second`, as Prometheus' base-unit rule asks).
 A run's state is a state set (`replay_run_state{replay_run_state="running"} 1`, one series per state),

@@ -1,7 +1,7 @@
 """`replay` explains itself with nothing set up: `--help`, `help [command]`, `--version`, completion.
 
 The help commands run as a real `replay` process with an empty environment and a fresh home (no
-`REPLAY_*` variable, no stored login, no daemon); the README's command section is checked against
+`REPLAY_*` variable, no stored login, no daemon); the command list in docs/usage.md is checked against
 what `--help` prints.
 """
 
@@ -18,7 +18,7 @@ from daemon.cli.completion import command_words, completion_script
 from daemon.cli.main import EXIT_BAD_INPUT, EXIT_OK
 from daemon.cli.usage import CLI_COMMANDS, parse_arguments
 from daemon.core.grammar.help import SUMMARY, USAGE
-from scripts.command_help import END, README, START, main, render_block, replace_block
+from scripts.command_help import END, START, USAGE_GUIDE, main, render_block, replace_block
 
 ROOT = Path(__file__).resolve().parents[2]
 # The flags an operator reaches for, each of which `--help` must name.
@@ -197,8 +197,8 @@ def test_completion_for_an_unknown_shell_is_bad_input(tmp_path: Path) -> None:
         assert completion_script(shell).startswith(f"# {shell} completion for `replay`")
 
 
-def test_the_readme_command_section_is_the_generated_one() -> None:
-    checked_in = README.read_text(encoding="utf-8")
+def test_the_usage_guides_command_section_is_the_generated_one() -> None:
+    checked_in = USAGE_GUIDE.read_text(encoding="utf-8")
 
     assert replace_block(checked_in, render_block()) == checked_in
 
@@ -206,7 +206,7 @@ def test_the_readme_command_section_is_the_generated_one() -> None:
 def test_a_stale_command_section_fails_the_check_and_the_script_rewrites_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    readme = tmp_path / "README.md"
+    readme = tmp_path / "usage.md"
     readme.write_text(f"# Using it\n\n{START}\n/replay an old command\n{END}\n\nAfter.\n")
 
     assert main(["--check", "--path", str(readme)]) == 1
@@ -216,6 +216,6 @@ def test_a_stale_command_section_fails_the_check_and_the_script_rewrites_it(
     assert main(["--check", "--path", str(readme)]) == 0
 
 
-def test_a_readme_without_its_markers_is_refused() -> None:
+def test_a_guide_without_its_markers_is_refused() -> None:
     with pytest.raises(ValueError, match="marker"):
         replace_block("no markers here", render_block())

@@ -1,5 +1,5 @@
 """`/metrics` of a real daemon: a new run is on it with its labels and target rate; the Grafana dashboard
-under docs/ queries only series that a scrape exports, and the README's table lists exactly those."""
+under docs/ queries only series that a scrape exports, and docs/production.md's table lists exactly those."""
 
 from __future__ import annotations
 
@@ -103,9 +103,10 @@ def test_no_dashboard_panel_adds_up_what_every_daemon_exports() -> None:
         assert "sum" not in query, query
 
 
-def test_the_readme_metrics_table_lists_every_exported_series(replay_daemon: DaemonProcess) -> None:
+def test_the_guides_metrics_table_lists_every_exported_series(replay_daemon: DaemonProcess) -> None:
     exported = _exported(_scrape(replay_daemon))
-    rows = [line for line in (REPO / "README.md").read_text().splitlines() if line.startswith("| `replay_")]
+    guide = (REPO / "docs" / "production.md").read_text()
+    rows = [line for line in guide.splitlines() if line.startswith("| `replay_")]
     documented = {SERIES.findall(row)[0] for row in rows}
 
     assert documented == exported

@@ -40,7 +40,7 @@ USAGE: dict[str, str] = {
     "sources": f"{PREFIX} sources [source]",
     "help": f"{PREFIX} help [command]",
 }
-# What each command is for, in one line: `replay --help`, `replay help <command>` and the README show it.
+# What each command is for, in one line: `replay --help`, `replay help <command>` and docs/usage.md show it.
 SUMMARY: dict[str, str] = {
     "replay": "replay a window into a new topic (topic=live: into the live one, once confirmed)",
     "plan": "dry run: rows, ETA, topic and partitions; nothing is created",
