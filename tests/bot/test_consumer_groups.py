@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from daemon.slack.group_messages import REWIND_CANCEL_ACTION, REWIND_CONFIRM_ACTION
-from tests.fixtures.daemon import OWNER, DaemonProcess
+from tests.fixtures.daemon import NO_JOBS, OWNER, DaemonProcess
 from tests.fixtures.groups import FIRST, PER_PARTITION, behind_group, committed, produce
 from tests.fixtures.slack import BotUnderTest
 
-pytestmark = [pytest.mark.kafka]
+pytestmark = [pytest.mark.kafka, NO_JOBS]
 
 
 @pytest.fixture(scope="module")

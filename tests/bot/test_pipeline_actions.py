@@ -30,10 +30,10 @@ from daemon.usecases.wire import pipeline_out
 from scripts.devtools.slack_standin import SlackStandin
 from store import Store
 from store.models import Pipeline
-from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess
+from tests.fixtures.daemon import NO_JOBS, OWNER, STRANGER, DaemonProcess
 from tests.fixtures.slack import BOT_TOKEN, CHANNEL, STANDIN_TOKEN, BotUnderTest
 
-pytestmark = [pytest.mark.kafka]
+pytestmark = [pytest.mark.kafka, NO_JOBS]
 
 YEARLY = 'cron="0 0 1 1 *"'  # next fire is months away at most: no run starts during a test
 KEEP_DAYS = 14

@@ -15,9 +15,9 @@ import pytest
 from daemon.cli.login import check_destination
 from daemon.cli.main import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, main
 from daemon.core.errors import ConfigError
-from tests.fixtures.daemon import API_TOKEN, OWNER, OWNER_TOKEN, STRANGER, DaemonProcess
+from tests.fixtures.daemon import API_TOKEN, NO_JOBS, OWNER, OWNER_TOKEN, STRANGER, DaemonProcess
 
-pytestmark = [pytest.mark.kafka]
+pytestmark = [pytest.mark.kafka, NO_JOBS]
 
 
 def _run(argv: list[str]) -> tuple[int, str, str]:

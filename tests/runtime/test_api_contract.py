@@ -15,7 +15,9 @@ from openapi_spec_validator import validate
 
 from daemon.contract.models import ErrorOut
 from store.pagination import page_oldest_first
-from tests.fixtures.daemon import OWNER, DaemonProcess
+from tests.fixtures.daemon import NO_JOBS, OWNER, DaemonProcess
+
+pytestmark = [NO_JOBS]
 
 ERROR_REF = "#/components/schemas/ErrorOut"
 LISTS = ("/v1/replays", "/v1/pipelines", "/v1/idle-pipelines")

@@ -13,8 +13,10 @@ from pydantic import ValidationError
 from daemon.config.settings import Settings
 from daemon.runtime.api_guard import MAX_BODY_BYTES, ApiKeys
 from daemon.runtime.server import main as server_main
-from tests.fixtures.daemon import ADMIN, OWNER, OWNER_TOKEN, DaemonProcess
+from tests.fixtures.daemon import ADMIN, NO_JOBS, OWNER, OWNER_TOKEN, DaemonProcess
 from tests.fixtures.runs import daemon_store
+
+pytestmark = [NO_JOBS]
 
 
 def _runs(daemon: DaemonProcess) -> set[str]:

@@ -13,9 +13,9 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.core.result import Err, Ok
 
-from tests.fixtures.daemon import STRANGER, DaemonProcess
+from tests.fixtures.daemon import NO_JOBS, STRANGER, DaemonProcess
 
-pytestmark = [pytest.mark.kafka]
+pytestmark = [pytest.mark.kafka, NO_JOBS]
 
 
 def test_no_generated_request_makes_the_daemon_fail(replay_daemon: DaemonProcess) -> None:

@@ -18,8 +18,10 @@ from daemon.config.settings import load_settings
 from daemon.runtime.readiness import Readiness, readiness_for
 from daemon.usecases.catalog import load_catalog
 from store import Store
-from tests.fixtures.daemon import DaemonProcess, free_port, write_catalog
+from tests.fixtures.daemon import NO_JOBS, DaemonProcess, free_port, write_catalog
 from tests.fixtures.kafka import LocalBroker
+
+pytestmark = [NO_JOBS]
 
 READY = {
     "kafka": "ok",

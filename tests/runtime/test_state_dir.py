@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import stat
 
-from tests.fixtures.daemon import DaemonProcess
+from tests.fixtures.daemon import NO_JOBS, DaemonProcess
+
+pytestmark = [NO_JOBS]
 
 
 def test_the_state_directory_and_the_store_are_private_to_the_daemons_user(

@@ -20,11 +20,11 @@ from daemon.core.errors import DependencyDown
 from daemon.core.grammar import ReplayCommand, parse
 from daemon.usecases.ports import WindowRows
 from scripts.devtools.slack_standin import SlackStandin
-from tests.fixtures.daemon import OWNER, DaemonProcess, free_port
+from tests.fixtures.daemon import NO_JOBS, OWNER, DaemonProcess, free_port
 from tests.fixtures.kafka import LocalBroker
 from tests.fixtures.slack import BotUnderTest, serve_bot
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, NO_JOBS]
 
 A_FEW_SECONDS = 8.0  # the daemon's bound is 3 s; the client would give up only after 10 s
 WINDOW = "2024-01-02..2024-01-03"

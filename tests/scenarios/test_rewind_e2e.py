@@ -22,7 +22,7 @@ from daemon.contract.models import ReplayBody
 from daemon.core.errors import Conflict, Forbidden, GroupHasMembers
 from daemon.core.grammar import RewindCommand, parse
 from store import Store
-from tests.fixtures.daemon import ADMIN, OWNER, STRANGER, DaemonProcess
+from tests.fixtures.daemon import ADMIN, NO_JOBS, OWNER, STRANGER, DaemonProcess
 from tests.fixtures.groups import (
     FIRST,
     PARTITIONS,
@@ -33,7 +33,7 @@ from tests.fixtures.groups import (
     produce,
 )
 
-pytestmark = [pytest.mark.kafka]
+pytestmark = [pytest.mark.kafka, NO_JOBS]
 
 # The live topic's records: record i of every partition is stamped FIRST + i seconds.
 

@@ -7,9 +7,9 @@ import pytest
 
 from daemon.contract.models import AutoBody, ReplayBody
 from daemon.core.errors import BadRequest
-from tests.fixtures.daemon import OWNER, DaemonProcess
+from tests.fixtures.daemon import NO_JOBS, OWNER, DaemonProcess
 
-pytestmark = [pytest.mark.kafka]
+pytestmark = [pytest.mark.kafka, NO_JOBS]
 
 
 def _runs(daemon: DaemonProcess) -> set[str]:
