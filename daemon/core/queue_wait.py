@@ -30,3 +30,17 @@ def queue_wait_s(in_flight_left_s: Sequence[float], queued_s: Sequence[float], c
     for duration in queued_s:
         heapq.heappush(slots, heapq.heappop(slots) + max(0.0, duration))
     return slots[0]
+
+
+def places_in_line(waiting: Sequence[str], holding: int, capacity: int | None) -> dict[str, int]:
+    """Each queued run's place among those that wait for a running job to end (1: the next to start).
+
+    ``waiting``: the queued runs not yet admitted, first in line first; ``holding``: the runs holding
+    a slot. The first runs in line that the free slots take at the watcher's next look wait for no
+    one, so they have no place: "it starts when a running job ends" would be untrue of them. With
+    no limit (``capacity`` None) nothing waits.
+    """
+    if capacity is None:
+        return {}
+    free = max(0, capacity - holding)
+    return {run_id: place for place, run_id in enumerate(waiting[free:], start=1)}

@@ -45,6 +45,7 @@ from daemon.core.grammar import (
 from daemon.core.grammar.predicates import And, Predicate, render_predicate
 from daemon.core.ids import new_run_id
 from daemon.core.quantities import partitions_for_rate
+from daemon.core.queue_wait import places_in_line
 from daemon.core.reconcile import IdList
 from daemon.core.run_options import RunOptions, WindowKind
 from daemon.core.states import RunKind, RunState
@@ -691,8 +692,10 @@ class ReplayService:
         return self._store.verdict_ids.each(run_id, kind)
 
     def queue_positions(self) -> dict[str, int]:
-        """Each queued run's place in line (1: the next to start), in the order the watcher launches."""
-        return {run_id: place for place, run_id in enumerate(self._store.runs.queued_ids(), start=1)}
+        """Each queued run's place in line behind the running jobs (1: the next to start when one
+        ends), in the order the watcher launches; a run that a free slot takes next has none."""
+        holding, waiting = self._store.runs.line()
+        return places_in_line([run.id for run in waiting], len(holding), self._launch_slots)
 
     def list(
         self,

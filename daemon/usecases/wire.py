@@ -38,7 +38,8 @@ if TYPE_CHECKING:  # type names only: the use cases import this module, so no im
 
 
 def run_out(run: Run, *, queue_position: int | None = None) -> RunOut:
-    """`queue_position`: a queued run's place in line (`store.runs.queued_ids`), when the caller knows it."""
+    """`queue_position`: a queued run's place in line behind the running jobs
+    (`ReplayService.queue_positions`), when the caller knows it."""
     options = run.options
     changes = changes_from(run.control)
     rate = latest_rate(run.tps, changes)

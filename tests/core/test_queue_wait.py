@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.core.queue_wait import queue_wait_s
+from daemon.core.queue_wait import places_in_line, queue_wait_s
 
 SECONDS = st.floats(min_value=0, max_value=10_000, allow_nan=False)
 RUNS = st.lists(SECONDS, max_size=8)
@@ -70,3 +70,26 @@ def test_the_wait_is_never_longer_than_everything_ahead_one_after_another(
 def test_a_capacity_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         queue_wait_s([], [], 0)
+
+
+def test_a_run_a_free_slot_takes_next_waits_for_no_one() -> None:
+    assert places_in_line(["a"], holding=0, capacity=1) == {}
+    assert places_in_line(["a", "b", "c"], holding=0, capacity=1) == {"b": 1, "c": 2}
+    assert places_in_line(["a", "b"], holding=1, capacity=1) == {"a": 1, "b": 2}
+    assert places_in_line(["a", "b"], holding=3, capacity=2) == {"a": 1, "b": 2}  # a cap lowered
+    assert places_in_line(["a", "b"], holding=0, capacity=None) == {}
+
+
+@given(
+    waiting=st.lists(st.text(min_size=1, max_size=4), unique=True, max_size=8),
+    holding=st.integers(min_value=0, max_value=8),
+    capacity=CAPACITY,
+)
+def test_places_count_from_one_behind_the_free_slots_in_line_order(
+    waiting: list[str], holding: int, capacity: int
+) -> None:
+    places = places_in_line(waiting, holding, capacity)
+    free = max(0, capacity - holding)
+
+    assert list(places) == waiting[free:]  # the last in line are the ones that wait, in order
+    assert list(places.values()) == list(range(1, len(places) + 1))
