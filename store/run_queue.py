@@ -48,12 +48,6 @@ class RunQueue:
 
     _store: Store
 
-    def queued_ids(self) -> list[str]:
-        """Every queued run's id, first in line first (creation order, as the watcher launches)."""
-        stmt = select(Run.id).where(Run.state == RunState.QUEUED).order_by(Run.created_at, Run.id)
-        with self._store.session() as session:
-            return list(session.scalars(stmt))
-
     def line(self) -> tuple[list[Run], list[Run]]:
         """What a run asked for now waits behind: the runs holding a launcher slot, and the queued
         runs, first in line first (detached copies, for the ETA)."""

@@ -42,5 +42,7 @@ def places_in_line(waiting: Sequence[str], holding: int, capacity: int | None) -
     """
     if capacity is None:
         return {}
+    if capacity < 1:
+        raise ValueError(f"capacity must be at least 1, got {capacity}")
     free = max(0, capacity - holding)
     return {run_id: place for place, run_id in enumerate(waiting[free:], start=1)}

@@ -32,6 +32,7 @@ import structlog
 
 from daemon.core.errors import InvalidTransition, ReplayError, Unavailable
 from daemon.core.partitions import PartitionProgress, Partitions
+from daemon.core.queue_wait import places_in_line
 from daemon.core.reconcile import Listed, listed_ids
 from daemon.core.run_control import changes_from, paused_since
 from daemon.core.run_options import WindowKind
@@ -109,7 +110,7 @@ class Watcher:
         self._launch_trouble: dict[str, float] = {}  # run id -> when a launch was first found unavailable
         self._finals = FinalMessages(store, notifier, retry_after_s=self._timing.final_retry_s)
         self._places: dict[str, int] = {}  # each waiting run's place in line, as last shown
-        self._line: list[str] | None = None  # this tick's queue, read when a run has to wait
+        self._line: dict[str, int] | None = None  # this tick's places in line, read when a run has to wait
         self._admitting = True  # False once a queued run had to wait this tick: none may overtake it
 
     def wake(self) -> None:
@@ -172,9 +173,11 @@ class Watcher:
 
     def _wait(self, run: Run) -> None:
         """Keep the run queued; its thread (opened now if need be) shows its place in line."""
-        if self._line is None:
-            self._line = self._store.runs.queued_ids()
-        place = self._line.index(run.id) + 1 if run.id in self._line else None
+        if self._line is None:  # the places the API gives (ReplayService.queue_positions)
+            holding, in_line = self._store.runs.line()
+            slots = self._launcher.max_concurrent_runs
+            self._line = places_in_line([queued.id for queued in in_line], len(holding), slots)
+        place = self._line.get(run.id)
         if place is None or self._places.get(run.id) == place:
             return
         self._places[run.id] = place

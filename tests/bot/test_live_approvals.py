@@ -21,10 +21,10 @@ from daemon.slack.run_messages import APPROVE_ACTION, CONFIRM_ACTION
 from scripts.devtools.slack_standin import SlackStandin
 from scripts.devtools.thread_text import Posted
 from store import Store
-from tests.fixtures.daemon import NO_JOBS, OWNER, STRANGER, DaemonProcess
+from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess
 from tests.fixtures.slack import CHANNEL, SECOND_OWNER, BotUnderTest, buttons_of, two_owner_daemon
 
-pytestmark = [pytest.mark.kafka, pytest.mark.spark, NO_JOBS]
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 LIVE = "orders 2024-01-05 tps=5000 topic=live"
 

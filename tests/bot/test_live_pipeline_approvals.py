@@ -24,10 +24,10 @@ from daemon.slack.pipeline_messages import PIPELINE_LIVE_APPROVE_ACTION, SCHEDUL
 from scripts.devtools.slack_standin import SlackStandin
 from scripts.devtools.thread_text import Posted
 from store import Store
-from tests.fixtures.daemon import NO_JOBS, OWNER, STRANGER, DaemonProcess
+from tests.fixtures.daemon import OWNER, STRANGER, DaemonProcess
 from tests.fixtures.slack import CHANNEL, SECOND_OWNER, BotUnderTest, buttons_of, two_owner_daemon
 
-pytestmark = [pytest.mark.kafka, NO_JOBS]
+pytestmark = [pytest.mark.kafka]
 
 YEARLY = 'cron="0 0 1 1 *"'  # no run fires during a test
 LIVE_SCHEDULE = f"schedule orders {YEARLY} watermark=updated_at topic=live"

@@ -93,3 +93,19 @@ def test_places_count_from_one_behind_the_free_slots_in_line_order(
 
     assert list(places) == waiting[free:]  # the last in line are the ones that wait, in order
     assert list(places.values()) == list(range(1, len(places) + 1))
+
+
+@given(
+    holding=st.lists(st.floats(min_value=0.1, max_value=10_000), max_size=8),
+    queued=st.lists(st.floats(min_value=0.1, max_value=10_000), max_size=8),
+    capacity=CAPACITY,
+)
+def test_a_run_has_a_place_exactly_when_the_eta_makes_it_wait(
+    holding: list[float], queued: list[float], capacity: int
+) -> None:
+    # the run at each place in line waits behind the runs holding slots and the queued ones ahead
+    waiting = [f"r{i}" for i in range(len(queued))]
+    places = places_in_line(waiting, len(holding), capacity)
+    for index, run_id in enumerate(waiting):
+        waits = queue_wait_s(holding, queued[:index], capacity) > 0
+        assert (run_id in places) == waits, (index, places)

@@ -63,7 +63,9 @@ def test_queued_runs_are_in_line_in_creation_order(database_url: str) -> None:
         store.runs.transition(first.id, RunState.SUBMITTED, launcher_kind="local", launcher_handle={"pid": 1})
         store.runs.transition(third.id, RunState.CANCELLING)  # a queued run cancelled: out of line
 
-        assert store.runs.queued_ids() == [second.id]
+        holding, waiting = store.runs.line()
+        assert [run.id for run in waiting] == [second.id]
+        assert [run.id for run in holding] == [first.id]
         assert store.runs.jobs_in_flight() == 1
 
 
