@@ -7,6 +7,7 @@ link pointing nowhere.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,9 @@ HEADING = re.compile(r"^#{1,6} (.+)$", re.MULTILINE)
 
 
 def anchor(heading: str) -> str:
-    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
-    text = re.sub(r"[`*_]", "", heading.strip().lower())
-    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+    """GitHub's anchor for a heading: lower case, punctuation but ``_`` and ``-`` dropped, spaces as
+    hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
 def links(document: Path) -> list[str]:
@@ -29,12 +30,20 @@ def links(document: Path) -> list[str]:
 
 
 def anchors(document: Path) -> set[str]:
-    return {anchor(h) for h in HEADING.findall(FENCE.sub("", document.read_text(encoding="utf-8")))}
+    """Every heading's anchor; a repeated heading's gets ``-1``, ``-2``, ... as on GitHub."""
+    seen: Counter[str] = Counter()
+    found = set()
+    for heading in HEADING.findall(FENCE.sub("", document.read_text(encoding="utf-8"))):
+        base = anchor(heading)
+        found.add(f"{base}-{seen[base]}" if seen[base] else base)
+        seen[base] += 1
+    return found
 
 
 def test_anchors_follow_githubs_rule() -> None:
     assert anchor("Every setting") == "every-setting"
     assert anchor("`tps=auto`: let the consumers set the pace") == "tpsauto-let-the-consumers-set-the-pace"
+    assert anchor("`max_mb=N` and `ramp`") == "max_mbn-and-ramp"
 
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(REPO)))

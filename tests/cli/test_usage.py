@@ -206,14 +206,14 @@ def test_the_usage_guides_command_section_is_the_generated_one() -> None:
 def test_a_stale_command_section_fails_the_check_and_the_script_rewrites_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    readme = tmp_path / "usage.md"
-    readme.write_text(f"# Using it\n\n{START}\n/replay an old command\n{END}\n\nAfter.\n")
+    guide = tmp_path / "usage.md"
+    guide.write_text(f"# Using the platform\n\n{START}\n/replay an old command\n{END}\n\nAfter.\n")
 
-    assert main(["--check", "--path", str(readme)]) == 1
+    assert main(["--check", "--path", str(guide)]) == 1
     assert "stale" in capsys.readouterr().err
-    assert main(["--path", str(readme)]) == 0
-    assert readme.read_text() == f"# Using it\n\n{render_block()}\n\nAfter.\n"
-    assert main(["--check", "--path", str(readme)]) == 0
+    assert main(["--path", str(guide)]) == 0
+    assert guide.read_text() == f"# Using the platform\n\n{render_block()}\n\nAfter.\n"
+    assert main(["--check", "--path", str(guide)]) == 0
 
 
 def test_a_guide_without_its_markers_is_refused() -> None:
