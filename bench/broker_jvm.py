@@ -59,13 +59,10 @@ def send(producer: Producer, records: int) -> float:
 
 def measure(name: str, state: Path, idle_s: float) -> str:
     kept = list(local_kafka.BROKER_JVM_OPTS)
-    local_kafka.BROKER_JVM_OPTS[:] = [*COMMON, *OPTIONS[name]]
+    local_kafka.BROKER_JVM_OPTS[:] = [*COMMON, *OPTIONS[name]]  # read at spawn only
     shutil.rmtree(state, ignore_errors=True)
-    try:
+    try:  # a SIGTERM while the broker starts still stops it: its pid file is written at spawn
         bootstrap = local_kafka.start(state)
-    finally:
-        local_kafka.BROKER_JVM_OPTS[:] = kept  # read at spawn only
-    try:
         pid = int((state / "broker.pid").read_text())
         started = cpu_s(pid)
         time.sleep(idle_s)
@@ -81,6 +78,7 @@ def measure(name: str, state: Path, idle_s: float) -> str:
         warm_s = send(producer, 3 * RECORDS)
         warm = (cpu_s(pid) - before) / 3
     finally:
+        local_kafka.BROKER_JVM_OPTS[:] = kept
         local_kafka.stop(state)
     return (
         f"broker-jvm opts={name} start_cpu_s={started:.1f} idle_cpu_s_per_min={idle * 60 / idle_s:.1f} "
