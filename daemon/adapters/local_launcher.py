@@ -223,7 +223,7 @@ class LocalSparkLauncher(Launcher):
             run_id = spec.parent.name
             try:
                 ended = not self._alive(self._recorded(run_id))
-            except (OSError, ValueError, IndexError):  # no pid file: not started (a submit retry rewrites it)
+            except (OSError, ValueError):  # no pid file: not started (a submit retry rewrites it)
                 continue
             if ended:
                 spec.unlink(missing_ok=True)
@@ -239,6 +239,8 @@ class LocalSparkLauncher(Launcher):
     def _recorded(self, run_id: str) -> Handle:
         """The handle of the job the run's pid file names (`OSError`, `ValueError`: none recorded)."""
         fields = (self.run_dir(run_id) / "pid").read_text().split()
+        if not fields:
+            raise ValueError(f"the pid file of run {run_id} is empty")
         ticks = int(fields[1]) if len(fields) > 1 and fields[1] != "None" else None
         return self._handle(run_id, int(fields[0]), ticks)
 

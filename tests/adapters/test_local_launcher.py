@@ -234,7 +234,13 @@ def test_a_job_holding_its_lock_before_its_pid_file_exists_is_waited_for_not_sta
     pid_file = tmp_path / "runs" / "r-window" / "pid"
     recorded = pid_file.read_text()
     pid_file.unlink()  # as the instant before the job's first line ran
-    threading.Timer(0.5, pid_file.write_text, args=(recorded,)).start()
+    pending = pid_file.with_suffix(".tmp")
+    pending.write_text(recorded)
+
+    def first_line_runs() -> None:  # as the job does: whole, by a rename, never a file read half-written
+        pending.rename(pid_file)
+
+    threading.Timer(0.5, first_line_runs).start()
 
     restarted = LocalSparkLauncher(runs_dir=tmp_path / "runs", spark_submit="/nonexistent/spark-submit")
     again = restarted.submit("r-window", "{}", workers=1)
