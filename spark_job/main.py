@@ -18,9 +18,10 @@ package zipped instead (``--py-files spark_job.zip``, built by ``replay package`
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import sys
-import tempfile
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -60,6 +61,8 @@ REQUIRED_CONF = {
 # Defaults a launcher may override with --conf.
 DEFAULT_CONF = {"spark.task.maxFailures": "3"}  # a retry re-publishes a partition: allow few
 
+
+PACKAGE_DIR_CONF = "spark.replay.packageDir"  # daemon.adapters.local_launcher sets it
 
 # A standby's session: its format settings came with its spark-submit (spark_job.formats)
 ANY_FORMAT = "any"
@@ -103,8 +106,29 @@ def _ship_package(spark: SparkSession) -> None:
     package = Path(spark_job.__file__).resolve().parent
     if not package.is_dir():
         return  # imported from a zip given with --py-files: executors have it already
-    archive = Path(tempfile.mkdtemp(prefix="replay-")) / "spark_job.zip"
-    spark.sparkContext.addPyFile(str(bundle_package(package, archive)))
+    cache = spark.sparkContext.getConf().get(PACKAGE_DIR_CONF)  # given by the daemon's launcher
+    spark.sparkContext.addPyFile(str(package_archive(package, Path(cache) if cache else _package_cache())))
+
+
+def package_archive(package: Path, cache: Path) -> Path:
+    """``package`` zipped once per content into the private folder ``cache``: the local jobs of one
+    code version all ship the same file, and no job leaves one behind (a cancelled job, SIGTERMed,
+    runs no exit hook). Written whole by a rename, so a job never ships another's half-written zip."""
+    digest = hashlib.sha256()
+    for source in package_modules(package):
+        name, body = source.relative_to(package).as_posix().encode(), source.read_bytes()
+        digest.update(b"%d:%s%d:%s" % (len(name), name, len(body), body))
+    archive = cache / f"spark_job-{digest.hexdigest()[:16]}.zip"
+    if not archive.exists():
+        cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+        pending = cache / f"{archive.name}.{os.getpid()}.tmp"
+        bundle_package(package, pending).replace(archive)
+    return archive
+
+
+def _package_cache() -> Path:
+    """Submitted by hand (no launcher named a folder): $XDG_CACHE_HOME/kafka-replay/job-packages."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kafka-replay" / "job-packages"
 
 
 def _session(name: str, table_format: str) -> SparkSession:

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from daemon.adapters.local_launcher import JOB_ENTRY, LocalSparkLauncher
+from daemon.adapters.local_launcher import JOB_ENTRY, PACKAGE_DIR_CONF, LocalSparkLauncher
 from daemon.adapters.spark_class_archive import DRIVER_JAVA_OPTIONS
 
 EXECUTOR_WAIT_CONF = "spark.replay.executorWaitSeconds"  # read by spark_job.executors
@@ -73,6 +73,7 @@ class ClusterSparkLauncher(LocalSparkLauncher):
             "spark.speculation": "false",
             "spark.ui.enabled": "false",
             EXECUTOR_WAIT_CONF: f"{self._executor_wait_s:g}",
+            PACKAGE_DIR_CONF: str(self.package_dir),
             **self._extra_conf,
         }
         jars = ["--jars", ",".join(str(jar) for jar in self._jars)] if self._jars else []

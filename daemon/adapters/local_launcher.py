@@ -80,6 +80,7 @@ PRIVATE_FILE = 0o600
 
 # What the job's processes may inherit from the daemon: what the JVM, Spark, Python and the job's own
 # AWS clients (S3, KMS for encrypted PII columns) read, and how they reach the network.
+PACKAGE_DIR_CONF = "spark.replay.packageDir"  # read by spark_job.main: where it zips itself for executors
 JOB_ENV_NAMES = frozenset(
     {
         *("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR"),
@@ -399,10 +400,19 @@ class LocalSparkLauncher(Launcher):
         standby.stop()
         return None
 
+    @property
+    def package_dir(self) -> Path:
+        """Where jobs keep the zip of their package they ship to executors, one per code version."""
+        return self._runs_dir.parent / "job-packages"
+
     def submit_command(self, run_id: str, spec_path: Path, *, workers: int) -> list[str]:
         """The `spark-submit` of one run's job: `workers` slots, no speculation, the configured jars."""
         options = self._class_archive.java_options() if self._class_archive else DRIVER_JAVA_OPTIONS
-        conf = {"spark.driver.extraJavaOptions": options, **self._extra_conf}
+        conf = {
+            "spark.driver.extraJavaOptions": options,
+            PACKAGE_DIR_CONF: str(self.package_dir),
+            **self._extra_conf,
+        }
         jars = ["--jars", ",".join(str(jar) for jar in self._jars)] if self._jars else []
         return [
             self._spark_submit,

@@ -19,7 +19,7 @@ import pytest
 
 import spark_job
 from daemon.adapters.packaging import Artifact, build_artifact
-from spark_job.main import bundle_package
+from spark_job.main import bundle_package, package_archive
 
 PACKAGE_DIR = Path(spark_job.__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
@@ -66,6 +66,25 @@ def test_the_emr_zip_holds_no_dev_tool(emr_zip: list[str]) -> None:
 def test_the_local_bundle_holds_what_the_emr_zip_holds(tmp_path: Path, emr_zip: list[str]) -> None:
     with zipfile.ZipFile(bundle_package(PACKAGE_DIR, tmp_path / "spark_job.zip")) as bundle:
         assert sorted(emr_zip) == sorted(bundle.namelist())
+
+
+def test_a_local_jobs_archive_is_built_once_per_content_in_a_private_folder(tmp_path: Path) -> None:
+    package = tmp_path / "spark_job"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "job.py").write_text("A = 1\n")
+    cache = tmp_path / "cache" / "job-packages"
+
+    first = package_archive(package, cache)
+    assert package_archive(package, cache) == first  # the next job ships the same file
+    (package / "job.py").write_text("A = 2\n")
+    changed = package_archive(package, cache)
+
+    assert changed != first
+    with zipfile.ZipFile(changed) as bundle:
+        assert bundle.read("spark_job/job.py") == b"A = 2\n"
+    assert sorted(path.name for path in cache.iterdir()) == sorted([first.name, changed.name])  # no .tmp
+    assert cache.stat().st_mode & 0o777 == 0o700
 
 
 def test_no_module_in_the_zip_imports_what_executors_lack(artifact: Artifact) -> None:

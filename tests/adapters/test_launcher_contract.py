@@ -168,6 +168,8 @@ def test_a_run_succeeds_with_its_count_and_a_new_launcher_re_attaches_to_it(
     assert outcome.succeeded, outcome.payload
     assert outcome.payload["confirmed"] == topic_record_count(kafka_bootstrap, topic) == 300
     assert rig.job_runs() == 1
+    if isinstance(launcher, LocalSparkLauncher):  # its driver zipped the package where the launcher said
+        assert [path.suffix for path in launcher.package_dir.iterdir()] == [".zip"]
 
     stranger = rig.make()  # as after a daemon restart: nothing but the stored handle
     assert stranger.state(handle) is JobState.EXITED

@@ -64,17 +64,30 @@ def event_ids(messages: list[Message]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
+def job_temp_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The `TMPDIR` of the module's job: what it leaves there, every run on a daemon's host would."""
+    return tmp_path_factory.mktemp("job-tmp")
+
+
+@pytest.fixture(scope="module")
 def replayed(
-    sample_table: Path, kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+    sample_table: Path, kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, job_temp_dir: Path
 ) -> tuple[JobRun, list[Message], Path]:
     topic = unique_topic("replay-orders")
     create_topic(kafka_bootstrap, topic, partitions=3)
     directory = tmp_path_factory.mktemp("job")
     result_file = directory / "result.json"
     document = job_spec(sample_table, kafka_bootstrap, topic, tps=400, result_uri=result_file.as_uri())
-    run = spark_submit(write_spec(directory, document))
+    run = spark_submit(write_spec(directory, document), temp_dir=job_temp_dir)
     assert run.kind == "REPLAY_RESULT", run.document
     return run, consume_all(kafka_bootstrap, topic), result_file
+
+
+def test_the_job_leaves_nothing_in_its_temporary_directory(
+    replayed: tuple[JobRun, list[Message], Path], job_temp_dir: Path
+) -> None:
+    """The package archive it ships to executors included: a daemon's host runs thousands of jobs."""
+    assert sorted(path.name for path in job_temp_dir.iterdir()) == []
 
 
 def test_exactly_the_windows_events_land(
