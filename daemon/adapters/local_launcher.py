@@ -45,7 +45,13 @@ from pathlib import Path
 import structlog
 
 import spark_job
-from daemon.adapters.local_standby import Standby, StandbyDrivers, process_start_ticks
+from daemon.adapters.local_standby import (
+    SCRATCH,
+    Standby,
+    StandbyDrivers,
+    process_start_ticks,
+    scratch_environment,
+)
 from daemon.adapters.spark_class_archive import DRIVER_JAVA_OPTIONS, ClassArchive
 from daemon.core.errors import Unavailable
 from daemon.core.retry import Clock, Sleep, poll
@@ -202,7 +208,7 @@ class LocalSparkLauncher(Launcher):
         self._wake: Callable[[], None] | None = None
         self._monitored: set[str] = set()  # run ids with a monitor thread (jobs of a restarted daemon too)
         self._live_at_start: list[Handle] = []  # jobs an earlier daemon started, until they are followed
-        self._delete_specs_of_ended_jobs()
+        self._clear_ended_jobs()
         self._standbys = (
             StandbyDrivers(
                 directory=runs_dir.parent / "standby",
@@ -217,20 +223,31 @@ class LocalSparkLauncher(Launcher):
             else None
         )
 
-    def _delete_specs_of_ended_jobs(self) -> None:
-        """At start-up: a spec whose job has ended is never read again, yet stays when the daemon stopped
-        between a run's end and its release (or when an older daemon, which kept specs, ran it)."""
-        for spec in self._runs_dir.glob("*/spec.json") if self._runs_dir.is_dir() else ():
-            run_id = spec.parent.name
+    def _clear_ended_jobs(self) -> None:
+        """At start-up: a spec (or a Spark scratch) whose job has ended is never read again, yet stays
+        when the daemon stopped between a run's end and its release (or when an older daemon, which
+        kept specs, ran it)."""
+        left = {path.parent for name in ("spec.json", SCRATCH) for path in self._glob_runs(f"*/{name}")}
+        for directory in sorted(left):
+            run_id = directory.name
             try:
                 ended = not self._alive(self._recorded(run_id))
             except (OSError, ValueError):  # no pid file: not started (a submit retry rewrites it)
                 continue
             if ended:
-                spec.unlink(missing_ok=True)
-                log.info("job spec deleted", run_id=run_id, reason="its job had ended")
+                self._clear_ended(run_id)
+                log.info("ended job cleared", run_id=run_id, kept="pid file and logs")
             else:
                 self._live_at_start.append(self._recorded(run_id))
+
+    def _glob_runs(self, pattern: str) -> list[Path]:
+        return list(self._runs_dir.glob(pattern)) if self._runs_dir.is_dir() else []
+
+    def _clear_ended(self, run_id: str) -> None:
+        """What a run's ended job leaves that no one reads: its spec and its Spark scratch."""
+        directory = self.run_dir(run_id)
+        (directory / "spec.json").unlink(missing_ok=True)
+        shutil.rmtree(directory / SCRATCH, ignore_errors=True)
 
     def _room_for_standbys(self) -> int:
         """The admission limit less the jobs alive now (followed ones, and an earlier daemon's)."""
@@ -457,7 +474,7 @@ class LocalSparkLauncher(Launcher):
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
                     pass_fds=(lock,),
-                    env=job_environment(os.environ),
+                    env={**job_environment(os.environ), **scratch_environment(directory)},
                 )
             except OSError:  # e.g. no /bin/sh: the run fails to launch and is never released
                 spec_path.unlink(missing_ok=True)
@@ -524,10 +541,14 @@ class LocalSparkLauncher(Launcher):
         log.info("job cancelled", run_id=handle.get("run_id"), pid=pid)
 
     def release(self, handle: Handle) -> bool:
-        """The run has ended: delete its spec (the Kafka password in it). The pid file and the logs stay,
-        for `state`, `outcome` and `log_tail` of a concluded run."""
+        """The run has ended: delete its spec (the Kafka password in it), and its Spark scratch once its
+        job is gone (a job killed before its JVM cleaned up leaves its shuffle there; one still alive
+        keeps it, and the next start-up clears it). The pid file and the logs stay, for `state`,
+        `outcome` and `log_tail` of a concluded run."""
         run_id = handle.get("run_id")
         if run_id:
             (self.run_dir(run_id) / "spec.json").unlink(missing_ok=True)
             log.info("job spec deleted", run_id=run_id)
+            if not self._alive(handle):
+                shutil.rmtree(self.run_dir(run_id) / SCRATCH, ignore_errors=True)
         return True

@@ -39,12 +39,20 @@ CLAIM = "claim"  # spark_job.standby's names: the two sides speak through these 
 READY = "ready"
 PID = "pid"
 EXPIRED_SUFFIX = ".expired"
+SCRATCH = "scratch"  # a job's Spark scratch (SPARK_LOCAL_DIRS) inside its own folder, removed with it
 KEEP_EVERY_S = 0.5
 SELF_EXPIRY_GRACE_S = 60.0  # a standby gives up this long after the keeper would have recycled it
 FIRST_PAUSE_S = 5.0  # after a standby died before it was ready; doubles up to MAX_PAUSE_S
 MAX_PAUSE_S = 300.0
 KILL_GRACE_S = 5.0
 FAILED_ROUND_PAUSE_S = 10.0  # e.g. the store is unreachable: try again, without a log line per round
+
+
+def scratch_environment(directory: Path) -> dict[str, str]:
+    """Where a job's Spark writes its shuffle blocks and its copies of added files: in the job's own
+    folder, not /tmp, so a job killed before its JVM could clean up leaves nothing that outlives the
+    folder (Spark creates it)."""
+    return {"SPARK_LOCAL_DIRS": str(directory / SCRATCH)}
 
 
 def process_start_ticks(pid: int) -> int | None:
@@ -198,7 +206,7 @@ class StandbyDrivers:
                 stderr=err,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                env=dict(self.environment()),
+                env={**self.environment(), **scratch_environment(directory)},
             )
         ticks = process_start_ticks(process.pid)
         (directory / PID).write_text(f"{process.pid} {ticks}\n")

@@ -25,6 +25,7 @@ import pytest
 from daemon.adapters.cluster_launcher import ClusterSparkLauncher
 from daemon.adapters.emr_launcher import EmrServerlessLauncher
 from daemon.adapters.local_launcher import LocalSparkLauncher
+from daemon.adapters.local_standby import SCRATCH
 from daemon.adapters.packaging import package_and_upload
 from daemon.config.emr_settings import EmrSettings
 from daemon.contract.models import ReplayBody
@@ -202,6 +203,8 @@ def test_a_cancelled_run_exits_and_its_process_is_gone(
         assert time.monotonic() < deadline, "the job never published"
         time.sleep(0.5)
 
+    if isinstance(launcher, LocalSparkLauncher):  # its driver's Spark scratch is in the run's folder
+        assert list((launcher.run_dir("run-cancel") / SCRATCH).glob("blockmgr-*"))
     launcher.cancel(handle)
     _wait_for(launcher, handle, JobState.EXITED, timeout_s=60)
     outcome = launcher.outcome(handle)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -20,8 +21,9 @@ from daemon.adapters.local_launcher import (
     default_max_concurrent_runs,
     job_environment,
 )
+from daemon.adapters.local_standby import SCRATCH
 from daemon.core.errors import Unavailable
-from daemon.usecases.ports import JobState
+from daemon.usecases.ports import Handle, JobState
 
 GIB = 1024**3
 
@@ -165,6 +167,51 @@ def test_the_run_directory_is_0700_and_its_spec_pid_and_logs_0600(
     }
     assert stat.S_IMODE((tmp_path / "runs").stat().st_mode) == 0o700
     assert (stale / "spec.json").read_text() == '{"kafka": {"sasl_password": "p"}}'
+
+
+def _exited(launcher: LocalSparkLauncher, handle: Handle) -> None:
+    """Wait for its monitor to reap a job just killed."""
+    deadline = time.monotonic() + 10
+    while launcher.state(handle) is not JobState.EXITED:
+        assert time.monotonic() < deadline, "the killed job was never reaped"
+        time.sleep(0.05)
+
+
+def test_a_killed_jobs_spark_scratch_goes_at_its_release_and_a_live_ones_stays(
+    sleeping_launcher: LocalSparkLauncher, tmp_path: Path
+) -> None:
+    """Spark cleans its scratch at a clean exit only: a job killed mid-shuffle leaves its blocks."""
+    handle = sleeping_launcher.submit("r-scratch", "{}", workers=1)
+    scratch = tmp_path / "runs" / "r-scratch" / SCRATCH
+    assert _environ(int(handle["pid"]))["SPARK_LOCAL_DIRS"] == str(scratch)
+    (scratch / "blockmgr-1").mkdir(parents=True)  # as Spark's block manager does
+    (scratch / "blockmgr-1" / "shuffle_0_0_0.data").write_bytes(b"rows")
+
+    assert sleeping_launcher.release(handle) is True
+    assert (scratch / "blockmgr-1" / "shuffle_0_0_0.data").exists()  # its job still runs: kept
+
+    os.killpg(int(handle["pid"]), signal.SIGKILL)
+    _exited(sleeping_launcher, handle)
+    assert sleeping_launcher.release(handle) is True
+    assert not scratch.exists()
+    kept = sorted(path.name for path in scratch.parent.iterdir())
+    assert kept == ["lock", "pid", "stderr.log", "stdout.log"]
+
+
+def test_a_starting_launcher_clears_the_scratch_of_a_job_that_ended_while_no_daemon_ran(
+    sleeping_launcher: LocalSparkLauncher, tmp_path: Path
+) -> None:
+    ended = sleeping_launcher.submit("r-ended-scratch", "{}", workers=1)
+    running = sleeping_launcher.submit("r-running-scratch", "{}", workers=1)
+    for handle in (ended, running):
+        (tmp_path / "runs" / handle["run_id"] / SCRATCH / "blockmgr-1").mkdir(parents=True)
+    os.killpg(int(ended["pid"]), signal.SIGKILL)
+    _exited(sleeping_launcher, ended)
+
+    LocalSparkLauncher(runs_dir=tmp_path / "runs", spark_submit="/nonexistent/spark-submit")
+
+    assert not (tmp_path / "runs" / "r-ended-scratch" / SCRATCH).exists()
+    assert (tmp_path / "runs" / "r-running-scratch" / SCRATCH / "blockmgr-1").is_dir()
 
 
 def test_release_deletes_the_spec_and_a_new_launcher_still_re_attaches(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from daemon.adapters.local_launcher import JOB_ENTRY, LocalSparkLauncher
-from daemon.adapters.local_standby import Standby, StandbyDrivers, process_start_ticks
+from daemon.adapters.local_standby import SCRATCH, Standby, StandbyDrivers, process_start_ticks
 from daemon.usecases.ports import JobState
 from spark_job import standby
 from tests.fixtures.leftovers import process_running
@@ -182,6 +182,20 @@ def test_a_run_takes_the_ready_standby_and_the_next_one_waits_for_its_capacity(
     assert launcher.state(handle) is JobState.EXITED
     _wait(lambda: [d for d in _standbys(tmp_path) if _pid(d) != warm_pid])  # free again: the next one
     _wait(lambda: warm_pid not in [_pid(d) for d in _standbys(tmp_path)])  # and the ended one is swept
+
+
+def test_a_standbys_spark_scratch_is_in_its_own_folder_which_goes_when_it_ends(
+    tmp_path: Path, make_launcher: Callable[..., LocalSparkLauncher]
+) -> None:
+    launcher = make_launcher()
+    folder = _wait(lambda: _standbys(tmp_path))[0]  # type: ignore[index]
+    pid = _pid(folder)
+
+    environ = (Path(f"/proc/{pid}/environ").read_bytes() + b"\0").split(b"\0")
+    assert f"SPARK_LOCAL_DIRS={folder / SCRATCH}".encode() in environ
+
+    launcher.close()  # stops it: its folder, and the scratch inside, go with it
+    assert not folder.exists()
 
 
 def test_a_run_of_other_workers_starts_cold_and_the_standby_gives_back_the_capacity(
