@@ -12,7 +12,7 @@ tick), never an error.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 import structlog
 from confluent_kafka import KafkaException
@@ -50,6 +50,12 @@ class KafkaProgressSource(ProgressSource):
         with self._lock:
             reader = self._readers.pop(run_id, None)
         if reader is not None:
+            reader.close()
+
+    def forget_all_but(self, run_ids: Collection[str]) -> None:
+        with self._lock:
+            gone = [self._readers.pop(run_id) for run_id in self._readers.keys() - set(run_ids)]
+        for reader in gone:
             reader.close()
 
     def close(self) -> None:

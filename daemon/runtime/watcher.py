@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -139,16 +139,39 @@ class Watcher:
                 log.exception("watcher tick hook failed")
         timing = self._timing
         keeper = LeaseKeeper(self._store, self._owner, ttl_s=timing.lease_ttl_s, max_hold_s=timing.max_hold_s)
+        stepped: set[str] = set()
         with keeper:
             for run in keeper.unfinished(page_size=timing.page_size):
                 bound = log.bind(run_id=run.id)
                 if not keeper.still_held(run.id):
                     bound.info("run taken over by another daemon: not stepped")
                     continue
+                stepped.add(run.id)
                 try:
                     self._step(run)
                 except Exception as exc:
                     bound.exception("run step failed", error=str(exc))
+        # Every unfinished run this daemon may step was seen: what is kept for any other run (cancelled
+        # while queued, concluded by another daemon) would only pile up.
+        self._forget({run_id for kept in self._per_run() for run_id in kept} - stepped)
+        for name in self._progress.names:
+            self._progress[name].forget_all_but(stepped)
+
+    def _per_run(self) -> tuple[dict[str, Any], ...]:
+        """What this watcher keeps per run between ticks (beacon readers aside: `ProgressSource`)."""
+        return (
+            self._last_sample,
+            self._partitions,
+            self._rate,
+            self._last_note,
+            self._places,
+            self._launch_trouble,
+        )
+
+    def _forget(self, run_ids: Collection[str]) -> None:
+        for kept in self._per_run():
+            for run_id in run_ids:
+                kept.pop(run_id, None)
 
     def _step(self, run: Run) -> None:
         state = RunState(run.state)
@@ -454,11 +477,7 @@ class Watcher:
                 run = self._store.runs.transition(run.id, state, **fields)
         except InvalidTransition:
             run = self._store.runs.get(run.id)  # someone else concluded it first
-        self._last_sample.pop(run.id, None)
-        self._partitions.pop(run.id, None)
-        self._rate.pop(run.id, None)
-        self._last_note.pop(run.id, None)
-        self._places.pop(run.id, None)
+        self._forget([run.id])
         if run.options.cluster in self._progress.names:
             self._progress[run.options.cluster].forget(run.id)
         log.info("run concluded", run_id=run.id, state=str(run.state), confirmed=run.confirmed)

@@ -25,7 +25,7 @@ import enum
 import json
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Generic, TypeVar
@@ -421,6 +421,11 @@ class ProgressSource(ABC):
     @abstractmethod
     def forget(self, run_id: str) -> None:
         """The run ended: drop what was kept to follow it."""
+
+    @abstractmethod
+    def forget_all_but(self, run_ids: Collection[str]) -> None:
+        """Drop what was kept for any run but ``run_ids`` (those still followed): a run concluded
+        elsewhere (cancelled while queued, ended by another daemon) is never ``forget``-ed here."""
 
     @abstractmethod
     def close(self) -> None:

@@ -113,3 +113,23 @@ def test_a_sample_gives_each_partitions_line_with_its_retries_and_how_it_ended(k
         PartitionProgress(2, 20, 0, 1, PartitionState.FAILED),
     )
     assert [line.share for line in sample.partitions] == [0.4, 1.0, 0.0]
+
+
+def test_readers_of_runs_no_longer_followed_are_closed_and_the_rest_kept(kafka_bootstrap: str) -> None:
+    topic = unique_topic("progress-forget")
+    create_topic(kafka_bootstrap, topic, partitions=PARTITIONS)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    _produce(producer, topic, [Beacon(run, 0, 0, 7, task_id=1) for run in ("r-1", "r-2")])
+    source = KafkaProgressSource(kafka_config={"bootstrap.servers": kafka_bootstrap}, topic=topic)
+    try:
+        assert [source.confirmed(run) for run in ("r-1", "r-2")] == [7, 7]
+        readers = dict(source._readers)
+
+        source.forget_all_but(["r-2", "r-never-sampled"])
+
+        assert list(source._readers) == ["r-2"]
+        with pytest.raises(RuntimeError):  # closed: its consumers are gone
+            readers["r-1"].read(timeout_s=1.0)
+        assert source.confirmed("r-2") == 7
+    finally:
+        source.close()

@@ -85,3 +85,18 @@ def test_a_dependency_away_longer_than_the_patience_fails_the_run_with_its_reaso
     failed = store.runs.get(run_id)
     assert failed.state == RunState.FAILED
     assert "NOT_LEADER_FOR_PARTITION" in (failed.failure_reason or "")
+
+
+def test_a_run_concluded_elsewhere_while_its_launch_waits_leaves_nothing_kept_for_it(
+    store: Store, tmp_path: Path
+) -> None:
+    """A daemon runs for months: what it keeps per run must go with the run, wherever it ended."""
+    run_id = _queued(store)
+    watcher = _watcher(store, tmp_path, BlinkingKafka(refusals=1000))
+    watcher.tick()
+    assert any(run_id in kept for kept in watcher._per_run())  # its launch's first refusal, noted
+
+    store.runs.transition(run_id, RunState.CANCELLED, ended_at=store.now())  # as another daemon would
+    watcher.tick()
+
+    assert not any(run_id in kept for kept in watcher._per_run())

@@ -8,6 +8,7 @@ the run's confirmed count is unknown, never 0, and at least 700 records are on t
 from __future__ import annotations
 
 import stat
+from collections.abc import Collection
 from pathlib import Path
 
 from daemon.adapters.local_launcher import LocalSparkLauncher
@@ -32,6 +33,9 @@ class ReadOnceThenSilent(ProgressSource):
         return ProgressSample(confirmed=700) if self.reads == 1 else None
 
     def forget(self, run_id: str) -> None:
+        return None
+
+    def forget_all_but(self, run_ids: Collection[str]) -> None:
         return None
 
     def close(self) -> None:
