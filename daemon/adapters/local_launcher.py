@@ -86,6 +86,7 @@ PRIVATE_FILE = 0o600
 
 # What the job's processes may inherit from the daemon: what the JVM, Spark, Python and the job's own
 # AWS clients (S3, KMS for encrypted PII columns) read, and how they reach the network.
+PRUNE_EVERY_S = 3600.0  # how often released runs' old folders are looked for
 PACKAGE_DIR_CONF = "spark.replay.packageDir"  # read by spark_job.main: where it zips itself for executors
 JOB_ENV_NAMES = frozenset(
     {
@@ -107,6 +108,26 @@ def job_environment(environ: Mapping[str, str]) -> dict[str, str]:
         if name in JOB_ENV_NAMES or name.startswith(JOB_ENV_PREFIXES)
     }
     return {**kept, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+
+
+def _last_written(directory: Path) -> float:
+    """When anything in a run's folder was last written (epoch seconds)."""
+    return max(path.stat().st_mtime for path in (directory, *directory.iterdir()))
+
+
+def _locked(lock_path: Path) -> bool:
+    """Whether a job holds the run's lock (a folder without one has no job to hold it)."""
+    try:
+        descriptor = os.open(lock_path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)  # and the lock with it
+    return False
 
 
 def _private_file(path: Path, flags: int) -> int:
@@ -194,11 +215,16 @@ class LocalSparkLauncher(Launcher):
         standby_workers: int | None = None,
         standby_max_idle_s: float = 600.0,
         class_archive: ClassArchive | None = None,
+        run_dirs_keep_s: float | None = None,
         clock: Clock = time.monotonic,
         sleep: Sleep = time.sleep,
     ) -> None:
+        """``run_dirs_keep_s``: how long a released run's folder (its logs, its result) stays after
+        it was last written; None keeps every folder."""
         self._clock, self._sleep = clock, sleep
         self._runs_dir = runs_dir
+        self._run_dirs_keep_s = run_dirs_keep_s
+        self._next_prune_at = clock()
         self._spark_submit = spark_submit or default_spark_submit()
         self._task_retries = task_retries
         self._extra_conf = extra_conf or {}
@@ -209,6 +235,7 @@ class LocalSparkLauncher(Launcher):
         self._monitored: set[str] = set()  # run ids with a monitor thread (jobs of a restarted daemon too)
         self._live_at_start: list[Handle] = []  # jobs an earlier daemon started, until they are followed
         self._clear_ended_jobs()
+        self._prune_old_run_dirs()
         self._standbys = (
             StandbyDrivers(
                 directory=runs_dir.parent / "standby",
@@ -239,6 +266,29 @@ class LocalSparkLauncher(Launcher):
                 log.info("ended job cleared", run_id=run_id, kept="pid file and logs")
             else:
                 self._live_at_start.append(self._recorded(run_id))
+
+    def _prune_old_run_dirs(self) -> None:
+        """Remove the folders of released runs not written for `run_dirs_keep_s` (at start-up, then at
+        most every `PRUNE_EVERY_S` as runs are released): nothing reads them once their run
+        concluded, and a reconcile's result alone can be megabytes of ids. A folder that still holds
+        its spec (not released), or whose lock a job holds, stays whatever its age."""
+        if self._run_dirs_keep_s is None or self._clock() < self._next_prune_at:
+            return
+        self._next_prune_at = self._clock() + PRUNE_EVERY_S
+        oldest = time.time() - self._run_dirs_keep_s
+        removed = 0
+        for directory in self._glob_runs("*/"):
+            try:
+                if (directory / "spec.json").exists() or _last_written(directory) > oldest:
+                    continue
+                if _locked(directory / "lock"):
+                    continue
+            except OSError:  # removed meanwhile, or unreadable: not ours to judge
+                continue
+            shutil.rmtree(directory, ignore_errors=True)
+            removed += 1
+        if removed:
+            log.info("old run folders removed", count=removed, older_than_days=self._run_dirs_keep_s / 86400)
 
     def _glob_runs(self, pattern: str) -> list[Path]:
         return list(self._runs_dir.glob(pattern)) if self._runs_dir.is_dir() else []
@@ -551,4 +601,5 @@ class LocalSparkLauncher(Launcher):
             log.info("job spec deleted", run_id=run_id)
             if not self._alive(handle):
                 shutil.rmtree(self.run_dir(run_id) / SCRATCH, ignore_errors=True)
+        self._prune_old_run_dirs()
         return True

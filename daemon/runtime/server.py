@@ -144,6 +144,7 @@ def _driver_here(settings: Settings) -> dict[str, Any]:
         "runs_dir": settings.state_dir / "runs",
         "spark_submit": spark_submit,
         "max_concurrent_runs": settings.local_max_concurrent_runs,
+        "run_dirs_keep_s": settings.local_run_dirs_keep_days * 86400,
         "jars": tuple(settings.local_jars),
         "class_archive": ClassArchive.for_install(archive_dir, spark_submit)
         if settings.local_class_archive

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from daemon.adapters.local_launcher import (
+    PRUNE_EVERY_S,
     LocalSparkLauncher,
     _watch_job,
     default_max_concurrent_runs,
@@ -212,6 +213,65 @@ def test_a_starting_launcher_clears_the_scratch_of_a_job_that_ended_while_no_dae
 
     assert not (tmp_path / "runs" / "r-ended-scratch" / SCRATCH).exists()
     assert (tmp_path / "runs" / "r-running-scratch" / SCRATCH / "blockmgr-1").is_dir()
+
+
+DAY_S = 86400.0
+NO_SUCH_PID = f"{2**22 + 1} None\n"  # above Linux's highest pid: a job long gone
+
+
+def _run_folder(runs: Path, run_id: str, *, age_days: float, spec: bool = False) -> Path:
+    """A run's folder as a released run leaves it, last written that long ago; with `spec`, one whose
+    job has not started yet (a daemon stopped between writing its spec and starting it)."""
+    folder = runs / run_id
+    folder.mkdir(parents=True)
+    names = ["lock", "spec.json"] if spec else ["lock", "pid", "stdout.log", "stderr.log"]
+    for name in names:
+        (folder / name).write_text(NO_SUCH_PID if name == "pid" else "")
+    then = time.time() - age_days * DAY_S
+    for path in (*folder.iterdir(), folder):
+        os.utime(path, (then, then))
+    return folder
+
+
+def test_a_starting_launcher_removes_released_run_folders_older_than_it_keeps(
+    sleeping_launcher: LocalSparkLauncher, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    old = _run_folder(runs, "r-old", age_days=31)
+    young = _run_folder(runs, "r-young", age_days=29)
+    unreleased = _run_folder(runs, "r-unreleased", age_days=31, spec=True)
+    handle = sleeping_launcher.submit("r-live", "{}", workers=1)  # holds its lock
+    live = runs / "r-live"
+    sleeping_launcher.release(handle)  # released while its job lives on: its folder stays
+    then = time.time() - 31 * DAY_S
+    for path in (*live.iterdir(), live):
+        os.utime(path, (then, then))
+
+    LocalSparkLauncher(runs_dir=runs, spark_submit="/nonexistent/spark-submit", run_dirs_keep_s=30 * DAY_S)
+
+    assert sorted(path.name for path in runs.iterdir()) == sorted([young.name, unreleased.name, live.name])
+    assert not old.exists()
+
+
+def test_releases_look_for_old_run_folders_at_most_hourly(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    now = [0.0]
+    launcher = LocalSparkLauncher(
+        runs_dir=runs, spark_submit="/nonexistent/spark-submit", run_dirs_keep_s=DAY_S, clock=lambda: now[0]
+    )
+    first = _run_folder(runs, "r-1", age_days=2)
+    released = {"kind": "local", "run_id": "r-released", "pid": 2**22 + 1, "start_ticks": None}  # gone
+
+    launcher.release(released)  # the start-up looked a moment ago
+    assert first.exists()
+    now[0] += PRUNE_EVERY_S
+    launcher.release(released)
+    assert not first.exists()
+
+    second = _run_folder(runs, "r-2", age_days=2)
+    now[0] += PRUNE_EVERY_S / 2
+    launcher.release(released)
+    assert second.exists()
 
 
 def test_release_deletes_the_spec_and_a_new_launcher_still_re_attaches(
