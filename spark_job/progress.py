@@ -76,14 +76,20 @@ def latest_per_attempt(beacons: Iterable[Beacon]) -> dict[AttemptId, Beacon]:
     """The furthest beacon of every attempt (counts only grow within an attempt)."""
     latest: dict[AttemptId, Beacon] = {}
     for beacon in beacons:
-        seen = latest.get(beacon.attempt_id)
-        if seen is None or (beacon.confirmed, beacon.done, beacon.failed) > (
-            seen.confirmed,
-            seen.done,
-            seen.failed,
-        ):
-            latest[beacon.attempt_id] = beacon
+        keep_furthest(latest, beacon)
     return latest
+
+
+def keep_furthest(latest: dict[AttemptId, Beacon], beacon: Beacon) -> None:
+    """Fold ``beacon`` into ``latest`` (`latest_per_attempt`'s step)."""
+    seen = latest.get(beacon.attempt_id)
+    further = seen is None or (beacon.confirmed, beacon.done, beacon.failed) > (
+        seen.confirmed,
+        seen.done,
+        seen.failed,
+    )
+    if further:
+        latest[beacon.attempt_id] = beacon
 
 
 def newest_per_partition(beacons: Iterable[Beacon]) -> dict[int, Beacon]:
@@ -168,7 +174,11 @@ class ProgressReader:
         self._watermarks = Consumer(whole, logger=logger) if logger else Consumer(whole)
         self._positions: dict[int, int] | None = None
         self._started: dict[int, int] = {}
-        self._beacons: list[Beacon] = []
+        # Only each attempt's furthest beacon is kept (all any reader of them asks): a run of days
+        # sends one per attempt and second, and a daemon reads them every tick.
+        self._latest: dict[AttemptId, Beacon] = {}
+        self._beacons_read = 0
+        self._newest_at: float | None = None
         self._messages_read = 0
 
     def __enter__(self) -> ProgressReader:
@@ -184,7 +194,8 @@ class ProgressReader:
         self._watermarks.close()
 
     def beacons(self) -> list[Beacon]:
-        return list(self._beacons)
+        """Each attempt's furthest beacon (`latest_per_attempt` of every beacon read)."""
+        return list(self._latest.values())
 
     @property
     def started_at_offsets(self) -> dict[int, int]:
@@ -221,7 +232,7 @@ class ProgressReader:
                 self._positions[where] = offset + 1
                 self._messages_read += 1
                 if message.key() == self._key and value is not None:
-                    self._beacons.append(Beacon.decode(value))
+                    self._keep(Beacon.decode(value))
             self._step_over_markers(ends)
         return self.snapshot()
 
@@ -235,14 +246,19 @@ class ProgressReader:
             for tp in self._consumer.position([TopicPartition(self._topic, p) for p in short]):
                 positions[tp.partition] = max(positions[tp.partition], tp.offset)
 
+    def _keep(self, beacon: Beacon) -> None:
+        keep_furthest(self._latest, beacon)
+        self._beacons_read += 1
+        if beacon.at is not None and (self._newest_at is None or beacon.at > self._newest_at):
+            self._newest_at = beacon.at
+
     def snapshot(self) -> Snapshot:
-        done = {b.partition for b in latest_per_attempt(self._beacons).values() if b.done}
-        stamps = [beacon.at for beacon in self._beacons if beacon.at is not None]
+        latest = self._latest.values()
         return Snapshot(
-            confirmed=aggregate(self._beacons),
-            partitions_done=len(done),
-            beacons=len(self._beacons),
-            at=max(stamps, default=None),
+            confirmed=aggregate(latest),
+            partitions_done=len({beacon.partition for beacon in latest if beacon.done}),
+            beacons=self._beacons_read,
+            at=self._newest_at,
         )
 
     def _assign(self, timeout_s: float) -> bool:

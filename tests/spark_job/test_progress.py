@@ -10,7 +10,7 @@ from confluent_kafka import Producer
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spark_job.progress import Beacon, ProgressReader, aggregate, duplicates_possible
+from spark_job.progress import Beacon, ProgressReader, aggregate, duplicates_possible, latest_per_attempt
 from tests.fixtures.kafka import create_topic, unique_topic
 
 
@@ -178,3 +178,34 @@ def test_reader_sees_nothing_before_the_progress_topic_exists(kafka_bootstrap: s
         kafka={"bootstrap.servers": kafka_bootstrap}, topic=unique_topic("absent"), run_id="r-1"
     ) as reader:
         assert reader.read(timeout_s=5).confirmed == 0
+
+
+@pytest.mark.kafka
+def test_a_reader_keeps_each_attempts_furthest_beacon_and_answers_as_if_it_kept_them_all(
+    kafka_bootstrap: str,
+) -> None:
+    """A run of days sends a beacon per attempt and second: the reader must not hold them all."""
+    topic = unique_topic("progress-kept")
+    create_topic(kafka_bootstrap, topic, partitions=3)
+    sent = [
+        *(Beacon("r-1", 0, 0, n, failed=n == 30, task_id=1, at=100.0 + n) for n in range(0, 31, 3)),
+        *(Beacon("r-1", 0, 1, n, done=n == 50, task_id=4, at=140.0 + n) for n in range(0, 51, 5)),
+        *(Beacon("r-1", 1, 0, n, task_id=2, at=None if n == 20 else 90.0 + n) for n in range(0, 21, 2)),
+        Beacon("r-1", 1, 0, 20, task_id=2, at=300.0),  # the same count again, later: its time counts
+    ]
+    _produce(kafka_bootstrap, topic, sent)
+    with ProgressReader(kafka={"bootstrap.servers": kafka_bootstrap}, topic=topic, run_id="r-1") as reader:
+        snapshot = reader.read()
+        kept = reader.beacons()
+
+    assert sorted(kept, key=lambda b: b.attempt_id) == sorted(
+        latest_per_attempt(sent).values(), key=lambda b: b.attempt_id
+    )
+    assert len(kept) == 3
+    assert (snapshot.confirmed, snapshot.partitions_done, snapshot.beacons, snapshot.at) == (
+        aggregate(sent),
+        1,
+        len(sent),
+        300.0,
+    )
+    assert duplicates_possible(kept) == duplicates_possible(sent) == 30
