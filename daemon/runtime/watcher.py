@@ -106,7 +106,7 @@ class Watcher:
         self._rate: dict[str, float] = {}  # each run's latest rate, from its beacons' own timestamps
         self._last_note: dict[str, float] = {}
         self._wake = threading.Event()
-        self._releases = Releases(store, launcher, page_size=self._timing.page_size)
+        self._releases = Releases(store, launcher, page_size=self._timing.page_size, monotonic=monotonic)
         self._launch_trouble: dict[str, float] = {}  # run id -> when a launch was first found unavailable
         self._finals = FinalMessages(store, notifier, retry_after_s=self._timing.final_retry_s)
         self._places: dict[str, int] = {}  # each waiting run's place in line, as last shown

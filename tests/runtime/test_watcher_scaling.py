@@ -198,6 +198,44 @@ def test_a_release_refused_before_a_restart_is_finished_by_the_next_watcher(
     assert store.runs.unreleased(InProcessJobs.kind) == []
 
 
+class DeniedReleases(InProcessJobs):
+    """Jobs whose resources this daemon may not free (its role lacks a permission): every try fails."""
+
+    def __init__(self) -> None:
+        super().__init__(finished=True)
+        self.tries = 0
+
+    def release(self, handle: Handle) -> bool:
+        self.tries += 1
+        raise PermissionError("AccessDenied: s3:DeleteObject")
+
+
+def test_a_release_that_keeps_failing_is_tried_again_after_a_pause_that_doubles(store: Store) -> None:
+    (run,) = _running(store, 1)
+    launcher = DeniedReleases()
+    now = [0.0]
+    watcher = Watcher(
+        store=store,
+        launcher=launcher,
+        notifier=LogNotifier(),
+        build_spec=lambda _run: "{}",
+        progress=Clusters.one(NoBeacons()),
+        owner="daemon-a",
+        monotonic=lambda: now[0],
+    )
+
+    tries = []
+    for at in (0.0, 1.0, 4.9, 5.0, 9.0, 14.9, 15.0, 30.0, 34.9, 35.0):  # a tick at each instant
+        now[0] = at
+        watcher.tick()
+        tries.append(launcher.tries)
+
+    assert store.runs.get(run.id).state == RunState.SUCCEEDED  # concluded, its release refused
+    # tried at 0 (as it concluded), then after 5, 10 and 20 s of pause: 0, 5, 15, 35
+    assert tries == [1, 1, 1, 2, 2, 2, 3, 3, 3, 4]
+    assert store.runs.get(run.id).released_at is None
+
+
 def test_releases_are_paged_so_refused_ones_never_hide_the_rest(store: Store) -> None:
     runs = _running(store, 7)
     for run in runs:
