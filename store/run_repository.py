@@ -12,9 +12,9 @@ from __future__ import annotations
 import builtins
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Integer, and_, case, func, or_, select, type_coerce, update
+from sqlalchemy import CursorResult, Integer, and_, case, delete, func, or_, select, type_coerce, update
 from sqlalchemy.exc import IntegrityError
 
 from daemon.core.errors import BadRequest, InvalidTransition, PipelineNotFound, RunNotFound
@@ -331,6 +331,18 @@ class RunRepository(RunDrains, RunQueue, RunReleases):  # RunDrains extends RunL
                 run.partition_progress = partitions
             touch(run, now)
         return run
+
+    def compact_progress(self, run_id: str) -> int:
+        """Delete the samples of a concluded run whose own per-second series replaced them (what its
+        page charts once it ended); how many went. A run without that series keeps its samples: they
+        are its only chart. A store that lives for years would otherwise keep a row per second of
+        every run."""
+        with self._store.session() as session:
+            run = lock_run(session, run_id)
+            if not run.terminal or not run.rate_series:
+                return 0
+            gone = session.execute(delete(RunProgress).where(RunProgress.run_id == run_id))
+            return cast(CursorResult[Any], gone).rowcount
 
     def progress(self, run_id: str, limit: int | None = None) -> builtins.list[RunProgress]:
         """Progress samples, oldest first (the latest ``limit`` if given)."""

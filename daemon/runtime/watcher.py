@@ -489,6 +489,10 @@ class Watcher:
         if run.launcher_handle:
             self._releases.release(run)
         self._store.runs.release_lease(run.id, self._owner)
+        try:
+            self._store.runs.compact_progress(run.id)
+        except Exception:  # its samples stay a while longer: nothing waits for them to go
+            log.exception("progress samples not compacted", run_id=run.id)
 
     @staticmethod
     def _notify(run: Run, send: Callable[[], T]) -> T | None:

@@ -202,6 +202,22 @@ def test_progress_samples_and_counters(store: Store) -> None:
         store.runs.progress("r-000000000000")
 
 
+def test_a_concluded_runs_samples_go_once_its_own_series_replaced_them(store: Store) -> None:
+    with_series, without_series, going = new_run(store), new_run(store), new_run(store)
+    for run in (with_series, without_series, going):
+        store.runs.transition(run.id, "running")
+        store.runs.update_progress(run.id, 100, 50.0)
+        store.runs.update_progress(run.id, 200, 50.0)
+    series = {"start": 1_700_000_000, "counts": [100, 100]}
+    store.runs.transition(with_series.id, "succeeded", rate_series=series)
+    store.runs.transition(without_series.id, "cancelled")
+
+    assert [store.runs.compact_progress(run.id) for run in (with_series, without_series, going)] == [2, 0, 0]
+    assert store.runs.progress(with_series.id) == []
+    assert len(store.runs.progress(without_series.id)) == len(store.runs.progress(going.id)) == 2
+    assert store.runs.get(with_series.id).rate_series == series  # the chart it is drawn from now
+
+
 def test_set_handle(store: Store) -> None:
     run = new_run(store)
     store.runs.set_handle(run.id, "emr", {"application_id": "00f1", "job_run_id": "00f2"})
