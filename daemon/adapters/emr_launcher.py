@@ -315,18 +315,21 @@ class EmrServerlessLauncher(Launcher, ApplicationDeleter):
 
     def release(self, handle: Handle, *, timeout_s: float = 0.0) -> bool:
         """Delete a finished run's spec (it holds the Kafka password), then a one-time run's own
-        application; True once both are gone (pipelines keep their application). A refused delete
-        of the spec never holds the application: it is logged and tried again at the next release."""
-        spec_gone = True
+        application; True once both are gone (pipelines keep their application), False while the
+        application is still stopping. A refused delete of the spec never holds the application: its
+        step is taken, then the refusal is raised (the caller tries again after a pause)."""
+        refused: ReplayError | None = None
         if handle.get("spec_uri"):
             try:
                 self._files.delete_spec(handle["spec_uri"])
             except ReplayError as exc:  # e.g. the daemon's role lacks s3:DeleteObject
-                log.warning("could not delete the run's spec", run_id=handle.get("run_id"), error=str(exc))
-                spec_gone = False
-        if not handle.get("owns_application") or not handle.get("application_id"):
-            return spec_gone
-        return self.delete_application(handle["application_id"], timeout_s=timeout_s) and spec_gone
+                refused = exc
+        done = True
+        if handle.get("owns_application") and handle.get("application_id"):
+            done = self.delete_application(handle["application_id"], timeout_s=timeout_s)
+        if refused is not None:
+            raise refused
+        return done
 
     def delete_application(self, app_id: str, *, timeout_s: float = 0.0) -> bool:
         """Stop, then delete; with `timeout_s=0` one step at a time (see `EmrApplications.delete`)."""

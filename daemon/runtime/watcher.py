@@ -154,8 +154,8 @@ class Watcher:
         # Every unfinished run this daemon may step was seen: what is kept for any other run (cancelled
         # while queued, concluded by another daemon) would only pile up.
         self._forget({run_id for kept in self._per_run() for run_id in kept} - stepped)
-        for name in self._progress.names:
-            self._progress[name].forget_all_but(stepped)
+        for source in self._progress.made():  # a cluster no run has used has no reader to drop
+            source.forget_all_but(stepped)
 
     def _per_run(self) -> tuple[dict[str, Any], ...]:
         """What this watcher keeps per run between ticks (beacon readers aside: `ProgressSource`)."""
@@ -491,7 +491,7 @@ class Watcher:
         self._store.runs.release_lease(run.id, self._owner)
         try:
             self._store.runs.compact_progress(run.id)
-        except Exception:  # its samples stay a while longer: nothing waits for them to go
+        except Exception:  # its samples stay: harmless, only a store's size
             log.exception("progress samples not compacted", run_id=run.id)
 
     @staticmethod

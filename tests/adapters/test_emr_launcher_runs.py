@@ -238,6 +238,22 @@ def test_release_deletes_the_runs_spec_with_its_kafka_password_from_s3(
     assert launcher.release(handle) is True  # a spec already gone is not an error
 
 
+def test_a_refused_spec_delete_is_raised_after_the_application_was_stopped_and_deleted(
+    aws: AwsClients, launcher: EmrServerlessLauncher
+) -> None:
+    """Raised, not answered False: the watcher tries a failing release again after a pause, not
+    at every tick (daemon.runtime.releases)."""
+    handle = submit_run(launcher)
+    refusing = {**handle, "spec_uri": "s3://no-such-bucket/replay/runs/r-1/spec.json"}
+
+    with pytest.raises(ReplayError, match="no-such-bucket"):
+        launcher.release(refusing, timeout_s=60)
+
+    app = aws.emr_serverless.get_application(applicationId=handle["application_id"])["application"]
+    assert app["state"] == "TERMINATED"  # the refusal held nothing else back
+    assert launcher.release(handle) is True  # once it can delete the spec: done
+
+
 def test_release_of_a_pipeline_run_deletes_its_spec_and_keeps_the_application(
     aws: AwsClients, launcher: EmrServerlessLauncher
 ) -> None:
