@@ -84,10 +84,11 @@ RECORD_PID_THEN_EXEC = (
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 
-# What the job's processes may inherit from the daemon: what the JVM, Spark, Python and the job's own
-# AWS clients (S3, KMS for encrypted PII columns) read, and how they reach the network.
 PRUNE_EVERY_S = 3600.0  # how often released runs' old folders are looked for
 PACKAGE_DIR_CONF = "spark.replay.packageDir"  # read by spark_job.main: where it zips itself for executors
+RELEASED = "released"  # written in a run's folder by `release`: only such folders are ever pruned
+# What the job's processes may inherit from the daemon: what the JVM, Spark, Python and the job's own
+# AWS clients (S3, KMS for encrypted PII columns) read, and how they reach the network.
 JOB_ENV_NAMES = frozenset(
     {
         *("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR"),
@@ -228,6 +229,8 @@ class LocalSparkLauncher(Launcher):
         self._spark_submit = spark_submit or default_spark_submit()
         self._task_retries = task_retries
         self._extra_conf = extra_conf or {}
+        # Spark's scratch in each job's own folder, unless the operator said where it goes
+        self._own_scratch = "SPARK_LOCAL_DIRS" not in os.environ and "spark.local.dir" not in self._extra_conf
         self._jars = jars
         self._class_archive = class_archive
         self.max_concurrent_runs = max_concurrent_runs or default_max_concurrent_runs()
@@ -242,6 +245,7 @@ class LocalSparkLauncher(Launcher):
                 workers=standby_workers,
                 command=self.standby_command,
                 environment=lambda: job_environment(os.environ),
+                scratch=self._scratch,
                 room=self._room_for_standbys,
                 max_idle_s=standby_max_idle_s,
                 clock=clock,
@@ -270,8 +274,9 @@ class LocalSparkLauncher(Launcher):
     def _prune_old_run_dirs(self) -> None:
         """Remove the folders of released runs not written for `run_dirs_keep_s` (at start-up, then at
         most every `PRUNE_EVERY_S` as runs are released): nothing reads them once their run
-        concluded, and a reconcile's result alone can be megabytes of ids. A folder that still holds
-        its spec (not released), or whose lock a job holds, stays whatever its age."""
+        concluded, and a reconcile's result alone can be megabytes of ids. Only a folder `release`
+        marked goes (a run that ended while no daemon ran still has its outcome to be read), and
+        never one whose job is alive, whatever its age."""
         if self._run_dirs_keep_s is None or self._clock() < self._next_prune_at:
             return
         self._next_prune_at = self._clock() + PRUNE_EVERY_S
@@ -279,9 +284,9 @@ class LocalSparkLauncher(Launcher):
         removed = 0
         for directory in self._glob_runs("*/"):
             try:
-                if (directory / "spec.json").exists() or _last_written(directory) > oldest:
+                if not (directory / RELEASED).exists() or _last_written(directory) > oldest:
                     continue
-                if _locked(directory / "lock"):
+                if _locked(directory / "lock") or self._job_alive(directory.name):
                     continue
             except OSError:  # removed meanwhile, or unreadable: not ours to judge
                 continue
@@ -289,6 +294,16 @@ class LocalSparkLauncher(Launcher):
             removed += 1
         if removed:
             log.info("old run folders removed", count=removed, older_than_days=self._run_dirs_keep_s / 86400)
+
+    def _scratch(self, directory: Path) -> dict[str, str]:
+        return scratch_environment(directory) if self._own_scratch else {}
+
+    def _job_alive(self, run_id: str) -> bool:
+        """Whether the job the run's pid file names is alive (a standby's holds no run lock)."""
+        try:
+            return self._alive(self._recorded(run_id))
+        except (OSError, ValueError):  # no pid file: no job was started
+            return False
 
     def _glob_runs(self, pattern: str) -> list[Path]:
         return list(self._runs_dir.glob(pattern)) if self._runs_dir.is_dir() else []
@@ -524,7 +539,7 @@ class LocalSparkLauncher(Launcher):
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
                     pass_fds=(lock,),
-                    env={**job_environment(os.environ), **scratch_environment(directory)},
+                    env={**job_environment(os.environ), **self._scratch(directory)},
                 )
             except OSError:  # e.g. no /bin/sh: the run fails to launch and is never released
                 spec_path.unlink(missing_ok=True)
@@ -594,11 +609,14 @@ class LocalSparkLauncher(Launcher):
         """The run has ended: delete its spec (the Kafka password in it), and its Spark scratch once its
         job is gone (a job killed before its JVM cleaned up leaves its shuffle there; one still alive
         keeps it, and the next start-up clears it). The pid file and the logs stay, for `state`,
-        `outcome` and `log_tail` of a concluded run."""
+        `outcome` and `log_tail` of a concluded run, until the folder is older than
+        `run_dirs_keep_s` (then it may go: it is marked released)."""
         run_id = handle.get("run_id")
         if run_id:
             (self.run_dir(run_id) / "spec.json").unlink(missing_ok=True)
             log.info("job spec deleted", run_id=run_id)
+            with contextlib.suppress(FileNotFoundError):  # no folder: nothing was ever started
+                (self.run_dir(run_id) / RELEASED).touch()
             if not self._alive(handle):
                 shutil.rmtree(self.run_dir(run_id) / SCRATCH, ignore_errors=True)
         self._prune_old_run_dirs()

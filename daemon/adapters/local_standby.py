@@ -107,6 +107,7 @@ class StandbyDrivers:
     environment: Callable[[], Mapping[str, str]]
     room: Callable[[], int]  # standbys there may be now: the admission limit less the running jobs
     busy: Callable[[], bool] = lambda: False  # every slot held across daemons: start nothing now
+    scratch: Callable[[Path], Mapping[str, str]] = scratch_environment  # a standby's, in its folder
     max_idle_s: float = 600.0
     clock: Clock = time.monotonic
     _standbys: list[Standby] = field(default_factory=list)
@@ -206,7 +207,7 @@ class StandbyDrivers:
                 stderr=err,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                env={**self.environment(), **scratch_environment(directory)},
+                env={**self.environment(), **self.scratch(directory)},
             )
         ticks = process_start_ticks(process.pid)
         (directory / PID).write_text(f"{process.pid} {ticks}\n")

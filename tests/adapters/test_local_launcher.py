@@ -17,12 +17,13 @@ import pytest
 
 from daemon.adapters.local_launcher import (
     PRUNE_EVERY_S,
+    RELEASED,
     LocalSparkLauncher,
     _watch_job,
     default_max_concurrent_runs,
     job_environment,
 )
-from daemon.adapters.local_standby import SCRATCH
+from daemon.adapters.local_standby import SCRATCH, process_start_ticks
 from daemon.core.errors import Unavailable
 from daemon.usecases.ports import Handle, JobState
 
@@ -196,7 +197,27 @@ def test_a_killed_jobs_spark_scratch_goes_at_its_release_and_a_live_ones_stays(
     assert sleeping_launcher.release(handle) is True
     assert not scratch.exists()
     kept = sorted(path.name for path in scratch.parent.iterdir())
-    assert kept == ["lock", "pid", "stderr.log", "stdout.log"]
+    assert kept == ["lock", "pid", RELEASED, "stderr.log", "stdout.log"]
+
+
+def test_an_operators_own_spark_scratch_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scratch disk named by spark.local.dir (or SPARK_LOCAL_DIRS) is the operator's choice."""
+    submit = str(_sleeping_spark_submit(tmp_path))
+    by_conf = LocalSparkLauncher(
+        runs_dir=tmp_path / "conf-runs", spark_submit=submit, extra_conf={"spark.local.dir": "/scratch"}
+    )
+    handles = [by_conf.submit("r-conf", "{}", workers=1)]
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", "/big-disk")
+    by_env = LocalSparkLauncher(runs_dir=tmp_path / "env-runs", spark_submit=submit)
+    handles.append(by_env.submit("r-env", "{}", workers=1))
+    try:
+        environs = [_environ(int(handle["pid"])) for handle in handles]
+    finally:
+        for owner, handle in zip((by_conf, by_env), handles, strict=True):
+            owner.cancel(handle, grace_s=5)
+
+    assert "SPARK_LOCAL_DIRS" not in environs[0]  # Spark takes spark.local.dir from the conf
+    assert environs[1]["SPARK_LOCAL_DIRS"] == "/big-disk"
 
 
 def test_a_starting_launcher_clears_the_scratch_of_a_job_that_ended_while_no_daemon_ran(
@@ -217,20 +238,25 @@ def test_a_starting_launcher_clears_the_scratch_of_a_job_that_ended_while_no_dae
 
 DAY_S = 86400.0
 NO_SUCH_PID = f"{2**22 + 1} None\n"  # above Linux's highest pid: a job long gone
+RELEASED_FOLDER = ("lock", "pid", "stdout.log", "stderr.log", RELEASED)
 
 
-def _run_folder(runs: Path, run_id: str, *, age_days: float, spec: bool = False) -> Path:
-    """A run's folder as a released run leaves it, last written that long ago; with `spec`, one whose
-    job has not started yet (a daemon stopped between writing its spec and starting it)."""
+def _run_folder(
+    runs: Path, run_id: str, *, age_days: float, names: tuple[str, ...] = RELEASED_FOLDER
+) -> Path:
+    """A run's folder holding `names` (by default as `release` leaves it), last written that long ago."""
     folder = runs / run_id
     folder.mkdir(parents=True)
-    names = ["lock", "spec.json"] if spec else ["lock", "pid", "stdout.log", "stderr.log"]
     for name in names:
         (folder / name).write_text(NO_SUCH_PID if name == "pid" else "")
-    then = time.time() - age_days * DAY_S
+    _age(folder, age_days)
+    return folder
+
+
+def _age(folder: Path, days: float) -> None:
+    then = time.time() - days * DAY_S
     for path in (*folder.iterdir(), folder):
         os.utime(path, (then, then))
-    return folder
 
 
 def test_a_starting_launcher_removes_released_run_folders_older_than_it_keeps(
@@ -239,17 +265,27 @@ def test_a_starting_launcher_removes_released_run_folders_older_than_it_keeps(
     runs = tmp_path / "runs"
     old = _run_folder(runs, "r-old", age_days=31)
     young = _run_folder(runs, "r-young", age_days=29)
-    unreleased = _run_folder(runs, "r-unreleased", age_days=31, spec=True)
+    # its job ended while no daemon ran: its outcome is still to be read (the start-up deletes its spec)
+    unread = _run_folder(runs, "r-unread", age_days=31, names=("lock", "pid", "stdout.log", "spec.json"))
+    unstarted = _run_folder(runs, "r-unstarted", age_days=31, names=("lock", "spec.json"))
     handle = sleeping_launcher.submit("r-live", "{}", workers=1)  # holds its lock
-    live = runs / "r-live"
-    sleeping_launcher.release(handle)  # released while its job lives on: its folder stays
-    then = time.time() - 31 * DAY_S
-    for path in (*live.iterdir(), live):
-        os.utime(path, (then, then))
+    sleeping_launcher.release(handle)  # released while its job lives on
+    _age(runs / "r-live", 31)
+    on_standby = _run_folder(runs, "r-standby", age_days=31)  # a standby's job holds no run lock
+    standby_job = subprocess.Popen(["sleep", "60"])
+    try:
+        (on_standby / "pid").write_text(f"{standby_job.pid} {process_start_ticks(standby_job.pid)}\n")
+        _age(on_standby, 31)
 
-    LocalSparkLauncher(runs_dir=runs, spark_submit="/nonexistent/spark-submit", run_dirs_keep_s=30 * DAY_S)
+        LocalSparkLauncher(
+            runs_dir=runs, spark_submit="/nonexistent/spark-submit", run_dirs_keep_s=30 * DAY_S
+        )
+    finally:
+        standby_job.kill()
+        standby_job.wait()
 
-    assert sorted(path.name for path in runs.iterdir()) == sorted([young.name, unreleased.name, live.name])
+    kept = [young, unread, unstarted, runs / "r-live", on_standby]
+    assert sorted(path.name for path in runs.iterdir()) == sorted(path.name for path in kept)
     assert not old.exists()
 
 
@@ -283,7 +319,8 @@ def test_release_deletes_the_spec_and_a_new_launcher_still_re_attaches(
     assert sleeping_launcher.release(handle) is True  # again, as a watcher retrying does
 
     directory = tmp_path / "runs" / "r-release"
-    assert sorted(path.name for path in directory.iterdir()) == ["lock", "pid", "stderr.log", "stdout.log"]
+    kept = sorted(path.name for path in directory.iterdir())
+    assert kept == ["lock", "pid", RELEASED, "stderr.log", "stdout.log"]
     restarted = LocalSparkLauncher(runs_dir=tmp_path / "runs", spark_submit="/nonexistent/spark-submit")
     assert restarted.submit("r-release", "{}", workers=1) == handle  # from the pid file: no new job
     assert restarted.state(handle) is JobState.RUNNING

@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from daemon.adapters.local_launcher import LocalSparkLauncher
+from daemon.adapters.local_launcher import RELEASED, LocalSparkLauncher
 from daemon.config.settings import Settings
 from daemon.runtime.server import build_launcher
 
@@ -14,7 +14,7 @@ from daemon.runtime.server import build_launcher
 def _released_run_folder(runs: Path, run_id: str, *, age_days: float) -> Path:
     folder = runs / run_id
     folder.mkdir(parents=True)
-    for name in ("lock", "stdout.log", "stderr.log"):
+    for name in ("lock", "stdout.log", "stderr.log", RELEASED):
         (folder / name).write_text("")
     then = time.time() - age_days * 86400
     for path in (*folder.iterdir(), folder):
