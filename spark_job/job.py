@@ -537,8 +537,8 @@ def _failed_tasks(context: SparkContext, run_id: str) -> int:
 
 
 def _beacons(spec: JobSpec, since: float) -> list[Beacon] | None:
-    """Every beacon of the run so far (read from ``since`` on, not the shared topic's beginning);
-    None when they are unreadable (the broker may be down)."""
+    """Each attempt's furthest beacon so far (read from ``since`` on, not the shared topic's
+    beginning; `ProgressReader.beacons`); None when they are unreadable (the broker may be down)."""
     try:
         progress = ProgressReader(
             kafka=spec.kafka, topic=spec.progress.topic, run_id=spec.run_id, since=since, logger=quiet

@@ -114,15 +114,20 @@ def package_archive(package: Path, cache: Path) -> Path:
     """``package`` zipped once per content into the private folder ``cache``: the local jobs of one
     code version all ship the same file, and no job leaves one behind (a cancelled job, SIGTERMed,
     runs no exit hook). Written whole by a rename, so a job never ships another's half-written zip."""
+    modules = [
+        (source.relative_to(package).as_posix(), source.read_bytes()) for source in package_modules(package)
+    ]
     digest = hashlib.sha256()
-    for source in package_modules(package):
-        name, body = source.relative_to(package).as_posix().encode(), source.read_bytes()
-        digest.update(b"%d:%s%d:%s" % (len(name), name, len(body), body))
+    for name, body in modules:  # the zip holds these very bytes: a deploy meanwhile cannot mix versions
+        digest.update(b"%d:%s%d:%s" % (len(name.encode()), name.encode(), len(body), body))
     archive = cache / f"spark_job-{digest.hexdigest()[:16]}.zip"
     if not archive.exists():
         cache.mkdir(mode=0o700, parents=True, exist_ok=True)
         pending = cache / f"{archive.name}.{os.getpid()}.tmp"
-        bundle_package(package, pending).replace(archive)
+        with zipfile.ZipFile(pending, "w") as bundle:
+            for name, body in modules:
+                bundle.writestr(f"spark_job/{name}", body)
+        pending.replace(archive)
     return archive
 
 
