@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -80,7 +80,11 @@ def _running(store: Store, count: int) -> list[Run]:
 
 
 def _watcher(
-    store: Store, launcher: InProcessJobs, owner: str, timing: WatcherTiming | None = None
+    store: Store,
+    launcher: InProcessJobs,
+    owner: str,
+    timing: WatcherTiming | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> Watcher:
     return Watcher(
         store=store,
@@ -90,6 +94,7 @@ def _watcher(
         progress=Clusters.one(NoBeacons()),
         owner=owner,
         timing=timing,
+        monotonic=monotonic,
     )
 
 
@@ -214,15 +219,7 @@ def test_a_release_that_keeps_failing_is_tried_again_after_a_pause_that_doubles(
     (run,) = _running(store, 1)
     launcher = DeniedReleases()
     now = [0.0]
-    watcher = Watcher(
-        store=store,
-        launcher=launcher,
-        notifier=LogNotifier(),
-        build_spec=lambda _run: "{}",
-        progress=Clusters.one(NoBeacons()),
-        owner="daemon-a",
-        monotonic=lambda: now[0],
-    )
+    watcher = _watcher(store, launcher, "daemon-a", monotonic=lambda: now[0])
 
     tries = []
     for at in (0.0, 1.0, 4.9, 5.0, 9.0, 14.9, 15.0, 30.0, 34.9, 35.0):  # a tick at each instant
