@@ -87,14 +87,6 @@ def package_modules(package: Path) -> list[Path]:
     return sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.relative_to(package).parts)
 
 
-def bundle_package(package: Path, archive: Path) -> Path:
-    """Zip ``package``'s modules as ``spark_job/...`` into ``archive`` (the ``addPyFile`` bundle)."""
-    with zipfile.ZipFile(archive, "w") as bundle:
-        for source in package_modules(package):
-            bundle.write(source, f"spark_job/{source.relative_to(package).as_posix()}")
-    return archive
-
-
 def _ship_package(spark: SparkSession) -> None:
     """Give executors this package when it was imported from a plain directory (not installed).
 

@@ -11,10 +11,10 @@ was a cloud call and a warning a second.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 import structlog
 
+from daemon.core.retry import Clock
 from daemon.usecases.ports import Launcher
 from store import Store
 from store.models import Run
@@ -32,7 +32,7 @@ class Releases:
         launcher: Launcher,
         *,
         page_size: int = 50,
-        monotonic: Callable[[], float] = time.monotonic,
+        monotonic: Clock = time.monotonic,
     ) -> None:
         self._store = store
         self._launcher = launcher

@@ -19,7 +19,7 @@ import pytest
 
 import spark_job
 from daemon.adapters.packaging import Artifact, build_artifact
-from spark_job.main import bundle_package, package_archive
+from spark_job.main import package_archive
 
 PACKAGE_DIR = Path(spark_job.__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
@@ -64,7 +64,7 @@ def test_the_emr_zip_holds_no_dev_tool(emr_zip: list[str]) -> None:
 
 
 def test_the_local_bundle_holds_what_the_emr_zip_holds(tmp_path: Path, emr_zip: list[str]) -> None:
-    with zipfile.ZipFile(bundle_package(PACKAGE_DIR, tmp_path / "spark_job.zip")) as bundle:
+    with zipfile.ZipFile(package_archive(PACKAGE_DIR, tmp_path / "job-packages")) as bundle:
         assert sorted(emr_zip) == sorted(bundle.namelist())
 
 
