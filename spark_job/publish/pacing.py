@@ -291,6 +291,10 @@ class Pacer:
     which keeps its stagger among the slots, and ``late_start_s`` says by how much. A first look
     within ``ON_GRID`` grid steps of its deadline is on time: the event goes at once, nothing shifts.
 
+    A rate change (live control) bends the schedule (``Timeline``); only the time since the rate now in
+    force took effect earns, at that rate, so a deficit from before a drop is repaid under the new
+    rate's ceiling, not the old one's.
+
     A pause (live control) stops every grant, what a stall left owed included: paused clock time is
     neither a stall nor time the virtual clock earns, so a task behind at the pause is behind by as much
     at the resume and catches up from there as it would have.
@@ -339,8 +343,10 @@ class Pacer:
     def next_due(self) -> float:
         """Clock time at which the next event may go: its deadline, later while behind or capped."""
         deadline = self._deadline(self.sent)
-        if not self._on_time:  # the virtual clock gains 1 + CATCH_UP seconds a second (of running time)
-            deadline = self._last + self._timeline.running(self._virtual, deadline) / (1 + CATCH_UP)
+        speed = self._timeline.speed_at(self._last)
+        if not self._on_time and speed > 0:  # behind: the schedule gains 1 + CATCH_UP times its speed
+            owed = self._timeline.schedule_of(deadline) - self._timeline.schedule_of(self._virtual)
+            deadline = self._last + owed / ((1 + CATCH_UP) * speed)
         return max(deadline, self._window_frees_at, self._timeline.paused_until(self._last))
 
     def due(self, now: float) -> bool:
@@ -407,7 +413,9 @@ class Pacer:
         """Follow a new rate from now on (live control): the same schedule, bent by ``timeline``.
 
         Events already granted stay granted; the ones not yet sent fall due by the new timeline. The
-        window cap keeps holding: it takes the fastest rate of the last window.
+        window cap keeps holding: it takes the rates in force over the window, each for its part.
+        A task behind at a change repays what it owes at the new rate (see ``_advance``): after a
+        drop, the old rate's owed events go out at most ``CATCH_UP`` above the new one.
         """
         self._timeline = timeline
 
@@ -426,8 +434,14 @@ class Pacer:
 
     def _advance(self, now: float) -> None:
         """Move the virtual clock for the real time since the last look (see the class docstring)."""
-        step = (1 + CATCH_UP) * min(self._timeline.running(self._last, now), self._max_step_s)
-        virtual = self._timeline.later(self._virtual, step)
+        timeline = self._timeline
+        # Only the gap's time under the rate in force now earns, and at that rate: what a task owes
+        # from before a change (a stall at the old rate) it repays at most CATCH_UP above the new one.
+        earning = timeline.running(max(self._last, timeline.in_force_since(now)), now)
+        earned = (1 + CATCH_UP) * timeline.speed_at(now) * min(earning, self._max_step_s)
+        virtual = self._virtual
+        if earned > 0:
+            virtual = timeline.clock_of(timeline.schedule_of(virtual) + earned)
         if self._on_time:  # a task on time may always send its next event once it is due
             virtual = max(virtual, self._deadline(self.sent))
         self._virtual = min(now, virtual)
@@ -438,7 +452,10 @@ class Pacer:
         while granted and now - granted[0][0] >= WINDOW_S:
             self._window_base = granted.popleft()[1]
         self._window_frees_at = -math.inf
-        speed = self._timeline.max_speed(now - WINDOW_S, now)  # a slower rate now: the old one's events
+        # The rates in force over the window, on average: the window straddling a change holds the old
+        # rate's events and the new one's, each in proportion, and one after a drop the new rate only.
+        timeline = self._timeline
+        speed = (timeline.schedule_of(now) - timeline.schedule_of(now - WINDOW_S)) / WINDOW_S
         count = wanted
         while count > 0:  # the cap grows with the share of the last event granted: find the fixpoint
             share = speed * self._schedule.window_share(self.sent + count - 1)

@@ -7,7 +7,7 @@ paused). Every task applies the same changes at the same instants, so the map fr
 time is the same on every task, and the deadlines of all slots, which were one evenly spaced grid in
 schedule time, stay one grid in clock time: ``new_tps`` apart instead of the old rate, and nothing
 during a pause. Resuming continues the schedule where it stopped: no deficit, no burst. Paused
-clock time does not count as time a task had to send in (``running``, ``later``): a task behind at
+clock time does not count as time a task had to send in (``running``): a task behind at
 the pause owes the same after it, and sends it after the resume.
 
 Pure: times are plain floats on whichever clock the caller uses (the pacer's monotonic clock).
@@ -92,6 +92,13 @@ class Timeline:
     def speed_at(self, clock: float) -> float:
         return self._at_clock(clock).speed
 
+    def in_force_since(self, clock: float) -> float:
+        """When the speed holding at ``clock`` took effect (``-inf``: it is the first one)."""
+        index = max(0, bisect.bisect_right(self._clocks, clock) - 1)
+        while index > 0 and self.bends[index - 1].speed == self.bends[index].speed:
+            index -= 1  # a change to the same speed changes nothing
+        return self.bends[index].clock if index > 0 else -math.inf
+
     @cached_property
     def _next_running(self) -> list[int]:
         """For each bend, the index of the first bend from it on whose speed is above 0 (or ``len``)."""
@@ -125,31 +132,6 @@ class Timeline:
             if bend.speed > 0:
                 total += min(end, span_end) - max(start, span_start)
         return total
-
-    def later(self, start: float, seconds: float) -> float:
-        """The clock time ``seconds`` of running clock time after ``start``: paused stretches are
-        stepped over; a pause with no resume yet stops it where that pause begins (or at ``start``,
-        inside it)."""
-        at, left = start, seconds
-        index = max(0, bisect.bisect_right(self._clocks, at) - 1)
-        while True:
-            if self.bends[index].speed == 0:
-                resume = self._next_running[index]
-                if resume == len(self.bends):  # paused for good (so far)
-                    return at
-                at, index = max(at, self.bends[resume].clock), resume
-            span_end = self.bends[index + 1].clock if index + 1 < len(self.bends) else math.inf
-            if at + left <= span_end:
-                return at + left
-            left -= span_end - at
-            at = span_end
-            index += 1
-
-    def max_speed(self, start: float, end: float) -> float:
-        """The fastest the schedule ran at any time in ``[start, end]``."""
-        first = max(0, bisect.bisect_right(self._clocks, start) - 1)
-        last = max(0, bisect.bisect_right(self._clocks, end) - 1)
-        return max(bend.speed for bend in self.bends[first : last + 1])
 
 
 MAX_RAMP_STEP_S = 1.0  # a ramp rises in steps no longer than this

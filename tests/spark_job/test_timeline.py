@@ -138,31 +138,30 @@ def test_a_change_before_the_start_sets_the_rate_from_the_start() -> None:
     seconds=st.floats(0, 100),
     ramp=st.one_of(st.none(), st.tuples(st.floats(0.5, 60), st.floats(0.01, 1.0))),
 )
-def test_later_steps_over_pauses_and_running_counts_only_what_ran(
+def test_running_counts_only_what_ran_and_a_speed_is_in_force_since_its_change(
     speeds: list[tuple[float, float]], start: float, seconds: float, ramp: tuple[float, float] | None
 ) -> None:
     changes, at = [], START
     for gap, speed in speeds:
         at += gap
         changes.append((at, speed))
-    # a ramp's steps after a pause are paused too: the pause still begins where the first did
     timeline = Timeline.of(START, changes if ramp is None else ramped(START, *ramp, changes))
-    end = timeline.later(start, seconds)
-    assert end >= start
-    if timeline.paused_until(end) == math.inf:  # stopped by a pause with no resume: ran what it could
-        assert timeline.running(start, end) <= seconds + 1e-6
-        assert timeline.running(end, end + 1_000) == 0
-        assert end == start or timeline.speed_at(end - 1e-6) > 0, "not where the pause begins"
-    else:
-        assert math.isclose(timeline.running(start, end), seconds, rel_tol=1e-9, abs_tol=1e-6)
-    assert timeline.schedule_of(end) >= timeline.schedule_of(start)
+    end, middle = start + seconds, start + seconds / 3
+    ran = timeline.running(start, end)
+    assert 0 <= ran <= seconds + 1e-9
+    assert math.isclose(ran, timeline.running(start, middle) + timeline.running(middle, end), abs_tol=1e-9)
     probe = start + seconds / 2
+    since = timeline.in_force_since(probe)
+    assert since <= probe
+    if since > -math.inf:  # a change took effect there, to another speed than the one before it
+        assert timeline.speed_at(since) == timeline.speed_at(probe) != timeline.speed_at(since - 1e-6)
     paused_until = timeline.paused_until(probe)
     if paused_until > -math.inf:  # paused there: nothing ran from the probe to the pause's end
         assert timeline.speed_at(probe) == 0
         assert timeline.running(probe, min(paused_until, probe + 1_000)) == 0
     else:
         assert timeline.speed_at(probe) > 0
+        assert math.isclose(timeline.running(max(since, probe - 1), probe), probe - max(since, probe - 1))
 
 
 # --- the pacer following it
@@ -319,6 +318,40 @@ def test_a_task_behind_at_the_pause_sends_what_it_owes_only_after_the_resume(
     assert busiest_second(grants) <= (1 + CATCH_UP) * tps + 1
     owed = sum(granted for at, granted in grants if at <= pause_at) < (pause_at - START) * tps - 1
     assert owed, "the stall did not leave the task behind at the pause: nothing was tested"
+
+
+@settings(max_examples=50, deadline=None)
+@given(stall_s=st.floats(0.2, 1.0), gap_s=st.floats(0.0, 0.3))
+def test_a_task_behind_at_a_slower_rate_catches_up_within_the_new_rates_cap(
+    stall_s: float, gap_s: float
+) -> None:
+    """A stall leaves the task behind at 3,000/s; the rate drops to 1,000/s before it has caught up.
+    What it owes from the fast stretch goes out under the rate in force: from the drop on, no second
+    holds more than CATCH_UP above the new rate (rule 8 protects a downstream that asked for less)."""
+    tps, rows = 1_000, 20_000
+    plan = schedules([rows], tps, 1)[0]
+    clock = FakeClock(START)
+    faster, drop_at = START + 1, START + 2 + stall_s + gap_s
+    pacer = Pacer(plan, START, clock=clock, sleep=clock.sleep, timeline=Timeline.of(START, [(faster, 3.0)]))
+    changes = [(drop_at - 0.5, Timeline.of(START, [(faster, 3.0), (drop_at, 1.0)]))]
+    grants: list[tuple[float, int]] = []
+    stalled = False
+    while pacer.sent < rows:
+        if not stalled and clock.now >= START + 2:
+            clock.now += stall_s  # descheduled: the task is behind from here
+            stalled = True
+        while changes and clock.now >= changes[0][0]:
+            pacer.retime(changes.pop(0)[1])
+        granted = pacer.take(100)
+        if granted:
+            grants.append((clock.now, granted))
+        else:
+            pacer.wait(0.1)
+    owed = sum(granted for at, granted in grants if at < drop_at) < 1_000 + (drop_at - faster) * 3_000 - 1
+    assert owed, "the stall did not leave the task behind at the drop: nothing was tested"
+    after = [(at, granted) for at, granted in grants if at >= drop_at]
+    assert busiest_second(after) <= (1 + CATCH_UP) * tps + 1, per_second(after, drop_at, drop_at + 3)
+    assert sum(granted for _, granted in grants) == rows
 
 
 def test_a_task_whose_first_look_falls_in_a_pause_waits_for_the_resume() -> None:
