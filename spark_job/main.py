@@ -113,13 +113,17 @@ def package_archive(package: Path, cache: Path) -> Path:
     for name, body in modules:  # the zip holds these very bytes: a deploy meanwhile cannot mix versions
         digest.update(b"%d:%s%d:%s" % (len(name.encode()), name.encode(), len(body), body))
     archive = cache / f"spark_job-{digest.hexdigest()[:16]}.zip"
-    if not archive.exists():
-        cache.mkdir(mode=0o700, parents=True, exist_ok=True)
-        pending = cache / f"{archive.name}.{os.getpid()}.tmp"
-        with zipfile.ZipFile(pending, "w") as bundle:
-            for name, body in modules:
-                bundle.writestr(f"spark_job/{name}", body)
-        pending.replace(archive)
+    try:
+        os.utime(archive)  # its last use: the launcher removes the zips of versions long unused
+        return archive
+    except FileNotFoundError:
+        pass
+    cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+    pending = cache / f"{archive.name}.{os.getpid()}.tmp"
+    with zipfile.ZipFile(pending, "w") as bundle:
+        for name, body in modules:
+            bundle.writestr(f"spark_job/{name}", body)
+    pending.replace(archive)
     return archive
 
 

@@ -294,6 +294,23 @@ class LocalSparkLauncher(Launcher):
             removed += 1
         if removed:
             log.info("old run folders removed", count=removed, older_than_days=self._run_dirs_keep_s / 86400)
+        self._prune_old_packages(oldest)
+
+    def _prune_old_packages(self, oldest: float) -> None:
+        """Remove the job's zips (one per code version) not used since ``oldest`` (a job marks its
+        zip at each use), and a zip half-written by a job killed meanwhile once it is an hour old."""
+        abandoned = time.time() - 3600
+        removed = []
+        for path in self.package_dir.glob("spark_job-*") if self.package_dir.is_dir() else []:
+            try:
+                written = path.stat().st_mtime
+            except OSError:  # removed meanwhile
+                continue
+            if written < (abandoned if path.suffix == ".tmp" else oldest):
+                path.unlink(missing_ok=True)
+                removed.append(path.name)
+        if removed:
+            log.info("old job packages removed", names=sorted(removed))
 
     def _scratch(self, directory: Path) -> dict[str, str]:
         return scratch_environment(directory) if self._own_scratch else {}

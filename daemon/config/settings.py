@@ -201,7 +201,7 @@ class Settings(BaseSettings):
         default=30.0,
         gt=0,
         description="days a released local run's folder (its logs, its result) stays after it was last "
-        "written (daemon.adapters.local_launcher)",
+        "written, and a job package zip after its last use (daemon.adapters.local_launcher)",
     )
     local_standby_max_idle_s: float = Field(
         default=600.0, ge=10, description="a standby driver unused this long is replaced by a fresh one"

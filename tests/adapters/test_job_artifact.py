@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import pkgutil
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -76,7 +78,9 @@ def test_a_local_jobs_archive_is_built_once_per_content_in_a_private_folder(tmp_
     cache = tmp_path / "cache" / "job-packages"
 
     first = package_archive(package, cache)
+    os.utime(first, (0, 0))
     assert package_archive(package, cache) == first  # the next job ships the same file
+    assert first.stat().st_mtime > time.time() - 60  # and marks its use: the launcher prunes unused ones
     (package / "job.py").write_text("A = 2\n")
     changed = package_archive(package, cache)
 

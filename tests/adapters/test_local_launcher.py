@@ -289,6 +289,29 @@ def test_a_starting_launcher_removes_released_run_folders_older_than_it_keeps(
     assert not old.exists()
 
 
+def test_a_starting_launcher_removes_job_packages_unused_for_longer_than_it_keeps(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    packages = LocalSparkLauncher(runs_dir=runs, spark_submit="/nonexistent/spark-submit").package_dir
+    packages.mkdir(parents=True)
+    ages_days = {
+        "spark_job-0ld.zip": 31,  # a code version no job used for a month
+        "spark_job-recent.zip": 29,
+        "spark_job-0ld.zip.123.tmp": 2 / 24,  # half-written by a job killed two hours ago
+        "spark_job-recent.zip.456.tmp": 0.1 / 24,  # being written
+    }
+    for name, days in ages_days.items():
+        (packages / name).write_bytes(b"zip")
+        then = time.time() - days * DAY_S
+        os.utime(packages / name, (then, then))
+
+    LocalSparkLauncher(runs_dir=runs, spark_submit="/nonexistent/spark-submit", run_dirs_keep_s=30 * DAY_S)
+
+    assert sorted(path.name for path in packages.iterdir()) == [
+        "spark_job-recent.zip",
+        "spark_job-recent.zip.456.tmp",
+    ]
+
+
 def test_releases_look_for_old_run_folders_at_most_hourly(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     now = [0.0]
