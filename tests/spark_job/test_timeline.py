@@ -284,6 +284,27 @@ def test_a_ramped_round_rises_second_by_second_to_its_rate_and_never_bursts() ->
     assert abs(last - START - (16 + 4.5)) < 0.05, last - START
 
 
+def drive_stalled(
+    pacer: Pacer, clock: FakeClock, rows: int, stall_s: float, changes: list[tuple[float, Timeline]]
+) -> list[Grant]:
+    """Run one task to its end, descheduled for ``stall_s`` at START + 2 (behind from there on), and
+    retimed by each ``(seen at, timeline)`` of ``changes`` once its clock reaches it."""
+    grants: list[Grant] = []
+    stalled = False
+    while pacer.sent < rows:
+        if not stalled and clock.now >= START + 2:
+            clock.now += stall_s
+            stalled = True
+        while changes and clock.now >= changes[0][0]:
+            pacer.retime(changes.pop(0)[1])
+        granted = pacer.take(100)
+        if granted:
+            grants.append((clock.now, granted))
+        else:
+            pacer.wait(0.1)
+    return grants
+
+
 @settings(max_examples=50, deadline=None)
 @given(stall_s=st.floats(0.2, 2.0), gap_s=st.floats(0.0, 0.5), pause_s=st.floats(0.5, 10))
 def test_a_task_behind_at_the_pause_sends_what_it_owes_only_after_the_resume(
@@ -297,23 +318,11 @@ def test_a_task_behind_at_the_pause_sends_what_it_owes_only_after_the_resume(
     plan = schedules([rows], tps, 1)[0]
     clock = FakeClock(START)
     pacer = Pacer(plan, START, clock=clock, sleep=clock.sleep)
-    grants: list[tuple[float, int]] = []
-    stalled = False
     pause_at = START + 2 + stall_s + gap_s
     resume_at = pause_at + pause_s
     pauses = [(pause_at - 0.5, Timeline.of(START, [(pause_at, 0.0)]))]
     pauses.append((pause_at + 0.5, Timeline.of(START, [(pause_at, 0.0), (resume_at, 1.0)])))
-    while pacer.sent < rows:
-        if not stalled and clock.now >= START + 2:
-            clock.now += stall_s  # descheduled: the task is behind from here
-            stalled = True
-        while pauses and clock.now >= pauses[0][0]:
-            pacer.retime(pauses.pop(0)[1])
-        granted = pacer.take(100)
-        if granted:
-            grants.append((clock.now, granted))
-        else:
-            pacer.wait(0.1)
+    grants = drive_stalled(pacer, clock, rows, stall_s, pauses)
     assert not [at for at, _ in grants if pause_at < at < resume_at], "sent what it owed while paused"
     assert busiest_second(grants) <= (1 + CATCH_UP) * tps + 1
     owed = sum(granted for at, granted in grants if at <= pause_at) < (pause_at - START) * tps - 1
@@ -334,19 +343,7 @@ def test_a_task_behind_at_a_slower_rate_catches_up_within_the_new_rates_cap(
     faster, drop_at = START + 1, START + 2 + stall_s + gap_s
     pacer = Pacer(plan, START, clock=clock, sleep=clock.sleep, timeline=Timeline.of(START, [(faster, 3.0)]))
     changes = [(drop_at - 0.5, Timeline.of(START, [(faster, 3.0), (drop_at, 1.0)]))]
-    grants: list[tuple[float, int]] = []
-    stalled = False
-    while pacer.sent < rows:
-        if not stalled and clock.now >= START + 2:
-            clock.now += stall_s  # descheduled: the task is behind from here
-            stalled = True
-        while changes and clock.now >= changes[0][0]:
-            pacer.retime(changes.pop(0)[1])
-        granted = pacer.take(100)
-        if granted:
-            grants.append((clock.now, granted))
-        else:
-            pacer.wait(0.1)
+    grants = drive_stalled(pacer, clock, rows, stall_s, changes)
     owed = sum(granted for at, granted in grants if at < drop_at) < 1_000 + (drop_at - faster) * 3_000 - 1
     assert owed, "the stall did not leave the task behind at the drop: nothing was tested"
     after = [(at, granted) for at, granted in grants if at >= drop_at]
