@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from spark_job.kafka_conf import client_config
+from spark_job.kafka_conf import bulk_reader_config
 from spark_job.reconcile import Headers, encoded_runs, event_id_of
 from spark_job.spec.model import KafkaValue, OffsetRanges
 
@@ -140,7 +140,7 @@ class TopicFollower:
         try:
             consumer = Consumer(
                 {
-                    **client_config(self._kafka),
+                    **bulk_reader_config(self._kafka),
                     "group.id": f"replay-follow-{uuid.uuid4().hex}",  # assign() only: never joins or commits
                     "enable.auto.commit": False,
                     "enable.partition.eof": False,

@@ -37,7 +37,7 @@ from pyspark.sql import functions as sf
 
 from spark_job.arrow_map import map_in_arrow
 from spark_job.errors import TopicError
-from spark_job.kafka_conf import client_config
+from spark_job.kafka_conf import bulk_reader_config
 from spark_job.result import IDS_KEPT, SAMPLE_SIZE, Copies, Reconciliation, reason_of
 from spark_job.spec.model import EVENT_ID_HEADER, KafkaValue, OffsetRanges, ReconcileTarget
 
@@ -119,7 +119,7 @@ def chunks(ranges: OffsetRanges, size: int = CHUNK_RECORDS) -> list[tuple[str, i
 def _consumer(kafka: Kafka, *, eof: bool) -> Consumer:
     return Consumer(
         {
-            **client_config(kafka),
+            **bulk_reader_config(kafka),
             "group.id": f"replay-reconcile-{uuid.uuid4().hex}",  # assign() only: never joins or commits
             "enable.auto.commit": False,
             "enable.partition.eof": eof,
