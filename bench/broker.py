@@ -73,18 +73,25 @@ def warm_up(bootstrap: str, records: int = WARM_UP_RECORDS) -> None:
         value = b"x" * 200
         headers: list[tuple[str, str | bytes | None]] = [("replay-event-id", b"warm-up")]
         for index in range(records):
-            while True:
-                try:
-                    producer.produce(name, value, str(index % 10_000).encode(), headers=headers)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
+            produce_waiting(producer, name, value, str(index % 10_000).encode(), headers)
             if index % 10_000 == 0:
                 producer.poll(0)
         assert producer.flush(60) == 0, "the warm-up records were not all delivered"
     finally:
         delete_topic(bootstrap, name)
     print(f"broker warm-up: {records:,} records in {time.monotonic() - began:.1f} s", flush=True)
+
+
+def produce_waiting(
+    producer: Producer, name: str, value: bytes, key: bytes, headers: list[tuple[str, str | bytes | None]]
+) -> None:
+    """``produce``, waiting for room while the producer's local queue is full."""
+    while True:
+        try:
+            producer.produce(name, value, key, headers=headers)
+            return
+        except BufferError:
+            producer.poll(0.05)
 
 
 def create_topic(bootstrap: str, prefix: str, partitions: int, config: dict[str, str]) -> str:

@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.broker import kafka, topic
+from bench.broker import kafka, produce_waiting, topic
 from spark_job.follower import TopicFollower
 from spark_job.reconcile import RUN_ID_HEADER
 from spark_job.spec.model import EVENT_ID_HEADER, KafkaValue, OffsetRanges
@@ -44,12 +44,7 @@ def fill(bootstrap: str, name: str, records: int) -> dict[int, int]:
             (RUN_ID_HEADER, RUN_ID.encode()),
             (EVENT_ID_HEADER, f"e-{n:012d}".encode()),
         ]
-        while True:
-            try:
-                producer.produce(name, VALUE, f"k{n % 5_000}".encode(), headers=headers)
-                break
-            except BufferError:
-                producer.poll(0.1)
+        produce_waiting(producer, name, VALUE, f"k{n % 5_000}".encode(), headers)
         if n % 10_000 == 0:
             producer.poll(0)
     assert producer.flush(60) == 0, "the topic was not filled"
