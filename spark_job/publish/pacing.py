@@ -259,7 +259,9 @@ def window_cap(share: float) -> int:
     ``floor((1 + CATCH_UP) * share) + 1`` (at most ``ceil((1 + CATCH_UP) * share) + 1``): the catch-up
     allowance plus the one event an interval's edge can add. In steady state a window holds at most
     ``ceil((1 + late) * share)`` events, ``late`` being how late a wake-up comes after its deadline, so
-    the cap never binds while wake-ups are less than ``CATCH_UP`` seconds late.
+    at one rate the cap never binds while wake-ups are less than ``CATCH_UP`` seconds late. In a
+    window that straddles a drop the share is the rates' average, so a wake-up late by less (about
+    ``CATCH_UP * new / old`` seconds) may have an event held back: it stays owed.
     """
     return math.floor((1 + CATCH_UP) * share + 1e-9) + 1
 
@@ -274,13 +276,13 @@ class Pacer:
     Events are due by a virtual schedule clock, not by the real one. While the task is on time the
     virtual clock is the real clock, so the schedule is exact. A gap between two looks at the clock
     earns at most ``max_step_s`` of real time: a longer one (a stall: a descheduled worker, a slow
-    input batch, a long flush) leaves the task behind, and while behind its virtual clock runs at most
-    ``1 + CATCH_UP`` times real speed, so it recovers its deficit at most ``CATCH_UP`` above its own
-    share instead of sending it as a burst. On top, no ``WINDOW_S`` of real time is granted more than
-    ``window_cap(share)`` events, whatever the gaps (``share`` is the schedule's ``window_share``: the
-    task's share, or with unequal sizes the most its interleaved deadlines put in one second). With
-    equal sizes the sum over W tasks whose shares add up to ``tps`` is thus at most
-    ``(1 + CATCH_UP) * tps + W`` in any second.
+    input batch, a long flush) leaves the task behind, and while behind its schedule gains at most
+    ``1 + CATCH_UP`` times what the rate in force makes in that time, so it recovers its deficit at
+    most ``CATCH_UP`` above its own share instead of sending it as a burst. On top, no ``WINDOW_S``
+    of real time is granted more than ``window_cap(share)`` events, whatever the gaps (``share`` is
+    the schedule's ``window_share``: the task's share, or with unequal sizes the most its interleaved
+    deadlines put in one second). With equal sizes the sum over W tasks whose shares add up to
+    ``tps`` is thus at most ``(1 + CATCH_UP) * tps + W`` in any second.
 
     ``skipped_s`` is how far the virtual clock trails the real clock: while running, the schedule time
     the task owes; once its last event is granted, the schedule time it still owed then, i.e. how much
@@ -291,9 +293,9 @@ class Pacer:
     which keeps its stagger among the slots, and ``late_start_s`` says by how much. A first look
     within ``ON_GRID`` grid steps of its deadline is on time: the event goes at once, nothing shifts.
 
-    A rate change (live control) bends the schedule (``Timeline``); only the time since the rate now in
-    force took effect earns, at that rate, so a deficit from before a drop is repaid under the new
-    rate's ceiling, not the old one's.
+    A rate change (live control) bends the schedule (``Timeline``); a gap's stretches faster than the
+    rate now in force earn nothing, so a deficit from before a drop is repaid under the new rate's
+    ceiling, not the old one's.
 
     A pause (live control) stops every grant, what a stall left owed included: paused clock time is
     neither a stall nor time the virtual clock earns, so a task behind at the pause is behind by as much
@@ -344,7 +346,7 @@ class Pacer:
         """Clock time at which the next event may go: its deadline, later while behind or capped."""
         deadline = self._deadline(self.sent)
         speed = self._timeline.speed_at(self._last)
-        if not self._on_time and speed > 0:  # behind: the schedule gains 1 + CATCH_UP times its speed
+        if not self._on_time and speed > 0 and math.isfinite(deadline):  # behind: see `_advance`
             owed = self._timeline.schedule_of(deadline) - self._timeline.schedule_of(self._virtual)
             deadline = self._last + owed / ((1 + CATCH_UP) * speed)
         return max(deadline, self._window_frees_at, self._timeline.paused_until(self._last))
@@ -435,10 +437,11 @@ class Pacer:
     def _advance(self, now: float) -> None:
         """Move the virtual clock for the real time since the last look (see the class docstring)."""
         timeline = self._timeline
-        # Only the gap's time under the rate in force now earns, and at that rate: what a task owes
-        # from before a change (a stall at the old rate) it repays at most CATCH_UP above the new one.
-        earning = timeline.running(max(self._last, timeline.in_force_since(now)), now)
-        earned = (1 + CATCH_UP) * timeline.speed_at(now) * min(earning, self._max_step_s)
+        # The gap's last max_step_s earn the schedule time they made, except stretches faster than
+        # the rate in force now: what a task owes from before a drop it repays under the new rate's
+        # ceiling, never at the old one's; across a rise (a ramp's steps) it loses nothing.
+        start = max(self._last, now - self._max_step_s)
+        earned = (1 + CATCH_UP) * timeline.ran_at_most(start, now, timeline.speed_at(now))
         virtual = self._virtual
         if earned > 0:
             virtual = timeline.clock_of(timeline.schedule_of(virtual) + earned)
@@ -458,9 +461,10 @@ class Pacer:
         speed = (timeline.schedule_of(now) - timeline.schedule_of(now - WINDOW_S)) / WINDOW_S
         count = wanted
         while count > 0:  # the cap grows with the share of the last event granted: find the fixpoint
-            share = speed * self._schedule.window_share(self.sent + count - 1)
-            if math.isinf(share):  # times of its own: the ceiling is in them (time_shape)
+            planned = self._schedule.window_share(self.sent + count - 1)
+            if math.isinf(planned):  # times of its own: the ceiling is in them (time_shape)
                 break
+            share = speed * planned
             allowed = self._window_base + window_cap(share) - self.sent
             if count <= allowed:
                 break

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -92,13 +92,6 @@ class Timeline:
     def speed_at(self, clock: float) -> float:
         return self._at_clock(clock).speed
 
-    def in_force_since(self, clock: float) -> float:
-        """When the speed holding at ``clock`` took effect (``-inf``: it is the first one)."""
-        index = max(0, bisect.bisect_right(self._clocks, clock) - 1)
-        while index > 0 and self.bends[index - 1].speed == self.bends[index].speed:
-            index -= 1  # a change to the same speed changes nothing
-        return self.bends[index].clock if index > 0 else -math.inf
-
     @cached_property
     def _next_running(self) -> list[int]:
         """For each bend, the index of the first bend from it on whose speed is above 0 (or ``len``)."""
@@ -119,19 +112,25 @@ class Timeline:
 
     def running(self, start: float, end: float) -> float:
         """Clock time in ``[start, end]`` during which the schedule ran (paused stretches left out)."""
+        return sum(seconds for seconds, speed in self._stretches(start, end) if speed > 0)
+
+    def ran_at_most(self, start: float, end: float, ceiling: float) -> float:
+        """Schedule time made in ``[start, end]`` by the stretches running at no more than ``ceiling``
+        (all of it with ``ceiling=inf``; paused stretches make none)."""
+        return sum(seconds * speed for seconds, speed in self._stretches(start, end) if 0 < speed <= ceiling)
+
+    def _stretches(self, start: float, end: float) -> Iterator[tuple[float, float]]:
+        """``(clock seconds, speed)`` of each piece of ``[start, end]`` at one speed, in time order."""
         if end <= start:
-            return 0.0
+            return
         first = max(0, bisect.bisect_right(self._clocks, start) - 1)
-        total = 0.0
         for index in range(first, len(self.bends)):
             bend = self.bends[index]
             span_start = bend.clock if index > 0 else -math.inf  # the first speed extends backwards
             if span_start >= end:
-                break
+                return
             span_end = self.bends[index + 1].clock if index + 1 < len(self.bends) else math.inf
-            if bend.speed > 0:
-                total += min(end, span_end) - max(start, span_start)
-        return total
+            yield min(end, span_end) - max(start, span_start), bend.speed
 
 
 MAX_RAMP_STEP_S = 1.0  # a ramp rises in steps no longer than this
