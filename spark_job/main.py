@@ -106,18 +106,15 @@ def package_archive(package: Path, cache: Path) -> Path:
     """``package`` zipped once per content into the private folder ``cache``: the local jobs of one
     code version all ship the same file, and no job leaves one behind (a cancelled job, SIGTERMed,
     runs no exit hook). Written whole by a rename, so a job never ships another's half-written zip."""
-    modules = [
-        (source.relative_to(package).as_posix(), source.read_bytes()) for source in package_modules(package)
-    ]
-    digest = hashlib.sha256()
-    for name, body in modules:  # the zip holds these very bytes: a deploy meanwhile cannot mix versions
-        digest.update(b"%d:%s%d:%s" % (len(name.encode()), name.encode(), len(body), body))
-    archive = cache / f"spark_job-{digest.hexdigest()[:16]}.zip"
+    modules = _modules(package)  # the zip holds these very bytes: a deploy meanwhile cannot mix versions
+    archive = cache / _archive_name(modules)
     try:
         os.utime(archive)  # its last use: the launcher removes the zips of versions long unused
         return archive
     except FileNotFoundError:
         pass
+    except OSError:  # not ours to mark (a read-only cache): the zip is there all the same
+        return archive
     cache.mkdir(mode=0o700, parents=True, exist_ok=True)
     pending = cache / f"{archive.name}.{os.getpid()}.tmp"
     with zipfile.ZipFile(pending, "w") as bundle:
@@ -125,6 +122,24 @@ def package_archive(package: Path, cache: Path) -> Path:
             bundle.writestr(f"spark_job/{name}", body)
     pending.replace(archive)
     return archive
+
+
+def archive_name(package: Path) -> str:
+    """The name ``package_archive`` gives ``package``'s zip as it is now on disk."""
+    return _archive_name(_modules(package))
+
+
+def _modules(package: Path) -> list[tuple[str, bytes]]:
+    return [
+        (source.relative_to(package).as_posix(), source.read_bytes()) for source in package_modules(package)
+    ]
+
+
+def _archive_name(modules: list[tuple[str, bytes]]) -> str:
+    digest = hashlib.sha256()
+    for name, body in modules:
+        digest.update(b"%d:%s%d:%s" % (len(name.encode()), name.encode(), len(body), body))
+    return f"spark_job-{digest.hexdigest()[:16]}.zip"
 
 
 def _package_cache() -> Path:

@@ -65,6 +65,7 @@ from daemon.usecases.ports import (
     parse_outcome,
 )
 from spark_job.formats import session_conf_for_jars
+from spark_job.main import archive_name
 
 log = structlog.get_logger(__name__)
 
@@ -221,7 +222,7 @@ class LocalSparkLauncher(Launcher):
         sleep: Sleep = time.sleep,
     ) -> None:
         """``run_dirs_keep_s``: how long a released run's folder (its logs, its result) stays after
-        it was last written; None keeps every folder."""
+        it was last written, and a job package zip after its last use; None keeps every one."""
         self._clock, self._sleep = clock, sleep
         self._runs_dir = runs_dir
         self._run_dirs_keep_s = run_dirs_keep_s
@@ -276,7 +277,7 @@ class LocalSparkLauncher(Launcher):
         most every `PRUNE_EVERY_S` as runs are released): nothing reads them once their run
         concluded, and a reconcile's result alone can be megabytes of ids. Only a folder `release`
         marked goes (a run that ended while no daemon ran still has its outcome to be read), and
-        never one whose job is alive, whatever its age."""
+        never one whose job is alive, whatever its age. Old job package zips go too."""
         if self._run_dirs_keep_s is None or self._clock() < self._next_prune_at:
             return
         self._next_prune_at = self._clock() + PRUNE_EVERY_S
@@ -298,10 +299,19 @@ class LocalSparkLauncher(Launcher):
 
     def _prune_old_packages(self, oldest: float) -> None:
         """Remove the job's zips (one per code version) not used since ``oldest`` (a job marks its
-        zip at each use), and a zip half-written by a job killed meanwhile once it is an hour old."""
+        zip when it starts), and a zip half-written by a job killed meanwhile once it is an hour old.
+
+        A job's executors read its zip after the mark (at their first task; a standby's, once it is
+        claimed), so the zip of the code this daemon launches is always kept, and none goes while a
+        job an earlier daemon started, maybe of older code, is alive."""
+        if not self.package_dir.is_dir() or any(self._alive(handle) for handle in self._live_at_start):
+            return
+        current = archive_name(JOB_ENTRY.parent)
         abandoned = time.time() - 3600
         removed = []
-        for path in self.package_dir.glob("spark_job-*") if self.package_dir.is_dir() else []:
+        for path in self.package_dir.glob("spark_job-*"):
+            if path.name == current:
+                continue
             try:
                 written = path.stat().st_mtime
             except OSError:  # removed meanwhile

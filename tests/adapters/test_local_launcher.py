@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from daemon.adapters.local_launcher import (
+    JOB_ENTRY,
     PRUNE_EVERY_S,
     RELEASED,
     LocalSparkLauncher,
@@ -26,6 +27,7 @@ from daemon.adapters.local_launcher import (
 from daemon.adapters.local_standby import SCRATCH, process_start_ticks
 from daemon.core.errors import Unavailable
 from daemon.usecases.ports import Handle, JobState
+from spark_job.main import archive_name
 
 GIB = 1024**3
 
@@ -292,24 +294,46 @@ def test_a_starting_launcher_removes_released_run_folders_older_than_it_keeps(
 def test_a_starting_launcher_removes_job_packages_unused_for_longer_than_it_keeps(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     packages = LocalSparkLauncher(runs_dir=runs, spark_submit="/nonexistent/spark-submit").package_dir
-    packages.mkdir(parents=True)
-    ages_days = {
-        "spark_job-0ld.zip": 31,  # a code version no job used for a month
-        "spark_job-recent.zip": 29,
-        "spark_job-0ld.zip.123.tmp": 2 / 24,  # half-written by a job killed two hours ago
-        "spark_job-recent.zip.456.tmp": 0.1 / 24,  # being written
-    }
+    current = archive_name(JOB_ENTRY.parent)  # what this daemon's jobs ship: kept whatever its age
+    _package_files(packages, {"spark_job-0ld.zip": 31, current: 31, **KEPT_PACKAGES})
+    _package_files(packages, {"spark_job-0ld.zip.123.tmp": 2 / 24})  # half-written by a job killed 2 h ago
+
+    LocalSparkLauncher(runs_dir=runs, spark_submit="/nonexistent/spark-submit", run_dirs_keep_s=30 * DAY_S)
+
+    assert sorted(path.name for path in packages.iterdir()) == sorted([current, *KEPT_PACKAGES])
+
+
+def test_no_job_package_goes_while_a_job_an_earlier_daemon_started_is_alive(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    packages = LocalSparkLauncher(runs_dir=runs, spark_submit="/nonexistent/spark-submit").package_dir
+    _package_files(packages, {"spark_job-0ld.zip": 31})  # maybe the code that job runs
+    earlier = _run_folder(runs, "r-earlier", age_days=0, names=("lock", "spec.json"))
+    job = subprocess.Popen(["sleep", "60"])
+    try:
+        (earlier / "pid").write_text(f"{job.pid} {process_start_ticks(job.pid)}\n")
+        LocalSparkLauncher(
+            runs_dir=runs, spark_submit="/nonexistent/spark-submit", run_dirs_keep_s=30 * DAY_S
+        )
+        assert (packages / "spark_job-0ld.zip").exists()
+    finally:
+        job.kill()
+        job.wait()
+    LocalSparkLauncher(runs_dir=runs, spark_submit="/nonexistent/spark-submit", run_dirs_keep_s=30 * DAY_S)
+    assert not (packages / "spark_job-0ld.zip").exists()  # once it has ended
+
+
+KEPT_PACKAGES = {
+    "spark_job-recent.zip": 29,
+    "spark_job-recent.zip.456.tmp": 0.1 / 24,
+}  # the .tmp being written
+
+
+def _package_files(packages: Path, ages_days: dict[str, float]) -> None:
+    packages.mkdir(parents=True, exist_ok=True)
     for name, days in ages_days.items():
         (packages / name).write_bytes(b"zip")
         then = time.time() - days * DAY_S
         os.utime(packages / name, (then, then))
-
-    LocalSparkLauncher(runs_dir=runs, spark_submit="/nonexistent/spark-submit", run_dirs_keep_s=30 * DAY_S)
-
-    assert sorted(path.name for path in packages.iterdir()) == [
-        "spark_job-recent.zip",
-        "spark_job-recent.zip.456.tmp",
-    ]
 
 
 def test_releases_look_for_old_run_folders_at_most_hourly(tmp_path: Path) -> None:
