@@ -133,21 +133,26 @@ def test_pages_of_leases_never_give_one_run_to_two_owners(store: Store) -> None:
     assert store.runs.lease_unfinished("daemon-a", 30, 10, after=after_a) == []
 
 
+LEASE_TTL_S = 3.0
+
+
 def test_a_tick_blocked_past_the_lease_ttl_keeps_its_runs_from_another_daemon(
     store: Store, second_store: Store
 ) -> None:
     runs = _running(store, 3)
     slow = InProcessJobs()
     slow.block_on = runs[0].id
-    a = _watcher(store, slow, "daemon-a", WatcherTiming(lease_ttl_s=1.0))
+    # 3 s: a renewal (every third of it) may come 2 s late before a lease lapses. With 1 s, a loaded
+    # CI machine once let all three lapse while daemon-a's heartbeat was still due.
+    a = _watcher(store, slow, "daemon-a", WatcherTiming(lease_ttl_s=LEASE_TTL_S))
     other = InProcessJobs()
-    b = _watcher(second_store, other, "daemon-b", WatcherTiming(lease_ttl_s=1.0))
+    b = _watcher(second_store, other, "daemon-b", WatcherTiming(lease_ttl_s=LEASE_TTL_S))
 
     ticking = threading.Thread(target=a.tick)
     ticking.start()
     try:
         assert slow.blocked.wait(10)
-        time.sleep(2.0)  # twice the TTL: without renewal every lease of daemon-a has lapsed
+        time.sleep(2 * LEASE_TTL_S)  # without renewal every lease of daemon-a has lapsed
         b.tick()
     finally:
         slow.unblock.set()
