@@ -113,8 +113,10 @@ def package_archive(package: Path, cache: Path) -> Path:
         return archive
     except FileNotFoundError:
         pass
-    except OSError:  # not ours to mark (a read-only cache): the zip is there all the same
-        return archive
+    except OSError:  # not ours to mark (a read-only cache): ship it if it is there
+        if archive.is_file():
+            return archive
+        raise
     cache.mkdir(mode=0o700, parents=True, exist_ok=True)
     pending = cache / f"{archive.name}.{os.getpid()}.tmp"
     with zipfile.ZipFile(pending, "w") as bundle:

@@ -298,8 +298,11 @@ class Pacer:
     ceiling, not the old one's.
 
     A pause (live control) stops every grant, what a stall left owed included: paused clock time is
-    neither a stall nor time the virtual clock earns, so a task behind at the pause is behind by as much
-    at the resume and catches up from there as it would have.
+    neither a stall nor time the virtual clock earns, so a task behind at the pause is behind by about
+    as much at the resume and catches up from there as it would have. About: the look that finds the
+    pause earns nothing for the running time since the look before (at most one wait, 0.1 s), and
+    within a gap's last ``max_step_s`` paused time takes the place of running time; what that leaves
+    owed is repaid at most ``CATCH_UP`` above the share after the resume, never as a burst.
     """
 
     def __init__(

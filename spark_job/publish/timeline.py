@@ -7,8 +7,8 @@ paused). Every task applies the same changes at the same instants, so the map fr
 time is the same on every task, and the deadlines of all slots, which were one evenly spaced grid in
 schedule time, stay one grid in clock time: ``new_tps`` apart instead of the old rate, and nothing
 during a pause. Resuming continues the schedule where it stopped: no deficit, no burst. Paused
-clock time does not count as time a task had to send in (``running``): a task behind at
-the pause owes the same after it, and sends it after the resume.
+clock time makes no schedule time, so it earns a task nothing (``ran_at_most``): a task behind at the
+pause owes the same after it, and sends it after the resume.
 
 Pure: times are plain floats on whichever clock the caller uses (the pacer's monotonic clock).
 """

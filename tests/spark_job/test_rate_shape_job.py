@@ -8,8 +8,9 @@ second above 1.05 x the rate, and the end later than a flat run's by what the ra
 shared by every task; a task that starts a little after it (the shuffle, its Python worker) joins
 the ramp where it then is.
 
-A byte ceiling below what the rate would send: the bytes on the topic in any second stay under it
-(one record per slot more at most), and the run says how long the ceiling held events back.
+A byte ceiling below what the rate would send: the bytes on the topic stay under it in any second
+less the hand-off jitter (one record per slot more at most), a few records more in any whole second,
+and the run says how long the ceiling held events back.
 """
 
 from __future__ import annotations
@@ -150,6 +151,8 @@ def test_a_byte_ceiling_tighter_than_the_rate_holds_every_second_and_says_how_lo
     print(f"byte ceiling {ceiling:,} B/s: {report}")
     assert len(messages) == run.document["confirmed"] == 900
     assert busiest_window_bytes(stamped) <= ceiling + 2 * largest, report  # two slots: a record each
+    # and any whole second, jitter and all: a budget over-granting smoothly by 5 % would break this
+    assert busiest_window_bytes(stamped, 1000) <= ceiling + 6 * largest, report
     assert span_s >= total / ceiling - 1.0, report  # the bytes, not the rate, set the pace
     assert run.document["bytes_held_s"] > 1.0, report
 
