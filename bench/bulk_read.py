@@ -28,6 +28,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.broker import kafka, produce_waiting, topic
+from scripts.stray_jobs import interrupt_on_sigterm
 from spark_job.follower import TopicFollower
 from spark_job.reconcile import RUN_ID_HEADER
 from spark_job.spec.model import EVENT_ID_HEADER, KafkaValue, OffsetRanges
@@ -95,6 +96,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2, help="follower runs")
     parser.add_argument("--bootstrap", help="HOST:PORT of a running broker (default: start one)")
     args = parser.parse_args()
+    interrupt_on_sigterm()  # a SIGTERM still stops the broker this run started
     with kafka(args.bootstrap) as bootstrap, topic(bootstrap, "bulk-read", 2, {}) as name:
         ends = fill(bootstrap, name, args.records)
         for fetch_mib in (int(mib) for mib in args.fetch_mib.split(",")):

@@ -350,7 +350,7 @@ class Pacer:
         deadline = self._deadline(self.sent)
         speed = self._timeline.speed_at(self._last)
         if not self._on_time and speed > 0 and math.isfinite(deadline):  # behind: see `_advance`
-            owed = self._timeline.schedule_of(deadline) - self._timeline.schedule_of(self._virtual)
+            owed = max(0.0, self._timeline.schedule_of(deadline) - self._timeline.schedule_of(self._virtual))
             deadline = self._last + owed / ((1 + CATCH_UP) * speed)
         return max(deadline, self._window_frees_at, self._timeline.paused_until(self._last))
 
