@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from boto3.exceptions import S3UploadFailedError
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from daemon.core.errors import ConfigError, Conflict, NotFound, ReplayError, Unavailable
@@ -37,8 +36,20 @@ def aws_errors(action: str) -> Iterator[None]:
         raise _translate(action, exc) from exc
     except NoCredentialsError as exc:
         raise ConfigError(f"{action}: no AWS credentials found") from exc
-    except (BotoCoreError, S3UploadFailedError) as exc:
+    except BotoCoreError as exc:
         raise Unavailable(f"{action}: {exc}") from exc
+    except Exception as exc:
+        if not _upload_failed(exc):
+            raise
+        raise Unavailable(f"{action}: {exc}") from exc
+
+
+def _upload_failed(exc: Exception) -> bool:
+    """boto3's S3 transfer failure. boto3 is imported here, not at the top: importing it costs every
+    daemon's start half a second, and whoever raised this has imported it already."""
+    from boto3.exceptions import S3UploadFailedError
+
+    return isinstance(exc, S3UploadFailedError)
 
 
 def _translate(action: str, exc: ClientError) -> ReplayError:

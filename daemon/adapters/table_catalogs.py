@@ -17,15 +17,9 @@ from collections.abc import Mapping
 from threading import Lock
 from typing import TYPE_CHECKING, Any
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
-from hive_metastore.ThriftHiveMetastore import Client as HiveClient
-from hive_metastore.ttypes import NoSuchObjectException
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
-from thrift.protocol import TBinaryProtocol
-from thrift.transport import TSocket, TTransport
 
 from daemon.config.lake_catalogs import METASTORES, LakeCatalog
 from daemon.core.errors import BadRequest, ConfigError, DependencyDown, ReplayError
@@ -164,6 +158,12 @@ def stored_location(table: Mapping[str, Any]) -> str | None:
 
 def _hive_table(catalog_name: str, settings: LakeCatalog, database: str, table: str) -> dict[str, Any]:
     """One ``get_table`` of a Hive metastore, in the Data Catalog's shape (its records are Hive's)."""
+    # Thrift's generated client costs a daemon without a Hive catalog a tenth of a second or more.
+    from hive_metastore.ThriftHiveMetastore import Client as HiveClient
+    from hive_metastore.ttypes import NoSuchObjectException
+    from thrift.protocol import TBinaryProtocol
+    from thrift.transport import TSocket, TTransport
+
     assert settings.uri is not None  # LakeCatalog requires thrift://host:port
     host, _, port = settings.uri.removeprefix("thrift://").rpartition(":")
     socket = TSocket.TSocket(host, int(port))
@@ -194,7 +194,11 @@ def _hive_table(catalog_name: str, settings: LakeCatalog, database: str, table: 
 
 
 def _glue(settings: LakeCatalog) -> Any:
-    """A Glue client: credentials from the environment, as every AWS client of the daemon has them."""
+    """A Glue client: credentials from the environment, as every AWS client of the daemon has them.
+    boto3 is imported here, by a daemon with a Glue catalog only (half a second of a start)."""
+    import boto3
+    from botocore.config import Config
+
     return boto3.client(
         "glue",
         region_name=settings.region,

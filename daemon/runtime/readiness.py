@@ -15,8 +15,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import boto3
-from botocore.config import Config
 from sqlalchemy import text
 
 from daemon.adapters.aws_errors import aws_errors
@@ -79,6 +77,9 @@ class Readiness:
 
 
 def _aws_client(service: str, settings: Settings, timeout_s: float) -> Any:
+    import boto3  # imported only by a daemon that probes AWS
+    from botocore.config import Config
+
     config = Config(connect_timeout=timeout_s, read_timeout=timeout_s, retries={"max_attempts": 1})
     return boto3.client(service, config=config, **settings.emr.client_kwargs())  # type: ignore[call-overload]  # service is a runtime name
 

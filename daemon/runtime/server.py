@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlencode
 
-import boto3
 import structlog
 import uvicorn
 from fastapi import FastAPI
@@ -169,6 +168,8 @@ def build_launcher(settings: Settings) -> Launcher:
             standby_max_idle_s=settings.local_standby_max_idle_s,
             **_driver_here(settings),
         )
+    import boto3  # only an EMR daemon pays for it (about half a second of every start)
+
     emr = settings.emr
     kwargs = emr.client_kwargs()
     s3 = boto3.client("s3", **kwargs)
@@ -458,6 +459,8 @@ def reload_on_hangup(catalog: Catalog) -> None:
 
 def package(settings: Settings, *, with_venv: bool, out: TextIO) -> int:
     """`replayd package`: build the job artifact and upload it under its content hash (EMR)."""
+    import boto3
+
     settings.emr.require_launch()
     s3 = boto3.client("s3", **settings.emr.client_kwargs())
     uris = package_and_upload(settings.emr, s3, with_venv=with_venv)

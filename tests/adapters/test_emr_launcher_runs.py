@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from boto3.exceptions import S3UploadFailedError
 from botocore.exceptions import ClientError
 
 from daemon.adapters.aws_errors import aws_errors
@@ -321,6 +322,19 @@ def test_aws_error_codes_become_domain_errors(code: str, status: int, expected: 
     assert type(caught.value) is expected
     assert str(caught.value) == f"do the thing failed: {code}: details"
     assert caught.value.__cause__ is error
+
+
+def test_a_failed_s3_upload_is_unavailable_and_any_other_error_passes_through() -> None:
+    """boto3's transfer failure is not a botocore error; `aws_errors` imports boto3 only to name it."""
+    upload = S3UploadFailedError("Failed to upload job.zip to bucket/key: connection reset")
+    with (
+        pytest.raises(Unavailable, match="upload the job: Failed to upload") as caught,
+        aws_errors("upload the job"),
+    ):
+        raise upload
+    assert caught.value.__cause__ is upload
+    with pytest.raises(KeyError), aws_errors("read a file"):
+        raise KeyError("not an AWS error")
 
 
 def test_an_unreachable_endpoint_is_unavailable(aws: AwsClients) -> None:
