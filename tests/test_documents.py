@@ -59,3 +59,28 @@ def test_every_relative_link_reaches_a_file_and_heading_that_exist(document: Pat
         elif fragment and file.suffix == ".md" and fragment not in anchors(file):
             broken.append(f"{target}: no heading with that anchor")
     assert not broken, f"{document.relative_to(REPO)}: " + "; ".join(broken)
+
+
+TEST_NAME = re.compile(r"\b(test_[a-z0-9_]+)(\.py)?\b")
+
+
+def defined_tests() -> tuple[set[str], set[str]]:
+    """The suite's test files and the names of its test functions."""
+    files = sorted((REPO / "tests").rglob("test_*.py"))
+    functions = set()
+    for file in files:
+        functions |= set(re.findall(r"^\s*(?:async )?def (test_\w+)", file.read_text(), re.MULTILINE))
+    return {file.name for file in files}, functions
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(REPO)))
+def test_every_test_a_document_names_is_in_the_suite(document: Path) -> None:
+    """docs/rules.md holds each rule to the tests that fail when it is broken: a renamed test must not
+    leave the rule held by a name that runs nothing."""
+    files, functions = defined_tests()
+    missing = sorted(
+        name + suffix
+        for name, suffix in TEST_NAME.findall(document.read_text(encoding="utf-8"))
+        if (name + suffix not in files if suffix else name not in functions)
+    )
+    assert not missing, f"{document.relative_to(REPO)} names tests the suite does not have: {missing}"
