@@ -19,17 +19,16 @@ def _imported_after(code: str, libraries: tuple[str, ...] = LAKE_LIBRARIES) -> l
     return [name for name in libraries if f"'{name}'" in done.stdout]
 
 
-def test_the_daemons_modules_import_no_table_format_library() -> None:
-    assert _imported_after("import daemon.runtime.server, daemon.runtime.readiness") == []
+def test_the_daemons_modules_import_no_table_format_library_nor_aws_nor_thrift() -> None:
+    modules = "import daemon.runtime.server, daemon.runtime.readiness"
+    assert _imported_after(modules, LAKE_LIBRARIES + CLIENT_LIBRARIES) == []
 
 
 def test_a_daemon_imports_boto3_and_thrift_only_to_call_aws_or_a_metastore() -> None:
-    """boto3 was half a second of every start; a local daemon without a Glue or Hive catalog calls
-    neither. The probe then asks for a Glue client and a Hive table, and finds both imported."""
-    modules = "import daemon.runtime.server, daemon.runtime.readiness"
-    assert _imported_after(modules, CLIENT_LIBRARIES) == []
+    """boto3 was about half a second of every start's imports; a local daemon without a Glue or Hive
+    catalog calls neither (the test above). Asked for a Glue client and a Hive table, it imports both."""
     called = (
-        f"{modules}\nimport contextlib\nfrom daemon.adapters import table_catalogs as t\n"
+        "import contextlib\nfrom daemon.adapters import table_catalogs as t\n"
         "from daemon.config.lake_catalogs import LakeCatalog\n"
         "t._glue(LakeCatalog(type='glue', region='us-east-1'))\n"
         "with contextlib.suppress(Exception):\n"
