@@ -110,10 +110,6 @@ class Timeline:
         resume = self._next_running[index]
         return self.bends[resume].clock if resume < len(self.bends) else math.inf
 
-    def running(self, start: float, end: float) -> float:
-        """Clock time in ``[start, end]`` during which the schedule ran (paused stretches left out)."""
-        return sum(seconds for seconds, speed in self._stretches(start, end) if speed > 0)
-
     def ran_at_most(self, start: float, end: float, ceiling: float) -> float:
         """Schedule time made in ``[start, end]`` by the stretches running at no more than ``ceiling``
         (all of it with ``ceiling=inf``; paused stretches make none)."""

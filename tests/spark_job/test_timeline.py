@@ -138,7 +138,7 @@ def test_a_change_before_the_start_sets_the_rate_from_the_start() -> None:
     seconds=st.floats(0, 100),
     ramp=st.one_of(st.none(), st.tuples(st.floats(0.5, 60), st.floats(0.01, 1.0))),
 )
-def test_running_counts_only_what_ran_and_a_ceiling_leaves_out_what_ran_faster(
+def test_a_stretch_makes_what_ran_and_a_ceiling_leaves_out_what_ran_faster(
     speeds: list[tuple[float, float]], start: float, seconds: float, ramp: tuple[float, float] | None
 ) -> None:
     changes, at = [], START
@@ -147,11 +147,11 @@ def test_running_counts_only_what_ran_and_a_ceiling_leaves_out_what_ran_faster(
         changes.append((at, speed))
     timeline = Timeline.of(START, changes if ramp is None else ramped(START, *ramp, changes))
     end, middle = start + seconds, start + seconds / 3
-    ran = timeline.running(start, end)
-    assert 0 <= ran <= seconds + 1e-9
-    assert math.isclose(ran, timeline.running(start, middle) + timeline.running(middle, end), abs_tol=1e-9)
+    ran = timeline.ran_at_most(start, end, math.inf)
+    parts = timeline.ran_at_most(start, middle, math.inf) + timeline.ran_at_most(middle, end, math.inf)
+    assert math.isclose(ran, parts, rel_tol=1e-9, abs_tol=1e-9)
     made = timeline.schedule_of(end) - timeline.schedule_of(start)
-    assert math.isclose(timeline.ran_at_most(start, end, math.inf), made, rel_tol=1e-9, abs_tol=1e-9)
+    assert math.isclose(ran, made, rel_tol=1e-9, abs_tol=1e-9)
     slowest = min((bend.speed for bend in timeline.bends if bend.speed > 0), default=1.0)
     assert timeline.ran_at_most(start, end, slowest / 2) == 0
     ceiling = timeline.speed_at(middle)
@@ -163,7 +163,7 @@ def test_running_counts_only_what_ran_and_a_ceiling_leaves_out_what_ran_faster(
     paused_until = timeline.paused_until(probe)
     if paused_until > -math.inf:  # paused there: nothing ran from the probe to the pause's end
         assert timeline.speed_at(probe) == 0
-        assert timeline.running(probe, min(paused_until, probe + 1_000)) == 0
+        assert timeline.ran_at_most(probe, min(paused_until, probe + 1_000), math.inf) == 0
     else:
         assert timeline.speed_at(probe) > 0
 
