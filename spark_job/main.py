@@ -62,7 +62,7 @@ REQUIRED_CONF = {
 DEFAULT_CONF = {"spark.task.maxFailures": "3"}  # a retry re-publishes a partition: allow few
 
 
-PACKAGE_DIR_CONF = "spark.replay.packageDir"  # daemon.adapters.local_launcher sets it
+PACKAGE_DIR_CONF = "spark.replay.packageDir"  # the launchers set it: where the job zips itself for executors
 
 # A standby's session: its format settings came with its spark-submit (spark_job.formats)
 ANY_FORMAT = "any"

@@ -22,10 +22,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from daemon.adapters.local_launcher import JOB_ENTRY, PACKAGE_DIR_CONF, LocalSparkLauncher
+from daemon.adapters.local_launcher import JOB_ENTRY, LocalSparkLauncher
 from daemon.adapters.spark_class_archive import DRIVER_JAVA_OPTIONS
+from spark_job.main import PACKAGE_DIR_CONF
 
-EXECUTOR_WAIT_CONF = "spark.replay.executorWaitSeconds"  # read by spark_job.executors
+# read by spark_job.executors (WAIT_CONF), which the daemon does not import: it imports pyspark
+EXECUTOR_WAIT_CONF = "spark.replay.executorWaitSeconds"
 
 
 def _executor_size(spec_path: Path) -> dict[str, Any]:

@@ -65,7 +65,7 @@ from daemon.usecases.ports import (
     parse_outcome,
 )
 from spark_job.formats import session_conf_for_jars
-from spark_job.main import archive_name
+from spark_job.main import PACKAGE_DIR_CONF, archive_name
 
 log = structlog.get_logger(__name__)
 
@@ -86,7 +86,6 @@ PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 
 PRUNE_EVERY_S = 3600.0  # how often released runs' old folders are looked for
-PACKAGE_DIR_CONF = "spark.replay.packageDir"  # read by spark_job.main: where it zips itself for executors
 RELEASED = "released"  # written in a run's folder by `release`: only such folders are ever pruned
 # What the job's processes may inherit from the daemon: what the JVM, Spark, Python and the job's own
 # AWS clients (S3, KMS for encrypted PII columns) read, and how they reach the network.

@@ -19,9 +19,10 @@ def _imported_after(code: str, libraries: tuple[str, ...] = LAKE_LIBRARIES) -> l
     return [name for name in libraries if f"'{name}'" in done.stdout]
 
 
-def test_the_daemons_modules_import_no_table_format_library_nor_aws_nor_thrift() -> None:
+def test_the_daemons_modules_import_no_table_format_library_nor_aws_nor_thrift_nor_spark() -> None:
+    """The daemon launches Spark jobs, it does not run Spark: pyspark is for the jobs' own processes."""
     modules = "import daemon.runtime.server, daemon.runtime.readiness"
-    assert _imported_after(modules, LAKE_LIBRARIES + CLIENT_LIBRARIES) == []
+    assert _imported_after(modules, (*LAKE_LIBRARIES, *CLIENT_LIBRARIES, "pyspark")) == []
 
 
 def test_a_daemon_imports_boto3_and_thrift_only_to_call_aws_or_a_metastore() -> None:
