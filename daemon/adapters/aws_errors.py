@@ -6,6 +6,7 @@ AWS error codes to `daemon.core.errors` (`from exc`, so the AWS response stays i
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -45,11 +46,10 @@ def aws_errors(action: str) -> Iterator[None]:
 
 
 def _upload_failed(exc: Exception) -> bool:
-    """boto3's S3 transfer failure. boto3 is imported here, not at the top: importing it costs every
-    daemon's start half a second, and whoever raised this has imported it already."""
-    from boto3.exceptions import S3UploadFailedError
-
-    return isinstance(exc, S3UploadFailedError)
+    """boto3's S3 transfer failure, looked up where boto3 already is: only code that uploaded with boto3
+    can raise it, and importing boto3 at the top would cost every daemon's start for nothing."""
+    uploads = sys.modules.get("boto3.exceptions")
+    return uploads is not None and isinstance(exc, uploads.S3UploadFailedError)
 
 
 def _translate(action: str, exc: ClientError) -> ReplayError:

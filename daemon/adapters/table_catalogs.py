@@ -195,7 +195,7 @@ def _hive_table(catalog_name: str, settings: LakeCatalog, database: str, table: 
 
 def _glue(settings: LakeCatalog) -> Any:
     """A Glue client: credentials from the environment, as every AWS client of the daemon has them.
-    boto3 is imported here, by a daemon with a Glue catalog only (half a second of a start)."""
+    boto3 is imported here, at the first Glue lookup: a daemon without a Glue catalog never pays for it."""
     import boto3
     from botocore.config import Config
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from daemon.adapters.cluster_launcher import ClusterSparkLauncher
+from daemon.adapters.cluster_launcher import EXECUTOR_WAIT_CONF, ClusterSparkLauncher
+from spark_job.executors import WAIT_CONF
 
 
 def _conf(command: list[str]) -> dict[str, str]:
@@ -46,3 +47,8 @@ def test_without_one_the_settings_size_it(tmp_path: Path) -> None:
         "2",
         "512m",
     )
+
+
+def test_the_executor_wait_is_set_under_the_name_the_job_reads() -> None:
+    """The daemon spells the conf itself (importing the job's module would import pyspark)."""
+    assert EXECUTOR_WAIT_CONF == WAIT_CONF

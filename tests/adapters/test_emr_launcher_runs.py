@@ -333,8 +333,10 @@ def test_a_failed_s3_upload_is_unavailable_and_any_other_error_passes_through() 
     ):
         raise upload
     assert caught.value.__cause__ is upload
-    with pytest.raises(KeyError), aws_errors("read a file"):
-        raise KeyError("not an AWS error")
+    other = KeyError("not an AWS error")
+    with pytest.raises(KeyError) as passed, aws_errors("read a file"):
+        raise other
+    assert passed.value is other
 
 
 def test_an_unreachable_endpoint_is_unavailable(aws: AwsClients) -> None:
