@@ -168,7 +168,7 @@ def build_launcher(settings: Settings) -> Launcher:
             standby_max_idle_s=settings.local_standby_max_idle_s,
             **_driver_here(settings),
         )
-    import boto3  # only an EMR daemon pays for it (about half a second of every start)
+    import boto3  # only an EMR daemon pays for it (a few tenths of a second of every start)
 
     emr = settings.emr
     kwargs = emr.client_kwargs()

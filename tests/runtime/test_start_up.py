@@ -26,7 +26,7 @@ def test_the_daemons_modules_import_no_table_format_library_nor_aws_nor_thrift_n
 
 
 def test_a_daemon_imports_boto3_and_thrift_only_to_call_aws_or_a_metastore() -> None:
-    """boto3 was about half a second of every start's imports; a local daemon without a Glue or Hive
+    """boto3 was a few tenths of a second of every start's imports; a local daemon without a Glue or Hive
     catalog calls neither (the test above). Asked for a Glue client and a Hive table, it imports both."""
     called = (
         "import contextlib\nfrom daemon.adapters import table_catalogs as t\n"
